@@ -1,0 +1,126 @@
+# dprl: differentially private RL evaluation inside SQLite.
+#
+#   make          build ./dprl.so (checks the Debian dependencies first)
+#   make demo     install what is missing, build, run a sample end to end
+#   make test     install what is missing, run every test, then again under
+#                 AddressSanitizer + UndefinedBehaviorSanitizer
+#   make bench    benchmark against a bare scan and plain SQL
+#   make install  install dprl.so where `.load dprl` finds it
+#
+# Core modules (plain C, no SQLite) are ext/*.c except the glue: dprl.c and
+# sql_*.c.  Unit tests link the core only.
+
+CC      ?= cc
+PYTHON  ?= /usr/bin/python3
+SQLITE3 ?= sqlite3
+OPT     ?= -O2
+CFLAGS  ?= $(OPT) -g
+WARN     = -Wall -Wextra -Wshadow -Wstrict-prototypes -Wno-unused-parameter
+BLAS_INC = -I/usr/include/x86_64-linux-gnu/openblas-pthread
+ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -fPIC $(WARN) $(BLAS_INC) $(CFLAGS)
+LIBS     = -llapacke -lopenblas -lm
+
+# Sanitizer build (a separate tree under build/san).
+SAN_FLAGS = -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
+            -fno-sanitize-recover=undefined
+
+PREFIX  ?= /usr/local
+LIBDIR  ?= $(PREFIX)/lib
+
+DEB_PKGS = libsqlite3-dev sqlite3 liblapacke-dev libopenblas-dev python3 gnuplot-nox
+
+GLUE_SRC  = $(wildcard ext/sql_*.c) ext/dprl.c
+CORE_SRC  = $(filter-out $(GLUE_SRC),$(wildcard ext/*.c))
+HDRS      = $(wildcard ext/*.h)
+UNIT_SRC  = $(wildcard tests/unit/test_*.c)
+
+B ?= build
+CORE_OBJ  = $(patsubst ext/%.c,$(B)/%.o,$(CORE_SRC))
+GLUE_OBJ  = $(patsubst ext/%.c,$(B)/%.o,$(GLUE_SRC))
+UNIT_BIN  = $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRC))
+
+.PHONY: all check-deps deps demo test test-fast test-san unit bench install \
+        uninstall clean samples
+.DEFAULT_GOAL := all
+
+all: check-deps dprl.so
+
+# `make` only checks; `make deps` (run by demo and test) installs with apt-get.
+check-deps:
+	@missing=""; \
+	for h in sqlite3.h lapacke.h; do \
+	  echo "#include <$$h>" | $(CC) $(BLAS_INC) -E -x c - >/dev/null 2>&1 || missing="$$missing $$h"; \
+	done; \
+	[ -e /usr/include/x86_64-linux-gnu/openblas-pthread/cblas.h ] || \
+	  ls /usr/lib/*/libopenblas.so >/dev/null 2>&1 || missing="$$missing libopenblas"; \
+	if [ -n "$$missing" ]; then \
+	  echo "dprl: missing$$missing."; \
+	  echo "Install the dependencies with:"; \
+	  echo "  apt-get install -y $(DEB_PKGS)"; \
+	  echo "(or run 'make deps' as root, which does exactly that)"; \
+	  exit 1; \
+	fi
+
+deps:
+	@need=""; for p in $(DEB_PKGS); do \
+	  dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q "install ok installed" || need="$$need $$p"; \
+	done; \
+	if [ -n "$$need" ]; then \
+	  echo "dprl: installing$$need"; \
+	  if [ "$$(id -u)" != 0 ]; then echo "dprl: run as root, or: sudo apt-get install -y$$need"; exit 1; fi; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$need) >/dev/null || exit 1; \
+	fi
+
+dprl.so: $(CORE_OBJ) $(GLUE_OBJ)
+	$(CC) -shared -o $@ $^ $(LIBS) $(LDFLAGS)
+
+$(B)/%.o: ext/%.c $(HDRS) | $(B)
+	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+$(B)/tests/%: tests/unit/%.c tests/unit/check.h $(CORE_OBJ) | $(B)/tests
+	$(CC) $(ALL_CFLAGS) -Iext -o $@ $< $(CORE_OBJ) $(LIBS) $(LDFLAGS)
+
+$(B) $(B)/tests:
+	mkdir -p $@
+
+unit: $(UNIT_BIN)
+
+# The whole suite: unit tests and SQL tests against this build, then the same
+# against a sanitizer build.  tests/run.sh prints the "N passed, M failed".
+test: deps
+	@$(MAKE) --no-print-directory check-deps
+	@$(MAKE) --no-print-directory dprl.so unit
+	@$(MAKE) --no-print-directory B=build/san CFLAGS="$(SAN_FLAGS)" \
+	  LDFLAGS="-fsanitize=address,undefined" build/san/dprl.so unit-san
+	@PYTHON=$(PYTHON) SQLITE3=$(SQLITE3) sh tests/run.sh
+
+# Only the normal build (quicker while developing).
+test-fast: check-deps dprl.so unit
+	@PYTHON=$(PYTHON) SQLITE3=$(SQLITE3) DPRL_NO_SAN=1 sh tests/run.sh
+
+build/san/dprl.so: $(CORE_OBJ) $(GLUE_OBJ)
+	$(CC) -shared -o $@ $^ $(LIBS) $(LDFLAGS)
+
+unit-san: $(UNIT_BIN)
+
+bench: deps check-deps dprl.so $(B)/dprl_bench
+	@$(B)/dprl_bench
+
+$(B)/dprl_bench: tests/bench/bench.c | $(B)
+	$(CC) $(ALL_CFLAGS) -o $@ $< -lsqlite3 -lm
+
+demo: deps
+	@$(MAKE) --no-print-directory dprl.so
+	@cd samples && $(SQLITE3) -bail :memory: < demo.sql
+
+install: all
+	install -d $(DESTDIR)$(LIBDIR)
+	install -m 0644 dprl.so $(DESTDIR)$(LIBDIR)/dprl.so
+	@echo "installed $(DESTDIR)$(LIBDIR)/dprl.so: '.load dprl' now works from any directory"
+	@echo "(SQLite tries the name as given, then with .so, through the dynamic loader's path)"
+
+uninstall:
+	rm -f $(DESTDIR)$(LIBDIR)/dprl.so
+
+clean:
+	rm -rf build dprl.so

@@ -1,0 +1,99 @@
+/* core.c: errors, allocation hooks and the growable buffer (see core.h). */
+#include "core.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void *libc_alloc(size_t n) { return malloc(n); }
+static void *libc_resize(void *p, size_t n) { return realloc(p, n); }
+static void libc_release(void *p) { free(p); }
+
+static dprl_allocator g_alloc = {libc_alloc, libc_resize, libc_release};
+
+void dprl_set_allocator(const dprl_allocator *a) { g_alloc = *a; }
+
+void *dprl_malloc(size_t n) { return g_alloc.alloc(n ? n : 1); }
+
+void *dprl_calloc(size_t count, size_t size) {
+  if (size && count > SIZE_MAX / size) return NULL;
+  void *p = dprl_malloc(count * size);
+  if (p) memset(p, 0, count * size > 0 ? count * size : 1);
+  return p;
+}
+
+void *dprl_realloc(void *p, size_t n) { return g_alloc.resize(p, n ? n : 1); }
+
+void dprl_free(void *p) {
+  if (p) g_alloc.release(p);
+}
+
+int dprl_fail(dprl_error *err, int code, const char *fmt, ...) {
+  if (err && err->code == DPRL_OK) {
+    err->code = code;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    va_end(ap);
+  }
+  return err ? err->code : code;
+}
+
+int dprl_nomem(dprl_error *err) {
+  return dprl_fail(err, DPRL_ENOMEM, "out of memory");
+}
+
+void dprl_error_clear(dprl_error *err) {
+  err->code = DPRL_OK;
+  err->msg[0] = 0;
+}
+
+static int buf_reserve(dprl_buf *b, size_t extra) {
+  if (b->oom) return 0;
+  if (b->len + extra + 1 <= b->cap) return 1;
+  size_t cap = b->cap ? b->cap : 256;
+  while (cap < b->len + extra + 1) cap *= 2;
+  char *p = dprl_realloc(b->data, cap);
+  if (!p) {
+    b->oom = 1;
+    return 0;
+  }
+  b->data = p;
+  b->cap = cap;
+  return 1;
+}
+
+void dprl_buf_append(dprl_buf *b, const char *s, size_t n) {
+  if (!buf_reserve(b, n)) return;
+  memcpy(b->data + b->len, s, n);
+  b->len += n;
+  b->data[b->len] = 0;
+}
+
+void dprl_buf_puts(dprl_buf *b, const char *s) { dprl_buf_append(b, s, strlen(s)); }
+
+void dprl_buf_printf(dprl_buf *b, const char *fmt, ...) {
+  char small[128];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(small, sizeof small, fmt, ap);
+  va_end(ap);
+  if (n < 0) return;
+  if ((size_t)n < sizeof small) {
+    dprl_buf_append(b, small, (size_t)n);
+    return;
+  }
+  if (!buf_reserve(b, (size_t)n)) return;
+  va_start(ap, fmt);
+  vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+  va_end(ap);
+  b->len += (size_t)n;
+}
+
+void dprl_buf_free(dprl_buf *b) {
+  dprl_free(b->data);
+  b->data = NULL;
+  b->len = b->cap = 0;
+  b->oom = 0;
+}

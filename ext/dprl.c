@@ -1,0 +1,79 @@
+/*
+** dprl.c: the entry point.  Loading the extension registers:
+**
+**   dprl_version()                                 -> '0.1.0'
+**   dprl_debug()                                   -> version, build, BLAS
+**   dp_lsw(episode, t, state, reward, options)     aggregate
+**   dp_lsl(episode, t, state, reward, options)     aggregate
+**
+**   sqlite> .load ./dprl
+**   sqlite> SELECT dprl_version();
+**
+** Each feature lives in its own sql_*.c file and registers itself here;
+** the numerical core (every other file in ext/) knows nothing of SQLite.
+*/
+#include <sqlite3ext.h>
+SQLITE_EXTENSION_INIT1
+
+#include "core.h"
+#include "linalg.h"
+#include "sql_glue.h"
+
+static void *sqlite_alloc(size_t n) { return sqlite3_malloc64((sqlite3_uint64)n); }
+static void *sqlite_resize(void *p, size_t n) {
+  return sqlite3_realloc64(p, (sqlite3_uint64)n);
+}
+static void sqlite_release(void *p) { sqlite3_free(p); }
+
+static void version_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+  (void)argc;
+  (void)argv;
+  sqlite3_result_text(ctx, DPRL_VERSION, -1, SQLITE_STATIC);
+}
+
+static void debug_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+  (void)argc;
+  (void)argv;
+  char *s = sqlite3_mprintf("dprl %s\nbuilt %s %s with %s\nsqlite %s (runtime)\nblas: %s",
+                            DPRL_VERSION, __DATE__, __TIME__,
+#if defined(__clang__)
+                            "clang " __clang_version__,
+#elif defined(__GNUC__)
+                            "gcc " __VERSION__,
+#else
+                            "an unknown compiler",
+#endif
+                            sqlite3_libversion(), dprl_linalg_backend());
+  if (!s) sqlite3_result_error_nomem(ctx);
+  else sqlite3_result_text(ctx, s, -1, sqlite3_free);
+}
+
+typedef int (*register_fn)(sqlite3 *);
+
+#ifdef _WIN32
+__declspec(dllexport)
+#endif
+int sqlite3_dprl_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_routines *pApi) {
+  SQLITE_EXTENSION_INIT2(pApi);
+  static const dprl_allocator alloc = {sqlite_alloc, sqlite_resize, sqlite_release};
+  dprl_set_allocator(&alloc);
+  static const struct {
+    const char *name;
+    register_fn fn;
+  } features[] = {
+      {"dp_lsw/dp_lsl", dprl_register_policy_eval},
+  };
+  int rc = sqlite3_create_function_v2(db, "dprl_version", 0,
+                                      SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS,
+                                      NULL, version_fn, NULL, NULL, NULL);
+  if (rc == SQLITE_OK)
+    rc = sqlite3_create_function_v2(db, "dprl_debug", 0, SQLITE_UTF8 | SQLITE_INNOCUOUS,
+                                    NULL, debug_fn, NULL, NULL, NULL);
+  for (size_t i = 0; rc == SQLITE_OK && i < sizeof features / sizeof *features; i++) {
+    rc = features[i].fn(db);
+    if (rc != SQLITE_OK && pzErrMsg)
+      *pzErrMsg = sqlite3_mprintf("dprl: registering %s failed: %s", features[i].name,
+                                  sqlite3_errstr(rc));
+  }
+  return rc;
+}

@@ -1,0 +1,102 @@
+/* estimator.c: theta_w and theta_lambda (see estimator.h). */
+#include "estimator.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "linalg.h"
+
+/* Structured features: Phi^T Gamma Phi is diagonal, one entry per feature
+** (a group of k consecutive states; k = 1 is tabular). */
+static void lsw_structured(const dprl_features *f, const double *w,
+                           const dprl_fv_stats *st, double *theta) {
+  for (int64_t j = 0; j < f->d; j++) {
+    double num = 0, den = 0;
+    for (int64_t s = j * f->k; s < (j + 1) * f->k && s < f->n; s++) {
+      num += w[s] * dprl_fv_mean(st, s);
+      den += w[s];
+    }
+    theta[j] = num / den; /* den > 0: full rank was checked */
+  }
+}
+
+static int lsw_dense(const dprl_features *f, const double *w,
+                     const dprl_fv_stats *st, double *theta, dprl_error *err) {
+  /* min || Gamma^{1/2} (Phi theta - F) || by QR, better conditioned than
+  ** forming the normal equations. */
+  int64_t n = f->n, d = f->d;
+  double *a = dprl_malloc((size_t)(n * d) * sizeof *a);
+  double *y = dprl_malloc((size_t)n * sizeof *y);
+  int rc;
+  if (!a || !y) {
+    rc = dprl_nomem(err);
+  } else {
+    for (int64_t s = 0; s < n; s++) {
+      double r = sqrt(w[s]);
+      for (int64_t j = 0; j < d; j++) a[s * d + j] = r * f->phi[s * d + j];
+      y[s] = r * dprl_fv_mean(st, s);
+    }
+    rc = dprl_least_squares(a, n, d, y, theta, err);
+  }
+  dprl_free(a);
+  dprl_free(y);
+  return rc;
+}
+
+int dprl_lsw_theta(const dprl_features *f, const double *w,
+                   const dprl_fv_stats *st, double *theta, dprl_error *err) {
+  if (f->kind != DPRL_FEAT_DENSE) {
+    lsw_structured(f, w, st, theta);
+    return DPRL_OK;
+  }
+  return lsw_dense(f, w, st, theta, err);
+}
+
+static void lsl_structured(const dprl_features *f, const double *rho, double lambda,
+                           const dprl_fv_stats *st, double *theta) {
+  /* (sum rho v / m + lambda / 2m)^{-1} sum rho F v / m; the m cancels. */
+  for (int64_t j = 0; j < f->d; j++) {
+    double num = 0, den = 0;
+    for (int64_t s = j * f->k; s < (j + 1) * f->k && s < f->n; s++) {
+      num += rho[s] * st->return_sum[s];
+      den += rho[s] * (double)st->visits[s];
+    }
+    theta[j] = num / (den + lambda / 2.0);
+  }
+}
+
+static int lsl_dense(const dprl_features *f, const double *rho, double lambda,
+                     const dprl_fv_stats *st, double *theta, dprl_error *err) {
+  int64_t n = f->n, d = f->d;
+  double m = (double)st->m;
+  double *A = dprl_calloc((size_t)(d * d), sizeof *A);
+  if (!A) return dprl_nomem(err);
+  memset(theta, 0, (size_t)d * sizeof *theta);
+  for (int64_t s = 0; s < n; s++) {
+    const double *phi = f->phi + s * d;
+    double g = rho[s] * (double)st->visits[s] / m;
+    double b = rho[s] * st->return_sum[s] / m;
+    for (int64_t i = 0; i < d; i++) {
+      theta[i] += b * phi[i];
+      if (g != 0)
+        for (int64_t j = i; j < d; j++) A[i * d + j] += g * phi[i] * phi[j];
+    }
+  }
+  for (int64_t i = 0; i < d; i++) A[i * d + i] += lambda / (2.0 * m);
+  int rc = dprl_spd_solve(A, d, theta, err); /* upper triangle is enough */
+  dprl_free(A);
+  return rc;
+}
+
+int dprl_lsl_theta(const dprl_features *f, const double *rho, double lambda,
+                   const dprl_fv_stats *st, double *theta, dprl_error *err) {
+  if (st->m == 0) { /* no episodes: Gamma_X = 0, theta = 0 */
+    memset(theta, 0, (size_t)f->d * sizeof *theta);
+    return DPRL_OK;
+  }
+  if (f->kind != DPRL_FEAT_DENSE) {
+    lsl_structured(f, rho, lambda, st, theta);
+    return DPRL_OK;
+  }
+  return lsl_dense(f, rho, lambda, st, theta, err);
+}

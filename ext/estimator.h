@@ -1,0 +1,22 @@
+/*
+** estimator.h: per-state statistics -> the exact (non-private) parameter.
+**
+** LSW (Balle et al., Algorithm 1; ALGORITHMS.md §2):
+**   theta_w = (Phi^T Gamma Phi)^{-1} Phi^T Gamma F_X,  Gamma = diag(w)
+** LSL (Algorithm 2; ALGORITHMS.md §3):
+**   theta_l = (Phi^T Gamma_X Phi + lambda/(2m) I)^{-1} Phi^T Gamma_X F_X,
+**   Gamma_X = diag(rho_s |X_s| / m)
+** Note Gamma_X F_X = rho_s * return_sum_s / m: no division by a count.
+*/
+#ifndef DPRL_ESTIMATOR_H
+#define DPRL_ESTIMATOR_H
+
+#include "feature_matrix.h"
+#include "first_visit.h"
+
+int dprl_lsw_theta(const dprl_features *f, const double *w,
+                   const dprl_fv_stats *st, double *theta, dprl_error *err);
+int dprl_lsl_theta(const dprl_features *f, const double *rho, double lambda,
+                   const dprl_fv_stats *st, double *theta, dprl_error *err);
+
+#endif

@@ -1,0 +1,84 @@
+/* first_visit.c: first-visit returns and the signature (see first_visit.h). */
+#include "first_visit.h"
+
+#include <math.h>
+#include <string.h>
+
+double dprl_return_bound(const dprl_return_rule *r) {
+  return r->has_fmax ? r->fmax : r->rmax / (1.0 - r->gamma);
+}
+
+int dprl_fv_stats_init(dprl_fv_stats *st, int64_t n_states, dprl_error *err) {
+  memset(st, 0, sizeof *st);
+  st->n_states = n_states;
+  st->visits = dprl_calloc((size_t)n_states, sizeof *st->visits);
+  st->return_sum = dprl_calloc((size_t)n_states, sizeof *st->return_sum);
+  if (!st->visits || !st->return_sum) {
+    dprl_fv_stats_free(st);
+    return dprl_nomem(err);
+  }
+  return DPRL_OK;
+}
+
+void dprl_fv_stats_free(dprl_fv_stats *st) {
+  dprl_free(st->visits);
+  dprl_free(st->return_sum);
+  st->visits = NULL;
+  st->return_sum = NULL;
+}
+
+double dprl_fv_mean(const dprl_fv_stats *st, int64_t s) {
+  return st->visits[s] ? st->return_sum[s] / (double)st->visits[s] : 0.0;
+}
+
+int dprl_fv_scratch_init(dprl_fv_scratch *sc, int64_t n_states, dprl_error *err) {
+  memset(sc, 0, sizeof *sc);
+  sc->stamp = dprl_calloc((size_t)n_states, sizeof *sc->stamp);
+  return sc->stamp ? DPRL_OK : dprl_nomem(err);
+}
+
+void dprl_fv_scratch_free(dprl_fv_scratch *sc) {
+  dprl_free(sc->G);
+  dprl_free(sc->stamp);
+  memset(sc, 0, sizeof *sc);
+}
+
+static double clamp(double x, double lo, double hi) {
+  return x < lo ? lo : x > hi ? hi : x;
+}
+
+int dprl_fv_add_episode(dprl_fv_stats *st, dprl_fv_scratch *sc,
+                        const dprl_return_rule *rule, const dprl_step *steps,
+                        size_t n, dprl_fv_emit emit, void *ctx, dprl_error *err) {
+  if (n > sc->cap) {
+    double *G = dprl_realloc(sc->G, n * sizeof *G);
+    if (!G) return dprl_nomem(err);
+    sc->G = G;
+    sc->cap = n;
+  }
+  /* Backward pass: G_t = r_t + gamma G_{t+1} (clamped rewards: §1). */
+  double g = 0.0;
+  for (size_t i = n; i-- > 0;) {
+    g = clamp(steps[i].reward, 0.0, rule->rmax) + rule->gamma * g;
+    sc->G[i] = g;
+  }
+  /* Forward pass: the first time each state is seen is its first visit. */
+  uint64_t mark = ++sc->episode_no;
+  double fmax = rule->has_fmax ? rule->fmax : HUGE_VAL;
+  for (size_t i = 0; i < n; i++) {
+    uint32_t s = steps[i].state;
+    if (sc->stamp[s] == mark) continue;
+    sc->stamp[s] = mark;
+    double F = rule->has_fmax ? clamp(sc->G[i], 0.0, fmax) : sc->G[i];
+    if (st) {
+      st->visits[s]++;
+      st->return_sum[s] += F;
+    }
+    if (emit) {
+      int rc = emit(ctx, s, steps[i].t, F);
+      if (rc) return rc;
+    }
+  }
+  if (st) st->m++;
+  return DPRL_OK;
+}

@@ -1,0 +1,347 @@
+/* json.c: strict JSON reader and writer helpers (see json.h). */
+#include "json.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define JSON_MAX_DEPTH 64
+
+typedef struct parser {
+  const char *s;
+  size_t len, pos;
+  int depth;
+  dprl_error *err;
+} parser;
+
+static dprl_json *parse_value(parser *p);
+
+static void skip_ws(parser *p) {
+  while (p->pos < p->len) {
+    char c = p->s[p->pos];
+    if (c != ' ' && c != '\t' && c != '\n' && c != '\r') break;
+    p->pos++;
+  }
+}
+
+static dprl_json *syntax(parser *p, const char *what) {
+  if (p->pos >= p->len)
+    dprl_fail(p->err, DPRL_EINVAL, "malformed JSON: %s, got end of text", what);
+  else
+    dprl_fail(p->err, DPRL_EINVAL, "malformed JSON at offset %zu: %s, got '%c'",
+              p->pos, what, p->s[p->pos]);
+  return NULL;
+}
+
+static dprl_json *new_node(parser *p, dprl_json_type t) {
+  dprl_json *v = dprl_calloc(1, sizeof *v);
+  if (!v) {
+    dprl_nomem(p->err);
+    return NULL;
+  }
+  v->type = t;
+  return v;
+}
+
+static int literal(parser *p, const char *word) {
+  size_t n = strlen(word);
+  if (p->len - p->pos < n || memcmp(p->s + p->pos, word, n) != 0) return 0;
+  p->pos += n;
+  return 1;
+}
+
+static dprl_json *parse_number(parser *p) {
+  size_t start = p->pos;
+  int integer = 1;
+  if (p->s[p->pos] == '-') p->pos++;
+  if (p->pos >= p->len) return syntax(p, "expected a digit");
+  if (p->s[p->pos] == '0') {
+    p->pos++;
+  } else if (p->s[p->pos] >= '1' && p->s[p->pos] <= '9') {
+    while (p->pos < p->len && p->s[p->pos] >= '0' && p->s[p->pos] <= '9') p->pos++;
+  } else {
+    return syntax(p, "expected a digit");
+  }
+  if (p->pos < p->len && p->s[p->pos] == '.') {
+    integer = 0;
+    p->pos++;
+    size_t d = p->pos;
+    while (p->pos < p->len && p->s[p->pos] >= '0' && p->s[p->pos] <= '9') p->pos++;
+    if (p->pos == d) return syntax(p, "expected a digit after '.'");
+  }
+  if (p->pos < p->len && (p->s[p->pos] == 'e' || p->s[p->pos] == 'E')) {
+    integer = 0;
+    p->pos++;
+    if (p->pos < p->len && (p->s[p->pos] == '+' || p->s[p->pos] == '-')) p->pos++;
+    size_t d = p->pos;
+    while (p->pos < p->len && p->s[p->pos] >= '0' && p->s[p->pos] <= '9') p->pos++;
+    if (p->pos == d) return syntax(p, "expected a digit in the exponent");
+  }
+  char tmp[64];
+  size_t n = p->pos - start;
+  if (n >= sizeof tmp) {
+    dprl_fail(p->err, DPRL_EINVAL, "malformed JSON at offset %zu: number too long",
+              start);
+    return NULL;
+  }
+  memcpy(tmp, p->s + start, n);
+  tmp[n] = 0;
+  dprl_json *v = new_node(p, DPRL_JSON_NUMBER);
+  if (!v) return NULL;
+  v->num = strtod(tmp, NULL);
+  v->is_integer = integer;
+  return v;
+}
+
+static int hex4(parser *p, unsigned *out) {
+  if (p->len - p->pos < 4) return 0;
+  unsigned u = 0;
+  for (int i = 0; i < 4; i++) {
+    char c = p->s[p->pos + i];
+    u <<= 4;
+    if (c >= '0' && c <= '9') u |= (unsigned)(c - '0');
+    else if (c >= 'a' && c <= 'f') u |= (unsigned)(c - 'a' + 10);
+    else if (c >= 'A' && c <= 'F') u |= (unsigned)(c - 'A' + 10);
+    else return 0;
+  }
+  p->pos += 4;
+  *out = u;
+  return 1;
+}
+
+static void put_utf8(dprl_buf *b, unsigned cp) {
+  char o[4];
+  size_t n;
+  if (cp < 0x80) { o[0] = (char)cp; n = 1; }
+  else if (cp < 0x800) { o[0] = (char)(0xC0 | (cp >> 6)); o[1] = (char)(0x80 | (cp & 0x3F)); n = 2; }
+  else if (cp < 0x10000) { o[0] = (char)(0xE0 | (cp >> 12)); o[1] = (char)(0x80 | ((cp >> 6) & 0x3F)); o[2] = (char)(0x80 | (cp & 0x3F)); n = 3; }
+  else { o[0] = (char)(0xF0 | (cp >> 18)); o[1] = (char)(0x80 | ((cp >> 12) & 0x3F)); o[2] = (char)(0x80 | ((cp >> 6) & 0x3F)); o[3] = (char)(0x80 | (cp & 0x3F)); n = 4; }
+  dprl_buf_append(b, o, n);
+}
+
+/* Decode a string starting at the opening quote into a new buffer. */
+static char *parse_string_raw(parser *p, size_t *out_len) {
+  dprl_buf b = {0};
+  p->pos++; /* opening quote */
+  for (;;) {
+    if (p->pos >= p->len) { syntax(p, "unterminated string"); goto fail; }
+    unsigned char c = (unsigned char)p->s[p->pos++];
+    if (c == '"') break;
+    if (c < 0x20) { p->pos--; syntax(p, "control character in string"); goto fail; }
+    if (c != '\\') { dprl_buf_append(&b, (const char *)&c, 1); continue; }
+    if (p->pos >= p->len) { syntax(p, "unterminated escape"); goto fail; }
+    char e = p->s[p->pos++];
+    const char *simple = strchr("\"\\/bfnrt", e);
+    if (e && simple) {
+      static const char map[] = "\"\\/\b\f\n\r\t";
+      dprl_buf_append(&b, &map[simple - "\"\\/bfnrt"], 1);
+    } else if (e == 'u') {
+      unsigned cp, lo;
+      if (!hex4(p, &cp)) { syntax(p, "bad \\u escape"); goto fail; }
+      if (cp >= 0xD800 && cp < 0xDC00) {
+        if (!literal(p, "\\u") || !hex4(p, &lo) || lo < 0xDC00 || lo > 0xDFFF) {
+          syntax(p, "unpaired surrogate in \\u escape");
+          goto fail;
+        }
+        cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+      } else if (cp >= 0xDC00 && cp < 0xE000) {
+        syntax(p, "unpaired surrogate in \\u escape");
+        goto fail;
+      }
+      put_utf8(&b, cp);
+    } else {
+      p->pos--;
+      syntax(p, "unknown escape");
+      goto fail;
+    }
+  }
+  dprl_buf_append(&b, "", 0); /* allocates even for "" */
+  if (b.oom) {
+    dprl_nomem(p->err);
+    goto fail;
+  }
+  *out_len = b.len;
+  return b.data;
+fail:
+  dprl_buf_free(&b);
+  return NULL;
+}
+
+static int push_item(parser *p, dprl_json *v, dprl_json *item, char *key,
+                     size_t *cap) {
+  if (v->n == *cap) {
+    size_t nc = *cap ? *cap * 2 : 4;
+    dprl_json **ni = dprl_realloc(v->items, nc * sizeof *ni);
+    if (!ni) return dprl_nomem(p->err), 0;
+    v->items = ni;
+    if (v->type == DPRL_JSON_OBJECT) {
+      char **nk = dprl_realloc(v->keys, nc * sizeof *nk);
+      if (!nk) return dprl_nomem(p->err), 0;
+      v->keys = nk;
+    }
+    *cap = nc;
+  }
+  v->items[v->n] = item;
+  if (v->type == DPRL_JSON_OBJECT) v->keys[v->n] = key;
+  v->n++;
+  return 1;
+}
+
+static dprl_json *parse_container(parser *p, int is_object) {
+  dprl_json *v = new_node(p, is_object ? DPRL_JSON_OBJECT : DPRL_JSON_ARRAY);
+  size_t cap = 0;
+  char close = is_object ? '}' : ']';
+  if (!v) return NULL;
+  if (++p->depth > JSON_MAX_DEPTH) {
+    dprl_fail(p->err, DPRL_EINVAL, "malformed JSON: nested deeper than %d",
+              JSON_MAX_DEPTH);
+    goto fail;
+  }
+  p->pos++;
+  skip_ws(p);
+  if (p->pos < p->len && p->s[p->pos] == close) {
+    p->pos++;
+    p->depth--;
+    return v;
+  }
+  for (;;) {
+    char *key = NULL;
+    size_t klen;
+    skip_ws(p);
+    if (is_object) {
+      if (p->pos >= p->len || p->s[p->pos] != '"') { syntax(p, "expected a key string"); goto fail; }
+      if (!(key = parse_string_raw(p, &klen))) goto fail;
+      if (dprl_json_get(v, key)) {
+        dprl_fail(p->err, DPRL_EINVAL, "malformed options: key \"%s\" given twice", key);
+        dprl_free(key);
+        goto fail;
+      }
+      skip_ws(p);
+      if (p->pos >= p->len || p->s[p->pos] != ':') { dprl_free(key); syntax(p, "expected ':'"); goto fail; }
+      p->pos++;
+    }
+    dprl_json *item = parse_value(p);
+    if (!item || !push_item(p, v, item, key, &cap)) {
+      dprl_free(key);
+      dprl_json_free(item);
+      goto fail;
+    }
+    skip_ws(p);
+    if (p->pos < p->len && p->s[p->pos] == ',') { p->pos++; continue; }
+    if (p->pos < p->len && p->s[p->pos] == close) { p->pos++; break; }
+    syntax(p, is_object ? "expected ',' or '}'" : "expected ',' or ']'");
+    goto fail;
+  }
+  p->depth--;
+  return v;
+fail:
+  dprl_json_free(v);
+  return NULL;
+}
+
+static dprl_json *parse_value(parser *p) {
+  skip_ws(p);
+  if (p->pos >= p->len) return syntax(p, "expected a value");
+  char c = p->s[p->pos];
+  if (c == '{') return parse_container(p, 1);
+  if (c == '[') return parse_container(p, 0);
+  if (c == '"') {
+    dprl_json *v = new_node(p, DPRL_JSON_STRING);
+    if (v && !(v->str = parse_string_raw(p, &v->n))) {
+      dprl_free(v);
+      return NULL;
+    }
+    return v;
+  }
+  if (c == '-' || (c >= '0' && c <= '9')) return parse_number(p);
+  if (literal(p, "true")) return new_node(p, DPRL_JSON_TRUE);
+  if (literal(p, "false")) return new_node(p, DPRL_JSON_FALSE);
+  if (literal(p, "null")) return new_node(p, DPRL_JSON_NULL);
+  return syntax(p, "expected a value");
+}
+
+dprl_json *dprl_json_parse(const char *text, size_t len, dprl_error *err) {
+  parser p = {text, len, 0, 0, err};
+  dprl_json *v = parse_value(&p);
+  if (!v) return NULL;
+  skip_ws(&p);
+  if (p.pos != p.len) {
+    dprl_json_free(v);
+    return syntax(&p, "unexpected text after the value");
+  }
+  return v;
+}
+
+void dprl_json_free(dprl_json *v) {
+  if (!v) return;
+  for (size_t i = 0; i < v->n && v->items; i++) {
+    dprl_json_free(v->items[i]);
+    if (v->keys) dprl_free(v->keys[i]);
+  }
+  dprl_free(v->items);
+  dprl_free(v->keys);
+  dprl_free(v->str);
+  dprl_free(v);
+}
+
+const dprl_json *dprl_json_get(const dprl_json *obj, const char *key) {
+  if (!obj || obj->type != DPRL_JSON_OBJECT) return NULL;
+  for (size_t i = 0; i < obj->n; i++)
+    if (strcmp(obj->keys[i], key) == 0) return obj->items[i];
+  return NULL;
+}
+
+const char *dprl_json_type_name(dprl_json_type t) {
+  static const char *names[] = {"null", "false", "true", "a number",
+                                "a string", "an array", "an object"};
+  return names[t];
+}
+
+void dprl_json_put_string(dprl_buf *b, const char *s) {
+  dprl_buf_append(b, "\"", 1);
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\') {
+      char e[2] = {'\\', (char)c};
+      dprl_buf_append(b, e, 2);
+    } else if (c < 0x20) {
+      dprl_buf_printf(b, "\\u%04x", c);
+    } else {
+      dprl_buf_append(b, (const char *)&c, 1);
+    }
+  }
+  dprl_buf_append(b, "\"", 1);
+}
+
+void dprl_json_put_double(dprl_buf *b, double x) {
+  if (!isfinite(x)) {
+    dprl_buf_puts(b, "null");
+    return;
+  }
+  /* Shortest of %.15g/%.16g/%.17g that reads back exactly. */
+  char tmp[40];
+  for (int prec = 15; prec <= 17; prec++) {
+    snprintf(tmp, sizeof tmp, "%.*g", prec, x);
+    if (strtod(tmp, NULL) == x) break;
+  }
+  dprl_buf_puts(b, tmp);
+}
+
+void dprl_json_put_double_array(dprl_buf *b, const double *x, size_t n) {
+  dprl_buf_append(b, "[", 1);
+  for (size_t i = 0; i < n; i++) {
+    if (i) dprl_buf_append(b, ",", 1);
+    dprl_json_put_double(b, x[i]);
+  }
+  dprl_buf_append(b, "]", 1);
+}
+
+void dprl_json_put_int_array(dprl_buf *b, const int64_t *x, size_t n) {
+  dprl_buf_append(b, "[", 1);
+  for (size_t i = 0; i < n; i++) {
+    if (i) dprl_buf_append(b, ",", 1);
+    dprl_buf_printf(b, "%lld", (long long)x[i]);
+  }
+  dprl_buf_append(b, "]", 1);
+}

@@ -1,0 +1,51 @@
+/*
+** json.h: a small strict JSON reader (RFC 8259) for the options argument,
+** and helpers to write JSON results into a dprl_buf.
+**
+** The reader builds a tree owned by one dprl_json_doc; every node lives
+** until dprl_json_free.  Duplicate object keys are an error (an option
+** given twice is ambiguous).
+*/
+#ifndef DPRL_JSON_H
+#define DPRL_JSON_H
+
+#include "core.h"
+
+typedef enum {
+  DPRL_JSON_NULL,
+  DPRL_JSON_FALSE,
+  DPRL_JSON_TRUE,
+  DPRL_JSON_NUMBER,
+  DPRL_JSON_STRING,
+  DPRL_JSON_ARRAY,
+  DPRL_JSON_OBJECT
+} dprl_json_type;
+
+typedef struct dprl_json dprl_json;
+struct dprl_json {
+  dprl_json_type type;
+  double num;        /* NUMBER */
+  int is_integer;    /* NUMBER written without fraction or exponent */
+  char *str;         /* STRING (NUL-terminated, escapes decoded) */
+  size_t n;          /* ARRAY/OBJECT element count, STRING length */
+  dprl_json **items; /* ARRAY/OBJECT values */
+  char **keys;       /* OBJECT keys */
+};
+
+/* Parse text[0..len).  On failure returns NULL with err set ("malformed
+** JSON at offset 12: expected ':'"). */
+dprl_json *dprl_json_parse(const char *text, size_t len, dprl_error *err);
+void dprl_json_free(dprl_json *v);
+
+/* Member of an object, or NULL. */
+const dprl_json *dprl_json_get(const dprl_json *obj, const char *key);
+const char *dprl_json_type_name(dprl_json_type t);
+
+/* Writing: strings escaped; doubles in shortest round-trip form ("%.17g"
+** trimmed); non-finite numbers become null. */
+void dprl_json_put_string(dprl_buf *b, const char *s);
+void dprl_json_put_double(dprl_buf *b, double x);
+void dprl_json_put_double_array(dprl_buf *b, const double *x, size_t n);
+void dprl_json_put_int_array(dprl_buf *b, const int64_t *x, size_t n);
+
+#endif

@@ -1,0 +1,28 @@
+/*
+** linalg.h: the few dense linear-algebra operations dprl needs, as thin
+** wrappers over LAPACKE (row-major).  Only a general feature matrix takes
+** these paths; tabular and aggregated features have closed forms.
+*/
+#ifndef DPRL_LINALG_H
+#define DPRL_LINALG_H
+
+#include "core.h"
+
+/* Singular values (descending) of the n x d row-major matrix a, into
+** sv[min(n,d)].  a is not modified. (dgesdd, values only) */
+int dprl_singular_values(const double *a, int64_t n, int64_t d, double *sv,
+                         dprl_error *err);
+
+/* Least squares min ||a x - y||_2 for n x d a of full column rank, n >= d,
+** by Householder QR (dgels).  x has d entries.  a and y are not modified. */
+int dprl_least_squares(const double *a, int64_t n, int64_t d, const double *y,
+                       double *x, dprl_error *err);
+
+/* Solve A x = b for symmetric positive definite d x d A by Cholesky
+** (dposv).  A is overwritten; b is replaced by x. */
+int dprl_spd_solve(double *A, int64_t d, double *b, dprl_error *err);
+
+/* Name of the LAPACK/BLAS in use, for dprl_debug(). */
+const char *dprl_linalg_backend(void);
+
+#endif

@@ -1,0 +1,196 @@
+/* options.c: typed reading of the JSON options argument (see options.h). */
+#include "options.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int dprl_options_open(dprl_options *o, const char *fn, const char *text,
+                      size_t len, const char *const *known, dprl_error *err) {
+  o->fn = fn;
+  o->root = NULL;
+  o->err = err;
+  if (!text)
+    return dprl_fail(err, DPRL_EINVAL,
+                     "%s: options must be JSON text, got NULL", fn);
+  dprl_error perr = {0};
+  o->root = dprl_json_parse(text, len, &perr);
+  if (!o->root) {
+    if (perr.code == DPRL_ENOMEM) return dprl_nomem(err);
+    return dprl_fail(err, DPRL_EINVAL, "%s: options: %s", fn, perr.msg);
+  }
+  if (o->root->type != DPRL_JSON_OBJECT)
+    return dprl_fail(err, DPRL_EINVAL, "%s: options must be a JSON object, got %s",
+                     fn, dprl_json_type_name(o->root->type));
+  for (size_t i = 0; i < o->root->n; i++) {
+    const char *k = o->root->keys[i];
+    int ok = 0;
+    for (const char *const *p = known; *p; p++)
+      if (strcmp(*p, k) == 0) ok = 1;
+    if (!ok) {
+      char list[300] = "";
+      for (const char *const *p = known; *p; p++) {
+        if (p != known) strncat(list, ", ", sizeof list - strlen(list) - 1);
+        strncat(list, *p, sizeof list - strlen(list) - 1);
+      }
+      return dprl_fail(err, DPRL_EINVAL, "%s: unknown option \"%.60s\" (known: %s)",
+                       fn, k, list);
+    }
+  }
+  return DPRL_OK;
+}
+
+void dprl_options_close(dprl_options *o) {
+  dprl_json_free(o->root);
+  o->root = NULL;
+}
+
+const dprl_json *dprl_opt_get(const dprl_options *o, const char *key) {
+  return dprl_json_get(o->root, key);
+}
+
+int dprl_opt_has(const dprl_options *o, const char *key) {
+  return dprl_opt_get(o, key) != NULL;
+}
+
+void dprl_json_describe(const dprl_json *v, char *out, size_t n) {
+  if (!v) snprintf(out, n, "nothing");
+  else if (v->type == DPRL_JSON_NUMBER) snprintf(out, n, "%.17g", v->num);
+  else if (v->type == DPRL_JSON_STRING) snprintf(out, n, "\"%.40s\"", v->str);
+  else snprintf(out, n, "%s", dprl_json_type_name(v->type));
+  /* Trim %.17g noise such as 0.10000000000000001 back to 0.1. */
+  if (v && v->type == DPRL_JSON_NUMBER) {
+    char shorter[40];
+    snprintf(shorter, sizeof shorter, "%.15g", v->num);
+    if (strtod(shorter, NULL) == v->num) snprintf(out, n, "%s", shorter);
+  }
+}
+
+void dprl_range_describe(dprl_range r, char *out, size_t n) {
+  if (isinf(r.hi) && isinf(r.lo)) snprintf(out, n, "a finite number");
+  else if (isinf(r.hi)) snprintf(out, n, "%s %g", r.lo_open ? ">" : ">=", r.lo);
+  else snprintf(out, n, "in %c%g, %g%c", r.lo_open ? '(' : '[', r.lo, r.hi,
+                r.hi_open ? ')' : ']');
+}
+
+int dprl_range_contains(dprl_range r, double x) {
+  if (!isfinite(x)) return 0;
+  if (r.lo_open ? !(x > r.lo) : !(x >= r.lo)) return 0;
+  if (r.hi_open ? !(x < r.hi) : !(x <= r.hi)) return 0;
+  return 1;
+}
+
+static int missing(const dprl_options *o, const char *key) {
+  return dprl_fail(o->err, DPRL_EINVAL, "%s: option %s is required", o->fn, key);
+}
+
+static int bad(const dprl_options *o, const char *key, const char *want,
+               const dprl_json *v) {
+  char got[64];
+  dprl_json_describe(v, got, sizeof got);
+  return dprl_fail(o->err, DPRL_EINVAL, "%s: option %s must be %s, got %s", o->fn,
+                   key, want, got);
+}
+
+int dprl_opt_number(const dprl_options *o, const char *key, int required,
+                    double dflt, dprl_range r, double *out) {
+  const dprl_json *v = dprl_opt_get(o, key);
+  char want[64];
+  dprl_range_describe(r, want, sizeof want);
+  if (!v) {
+    if (required) return missing(o, key);
+    *out = dflt;
+    return DPRL_OK;
+  }
+  if (v->type != DPRL_JSON_NUMBER) return bad(o, key, "a number", v);
+  if (!dprl_range_contains(r, v->num)) return bad(o, key, want, v);
+  *out = v->num;
+  return DPRL_OK;
+}
+
+int dprl_opt_int(const dprl_options *o, const char *key, int required,
+                 int64_t dflt, dprl_range r, int64_t *out) {
+  const dprl_json *v = dprl_opt_get(o, key);
+  if (!v) {
+    if (required) return missing(o, key);
+    *out = dflt;
+    return DPRL_OK;
+  }
+  if (v->type != DPRL_JSON_NUMBER || v->num != floor(v->num) ||
+      fabs(v->num) > 9007199254740992.0)
+    return bad(o, key, "an integer", v);
+  double x;
+  int rc = dprl_opt_number(o, key, 1, 0, r, &x);
+  if (rc) return rc;
+  *out = (int64_t)x;
+  return DPRL_OK;
+}
+
+int dprl_opt_bool(const dprl_options *o, const char *key, int dflt, int *out) {
+  const dprl_json *v = dprl_opt_get(o, key);
+  if (!v) *out = dflt;
+  else if (v->type == DPRL_JSON_TRUE) *out = 1;
+  else if (v->type == DPRL_JSON_FALSE) *out = 0;
+  else return bad(o, key, "true or false", v);
+  return DPRL_OK;
+}
+
+int dprl_opt_choice(const dprl_options *o, const char *key,
+                    const char *const *choices, int dflt, int *out) {
+  const dprl_json *v = dprl_opt_get(o, key);
+  char want[200] = "one of";
+  for (const char *const *p = choices; *p; p++) {
+    size_t used = strlen(want);
+    snprintf(want + used, sizeof want - used, "%s \"%s\"", p == choices ? "" : ",", *p);
+  }
+  if (!v) {
+    *out = dflt;
+    return DPRL_OK;
+  }
+  if (v->type == DPRL_JSON_STRING)
+    for (int i = 0; choices[i]; i++)
+      if (strcmp(choices[i], v->str) == 0) {
+        *out = i;
+        return DPRL_OK;
+      }
+  return bad(o, key, want, v);
+}
+
+int dprl_opt_number_array(const dprl_options *o, const char *key, size_t n,
+                          dprl_range r, double **out) {
+  const dprl_json *v = dprl_opt_get(o, key);
+  char want[80];
+  *out = NULL;
+  if (!v) return DPRL_OK;
+  if (v->type != DPRL_JSON_ARRAY || v->n != n)
+    return dprl_fail(o->err, DPRL_EINVAL,
+                     "%s: option %s must be an array of %zu numbers (one per state), "
+                     "got %s of %zu",
+                     o->fn, key, n, dprl_json_type_name(v->type),
+                     v->type == DPRL_JSON_ARRAY ? v->n : (size_t)1);
+  dprl_range_describe(r, want, sizeof want);
+  for (size_t i = 0; i < n; i++) {
+    const dprl_json *x = v->items[i];
+    if (x->type != DPRL_JSON_NUMBER || !dprl_range_contains(r, x->num)) {
+      char got[64];
+      dprl_json_describe(x, got, sizeof got);
+      return dprl_fail(o->err, DPRL_EINVAL, "%s: option %s[%zu] must be %s, got %s",
+                       o->fn, key, i, x->type == DPRL_JSON_NUMBER ? want : "a number",
+                       got);
+    }
+  }
+  double *a = dprl_malloc(n * sizeof *a);
+  if (!a) return dprl_nomem(o->err);
+  for (size_t i = 0; i < n; i++) a[i] = v->items[i]->num;
+  *out = a;
+  return DPRL_OK;
+}
+
+int dprl_opt_seed(const dprl_options *o, int *has_seed, uint64_t *seed) {
+  int64_t s = 0;
+  *has_seed = dprl_opt_has(o, "seed");
+  int rc = dprl_opt_int(o, "seed", 0, 0, DPRL_CLOSED(0, 9007199254740992.0), &s);
+  *seed = (uint64_t)s;
+  return rc;
+}

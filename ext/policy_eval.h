@@ -1,0 +1,53 @@
+/*
+** policy_eval.h: DP-LSW and DP-LSL end to end, from per-state statistics
+** to the JSON result:  statistics -> estimator -> sensitivity -> noise ->
+** JSON.  Knows nothing of SQLite; the aggregates in sql_policy_eval.c feed
+** it statistics built from rows, or given directly (sharded data).
+*/
+#ifndef DPRL_POLICY_EVAL_H
+#define DPRL_POLICY_EVAL_H
+
+#include "feature_matrix.h"
+#include "first_visit.h"
+#include "noise.h"
+#include "sensitivity.h"
+
+typedef enum { DPRL_LSW, DPRL_LSL } dprl_mechanism;
+
+typedef struct dprl_pe_config {
+  dprl_mechanism mech;
+  const char *fn; /* SQL name, for messages and the result */
+  int64_t n_states;
+  dprl_return_rule rule;
+  double epsilon, delta;
+  dprl_features feat;
+  double *w; /* LSW weights, or LSL rho: n_states entries */
+  double lambda;
+  dprl_calibration calib;
+  int has_seed;
+  uint64_t seed;
+  int diagnostic;
+  int grouped;      /* rows arrive grouped by episode (streaming path) */
+  int64_t episodes; /* from-statistics form: the public m (else -1) */
+  /* Public quantities derived from Phi and the weights, once. */
+  double phi_norm; /* ||Phi||_2 */
+  double min_sv;   /* smallest singular value of Gamma^{1/2} Phi (LSW) */
+  double rho_inf, rho_l2, rho_sum; /* LSL */
+} dprl_pe_config;
+
+/* Parse and check the options of fn.  from_stats: the statistics form
+** (requires "episodes", no "grouped"). */
+int dprl_pe_config_parse(dprl_pe_config *c, dprl_mechanism mech, const char *fn,
+                         const char *text, size_t len, int from_stats,
+                         dprl_error *err);
+void dprl_pe_config_free(dprl_pe_config *c);
+
+/* Release from statistics (st->m episodes): appends the JSON to out. */
+int dprl_pe_release(const dprl_pe_config *c, const dprl_fv_stats *st,
+                    dprl_buf *out, dprl_error *err);
+
+/* Options known to each function (NULL-ended), for tests and docs. */
+extern const char *const dprl_lsw_option_names[];
+extern const char *const dprl_lsl_option_names[];
+
+#endif

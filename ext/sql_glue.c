@@ -1,0 +1,96 @@
+/* sql_glue.c: errors and typed value reads for the SQL layer (sql_glue.h). */
+#include "sql_glue.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static char *with_prefix(const char *fn, const dprl_error *err) {
+  size_t n = strlen(fn);
+  if (strncmp(err->msg, fn, n) == 0 && err->msg[n] == ':')
+    return sqlite3_mprintf("%s", err->msg);
+  return sqlite3_mprintf("%s: %s", fn, err->msg);
+}
+
+void dprl_sql_result_error(sqlite3_context *ctx, const char *fn,
+                           const dprl_error *err) {
+  if (err->code == DPRL_ENOMEM) {
+    sqlite3_result_error_nomem(ctx);
+    return;
+  }
+  char *msg = with_prefix(fn, err);
+  if (!msg) {
+    sqlite3_result_error_nomem(ctx);
+    return;
+  }
+  sqlite3_result_error(ctx, msg, -1);
+  sqlite3_free(msg);
+}
+
+int dprl_sql_vtab_error(char **pzErr, const char *fn, const dprl_error *err) {
+  if (err->code == DPRL_ENOMEM) return SQLITE_NOMEM;
+  sqlite3_free(*pzErr);
+  *pzErr = with_prefix(fn, err);
+  return *pzErr ? SQLITE_ERROR : SQLITE_NOMEM;
+}
+
+void dprl_sql_describe(sqlite3_value *v, char *out, size_t n) {
+  switch (sqlite3_value_type(v)) {
+    case SQLITE_NULL: snprintf(out, n, "NULL"); break;
+    case SQLITE_INTEGER: snprintf(out, n, "%lld", (long long)sqlite3_value_int64(v)); break;
+    case SQLITE_FLOAT: snprintf(out, n, "%.17g", sqlite3_value_double(v)); break;
+    case SQLITE_TEXT: snprintf(out, n, "text '%.40s'", (const char *)sqlite3_value_text(v)); break;
+    default: snprintf(out, n, "a blob"); break;
+  }
+}
+
+static int bad_value(sqlite3_value *v, const char *what, const char *want,
+                     dprl_error *err) {
+  char got[80];
+  dprl_sql_describe(v, got, sizeof got);
+  return dprl_fail(err, DPRL_EINVAL, "%s must be %s, got %s", what, want, got);
+}
+
+int dprl_sql_key(sqlite3_value *v, const char *what, dprl_key *out, dprl_error *err) {
+  int type = sqlite3_value_type(v);
+  if (type == SQLITE_INTEGER) {
+    *out = (dprl_key){0, sqlite3_value_int64(v), NULL, 0};
+    return DPRL_OK;
+  }
+  if (type == SQLITE_TEXT) {
+    const char *s = (const char *)sqlite3_value_text(v);
+    if (!s) return dprl_nomem(err);
+    *out = (dprl_key){1, 0, s, (size_t)sqlite3_value_bytes(v)};
+    return DPRL_OK;
+  }
+  return bad_value(v, what, "an integer or text", err);
+}
+
+int dprl_sql_int(sqlite3_value *v, const char *what, int64_t *out, dprl_error *err) {
+  int type = sqlite3_value_type(v);
+  if (type == SQLITE_INTEGER) {
+    *out = sqlite3_value_int64(v);
+    return DPRL_OK;
+  }
+  if (type == SQLITE_FLOAT) { /* 3.0 from arithmetic is still an integer */
+    double x = sqlite3_value_double(v);
+    if (x == floor(x) && fabs(x) < 9007199254740992.0) {
+      *out = (int64_t)x;
+      return DPRL_OK;
+    }
+  }
+  return bad_value(v, what, "an integer", err);
+}
+
+int dprl_sql_real(sqlite3_value *v, const char *what, double *out, dprl_error *err) {
+  int type = sqlite3_value_type(v);
+  if (type == SQLITE_INTEGER || type == SQLITE_FLOAT) {
+    double x = sqlite3_value_double(v);
+    if (isfinite(x)) {
+      *out = x;
+      return DPRL_OK;
+    }
+    return bad_value(v, what, "a finite number", err);
+  }
+  return bad_value(v, what, "a number", err);
+}

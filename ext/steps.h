@@ -1,0 +1,99 @@
+/*
+** steps.h: rows -> episodes.  The first stage of the data path.
+**
+** Rows arrive one step at a time, in any order.  Two ways to turn them into
+** episodes:
+**  - dprl_step_buffer (rows in any order): every step is kept in 24 bytes
+**    (episode as a dense 32-bit index, t, state, reward); at the end one
+**    in-place counting sort by episode and a sort by t inside each episode.
+**    Memory: 24 bytes a step plus O(episodes) for the episode index.
+**  - dprl_episode_stream (rows grouped by episode, e.g. ORDER BY episode or
+**    an index on episode): only the current episode is kept, O(longest
+**    episode).  A key that goes back in order means the rows were not
+**    grouped: that is an error, detected exactly, never silently merged.
+** Duplicate (episode, t) is an error in both.
+*/
+#ifndef DPRL_STEPS_H
+#define DPRL_STEPS_H
+
+#include "core.h"
+
+typedef struct dprl_step {
+  int64_t t;
+  double reward;
+  uint32_t episode; /* dense index given by dprl_episode_index */
+  uint32_t state;
+} dprl_step;
+
+/* An episode key as SQL gives it: an integer or a text. */
+typedef struct dprl_key {
+  int is_text;
+  int64_t ival;
+  const char *text;
+  size_t len;
+} dprl_key;
+
+/* Describe a key for messages: 42 or 'abc' (text truncated). */
+void dprl_key_describe(const dprl_key *k, char *out, size_t n);
+/* SQLite's order for integers and BINARY text: integers first. */
+int dprl_key_compare(const dprl_key *a, const dprl_key *b);
+
+/* Interning episode keys to dense indices 0..n-1. */
+typedef struct dprl_episode_index {
+  uint32_t *slots;  /* open addressing: episode index + 1, 0 = empty */
+  size_t n_slots;   /* power of two */
+  int64_t *ikey;    /* per episode: integer key, or offset into text */
+  uint32_t *tlen;   /* per episode: text length; UINT32_MAX = integer key */
+  uint32_t *count;  /* per episode: number of steps */
+  size_t n, cap;
+  dprl_buf text;    /* text keys, back to back */
+  uint32_t last;    /* cache: index of the last key seen (+1, 0 = none) */
+} dprl_episode_index;
+
+typedef struct dprl_step_buffer {
+  dprl_step *steps;
+  size_t n, cap;
+  dprl_episode_index ep;
+  size_t *start; /* after grouping: episode e is steps[start[e]..start[e+1]) */
+} dprl_step_buffer;
+
+void dprl_step_buffer_free(dprl_step_buffer *b);
+int dprl_step_buffer_push(dprl_step_buffer *b, const dprl_key *episode,
+                          int64_t t, uint32_t state, double reward,
+                          dprl_error *err);
+/* Sort into episodes (ordered by first appearance) and by t inside each;
+** fails on duplicate (episode, t). */
+int dprl_step_buffer_group(dprl_step_buffer *b, dprl_error *err);
+size_t dprl_step_buffer_episodes(const dprl_step_buffer *b);
+void dprl_step_buffer_episode_key(const dprl_step_buffer *b, size_t e,
+                                  dprl_key *out);
+
+/* Streaming over rows grouped by episode. */
+typedef struct dprl_episode_stream {
+  dprl_step *cur; /* steps of the current episode */
+  size_t n, cap;
+  int has_key, direction; /* direction: 0 unknown, +1 ascending, -1 desc */
+  dprl_key key;           /* current episode (text copied into keybuf) */
+  dprl_buf keybuf;
+  dprl_step spill; /* the row that opened the current episode */
+  int has_spill;
+  int64_t episodes_done;
+} dprl_episode_stream;
+
+/* Push one row.  *finished = 1 when this row starts a new episode: the
+** previous episode is then in (*ep, *n_ep), sorted by t, valid until the
+** next call.  The new row itself is kept for the next episode. */
+int dprl_episode_stream_push(dprl_episode_stream *s, const dprl_key *episode,
+                             int64_t t, uint32_t state, double reward,
+                             int *finished, const dprl_step **ep,
+                             size_t *n_ep, dprl_error *err);
+/* At the end: the last episode (n_ep = 0 if there were no rows). */
+int dprl_episode_stream_finish(dprl_episode_stream *s, const dprl_step **ep,
+                               size_t *n_ep, dprl_error *err);
+void dprl_episode_stream_free(dprl_episode_stream *s);
+
+/* Sort one episode's steps by t; DPRL_EINVAL naming `name` on a duplicate. */
+int dprl_sort_episode(dprl_step *steps, size_t n, const char *name,
+                      dprl_error *err);
+
+#endif
