@@ -21,7 +21,7 @@ int dprl_singular_values(const double *a, int64_t n, int64_t d, double *sv,
   memcpy(copy, a, (size_t)(n * d) * sizeof *copy);
   lapack_int info = LAPACKE_dgesdd(LAPACK_ROW_MAJOR, 'N', (lapack_int)n,
                                    (lapack_int)d, copy, (lapack_int)d, sv, NULL,
-                                   1, NULL, 1);
+                                   1, NULL, (lapack_int)d); /* LAPACKE checks ldvt >= d */
   dprl_free(copy);
   return info ? lapack_fail(err, "dgesdd", info) : DPRL_OK;
 }

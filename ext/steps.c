@@ -132,6 +132,7 @@ static void index_free(dprl_episode_index *x) {
 void dprl_step_buffer_free(dprl_step_buffer *b) {
   dprl_free(b->steps);
   dprl_free(b->start);
+  dprl_free(b->order);
   index_free(&b->ep);
   memset(b, 0, sizeof *b);
 }
@@ -156,20 +157,59 @@ int dprl_step_buffer_push(dprl_step_buffer *b, const dprl_key *episode,
   return DPRL_OK;
 }
 
-/* In-place counting sort by episode: each misplaced step is swapped
+typedef struct keyed {
+  dprl_key key;
+  uint32_t e;
+} keyed;
+
+static int cmp_keyed(const void *a, const void *b) {
+  return dprl_key_compare(&((const keyed *)a)->key, &((const keyed *)b)->key);
+}
+
+/* order[r] = episode with the r-th smallest key.  Processing episodes in
+** key order (as ORDER BY episode would) makes the floating-point sums, and
+** so a seeded release, independent of the order the rows arrived in. */
+static int order_by_key(dprl_step_buffer *b, dprl_error *err) {
+  size_t E = b->ep.n;
+  keyed *k = dprl_malloc((E ? E : 1) * sizeof *k);
+  uint32_t *order = dprl_malloc((E ? E : 1) * sizeof *order);
+  if (!k || !order) {
+    dprl_free(k);
+    dprl_free(order);
+    return dprl_nomem(err);
+  }
+  for (size_t e = 0; e < E; e++) {
+    index_key(&b->ep, (uint32_t)e, &k[e].key);
+    k[e].e = (uint32_t)e;
+  }
+  qsort(k, E, sizeof *k, cmp_keyed);
+  for (size_t r = 0; r < E; r++) order[r] = k[r].e;
+  dprl_free(k);
+  dprl_free(b->order);
+  b->order = order;
+  return DPRL_OK;
+}
+
+/* In-place counting sort by episode rank: each misplaced step is swapped
 ** straight into the next free slot of its episode (a cycle walk), so no
 ** second copy of the buffer is ever needed. */
 static int group_by_episode(dprl_step_buffer *b, dprl_error *err) {
   size_t E = b->ep.n;
+  int rc = order_by_key(b, err);
+  if (rc) return rc;
   size_t *start = dprl_malloc((E + 1) * sizeof *start);
   size_t *next = dprl_malloc((E + 1) * sizeof *next);
-  if (!start || !next) {
+  uint32_t *rank = dprl_malloc((E ? E : 1) * sizeof *rank);
+  if (!start || !next || !rank) {
     dprl_free(start);
     dprl_free(next);
+    dprl_free(rank);
     return dprl_nomem(err);
   }
+  for (size_t r = 0; r < E; r++) rank[b->order[r]] = (uint32_t)r;
+  for (size_t i = 0; i < b->n; i++) b->steps[i].episode = rank[b->steps[i].episode];
   start[0] = 0;
-  for (size_t e = 0; e < E; e++) start[e + 1] = start[e] + b->ep.count[e];
+  for (size_t r = 0; r < E; r++) start[r + 1] = start[r] + b->ep.count[b->order[r]];
   memcpy(next, start, (E + 1) * sizeof *next);
   for (size_t e = 0; e < E; e++) {
     while (next[e] < start[e + 1]) {
@@ -183,6 +223,7 @@ static int group_by_episode(dprl_step_buffer *b, dprl_error *err) {
     }
   }
   dprl_free(next);
+  dprl_free(rank);
   dprl_free(b->start);
   b->start = start;
   return DPRL_OK;
@@ -204,7 +245,7 @@ int dprl_step_buffer_group(dprl_step_buffer *b, dprl_error *err) {
 size_t dprl_step_buffer_episodes(const dprl_step_buffer *b) { return b->ep.n; }
 
 void dprl_step_buffer_episode_key(const dprl_step_buffer *b, size_t e, dprl_key *out) {
-  index_key(&b->ep, (uint32_t)e, out);
+  index_key(&b->ep, b->order ? b->order[e] : (uint32_t)e, out);
 }
 
 /* ---- sorting one episode ---------------------------------------------- */

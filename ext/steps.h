@@ -54,14 +54,17 @@ typedef struct dprl_step_buffer {
   dprl_step *steps;
   size_t n, cap;
   dprl_episode_index ep;
-  size_t *start; /* after grouping: episode e is steps[start[e]..start[e+1]) */
+  /* After grouping, episodes are numbered in key order: the e-th is
+  ** steps[start[e]..start[e+1]), its key index order[e]. */
+  size_t *start;
+  uint32_t *order;
 } dprl_step_buffer;
 
 void dprl_step_buffer_free(dprl_step_buffer *b);
 int dprl_step_buffer_push(dprl_step_buffer *b, const dprl_key *episode,
                           int64_t t, uint32_t state, double reward,
                           dprl_error *err);
-/* Sort into episodes (ordered by first appearance) and by t inside each;
+/* Sort into episodes (in key order) and by t inside each;
 ** fails on duplicate (episode, t). */
 int dprl_step_buffer_group(dprl_step_buffer *b, dprl_error *err);
 size_t dprl_step_buffer_episodes(const dprl_step_buffer *b);

@@ -1,0 +1,79 @@
+"""Shared helpers for the SQL-level tests: load dprl, print ok / not ok.
+
+Each check prints one line ("ok name" or "not ok name") so tests/run.sh
+can count them.  Uses only the standard library (the Python that Debian
+ships has sqlite3 with load_extension).
+"""
+import json
+import math
+import os
+import sqlite3
+import sys
+import traceback
+
+SO = os.environ.get("DPRL_SO", "./dprl.so")
+_failed = 0
+
+
+def connect(path=":memory:"):
+    con = sqlite3.connect(path)
+    con.enable_load_extension(True)
+    con.load_extension(os.path.abspath(SO))
+    con.enable_load_extension(False)
+    return con
+
+
+def check(cond, name, detail=""):
+    global _failed
+    if cond:
+        print("ok", name)
+    else:
+        _failed += 1
+        print("not ok", name)
+        if detail:
+            for line in str(detail).splitlines():
+                print("#  ", line)
+    sys.stdout.flush()
+    return cond
+
+
+def close(a, b, rel=1e-12, abs_=1e-12):
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(close(x, y, rel, abs_) for x, y in zip(a, b))
+    return abs(a - b) <= abs_ + rel * max(abs(a), abs(b))
+
+
+def check_close(a, b, name, rel=1e-12, abs_=1e-12):
+    return check(close(a, b, rel, abs_), name, f"got  {a}\nwant {b}")
+
+
+def sql_error(con, sql, params=()):
+    """The error message of sql, or None if it ran."""
+    try:
+        con.execute(sql, params).fetchall()
+    except sqlite3.Error as e:
+        return str(e)
+    return None
+
+
+def check_error(con, sql, expected, name, params=()):
+    msg = sql_error(con, sql, params)
+    return check(msg == expected, name, f"got  {msg!r}\nwant {expected!r}")
+
+
+def opts(**kw):
+    return json.dumps(kw)
+
+
+def run(tests):
+    """Run test functions; an exception is a failure, not a crash."""
+    for t in tests:
+        try:
+            t()
+        except Exception:  # noqa: BLE001 - report and go on
+            check(False, t.__name__ + " raised", traceback.format_exc())
+    sys.exit(1 if _failed else 0)
+
+
+def normal_cdf(x):
+    return 0.5 * math.erfc(-x / math.sqrt(2))
