@@ -148,10 +148,12 @@ static int pe_collect(pe_agg *a, dprl_error *err) {
   }
   if ((rc = dprl_step_buffer_group(&a->buf, err))) return rc;
   size_t E = dprl_step_buffer_episodes(&a->buf);
-  for (size_t e = 0; e < E && !rc; e++)
-    rc = dprl_fv_add_episode(&a->st, &a->sc, &a->cfg.rule,
-                             a->buf.steps + a->buf.start[e],
-                             a->buf.start[e + 1] - a->buf.start[e], NULL, NULL, err);
+  for (size_t e = 0; e < E && !rc; e++) {
+    const dprl_step *steps;
+    size_t n;
+    rc = dprl_step_buffer_episode(&a->buf, e, &steps, &n, err);
+    if (!rc) rc = dprl_fv_add_episode(&a->st, &a->sc, &a->cfg.rule, steps, n, NULL, NULL, err);
+  }
   dprl_step_buffer_free(&a->buf); /* the statistics are all that is needed now */
   return rc;
 }

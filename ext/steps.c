@@ -36,7 +36,7 @@ static uint64_t hash_key(const dprl_key *k) {
   }
   h = 1469598103934665603ull; /* FNV-1a */
   for (size_t i = 0; i < k->len; i++) h = (h ^ (unsigned char)k->text[i]) * 1099511628211ull;
-  return h ^ 0x5555555555555555ull;
+  return h ^ (h >> 29);
 }
 
 static void index_key(const dprl_episode_index *x, uint32_t e, dprl_key *k) {
@@ -46,22 +46,30 @@ static void index_key(const dprl_episode_index *x, uint32_t e, dprl_key *k) {
   k->len = k->is_text ? x->tlen[e] : 0;
 }
 
-static int same_key(const dprl_episode_index *x, uint32_t e, const dprl_key *k) {
-  dprl_key have;
-  index_key(x, e, &have);
-  return dprl_key_compare(&have, k) == 0;
+/* What a slot stores for k: the integer itself, or the text's hash. */
+static int64_t slot_key(const dprl_key *k, uint64_t h) {
+  return k->is_text ? (int64_t)h : k->ival;
+}
+
+static int slot_matches(const dprl_episode_index *x, const dprl_key_slot *sl,
+                        const dprl_key *k, int64_t sk) {
+  if (sl->key != sk || sl->is_text != (uint32_t)k->is_text) return 0;
+  if (!k->is_text) return 1;
+  uint32_t e = sl->e1 - 1;
+  return x->tlen[e] == k->len && memcmp(x->text.data + x->ikey[e], k->text, k->len) == 0;
 }
 
 static int index_grow_table(dprl_episode_index *x) {
   size_t ns = x->n_slots ? x->n_slots * 2 : 1024;
-  uint32_t *slots = dprl_calloc(ns, sizeof *slots);
+  dprl_key_slot *slots = dprl_calloc(ns, sizeof *slots);
   if (!slots) return 0;
-  for (uint32_t e = 0; e < x->n; e++) {
+  for (size_t i = 0; i < x->n_slots; i++) {
+    if (!x->slots[i].e1) continue;
     dprl_key k;
-    index_key(x, e, &k);
-    size_t i = hash_key(&k) & (ns - 1);
-    while (slots[i]) i = (i + 1) & (ns - 1);
-    slots[i] = e + 1;
+    index_key(x, x->slots[i].e1 - 1, &k);
+    size_t j = hash_key(&k) & (ns - 1);
+    while (slots[j].e1) j = (j + 1) & (ns - 1);
+    slots[j] = x->slots[i];
   }
   dprl_free(x->slots);
   x->slots = slots;
@@ -82,20 +90,8 @@ static int index_grow_arrays(dprl_episode_index *x) {
   return 1;
 }
 
-static int index_intern(dprl_episode_index *x, const dprl_key *k, uint32_t *out,
-                        dprl_error *err) {
-  if (x->last && same_key(x, x->last - 1, k)) { /* rows mostly come grouped */
-    *out = x->last - 1;
-    return DPRL_OK;
-  }
-  if ((x->n + 1) * 2 > x->n_slots && !index_grow_table(x)) return dprl_nomem(err);
-  size_t i = hash_key(k) & (x->n_slots - 1);
-  for (; x->slots[i]; i = (i + 1) & (x->n_slots - 1))
-    if (same_key(x, x->slots[i] - 1, k)) {
-      *out = x->slots[i] - 1;
-      x->last = x->slots[i];
-      return DPRL_OK;
-    }
+static int index_add(dprl_episode_index *x, const dprl_key *k, uint32_t *out,
+                     dprl_error *err) {
   if (x->n >= MAX_EPISODES)
     return dprl_fail(err, DPRL_EINVAL, "more than %u episodes", MAX_EPISODES);
   if (x->n == x->cap && !index_grow_arrays(x)) return dprl_nomem(err);
@@ -112,14 +108,76 @@ static int index_intern(dprl_episode_index *x, const dprl_key *k, uint32_t *out,
   }
   x->count[e] = 0;
   x->n++;
-  x->slots[i] = e + 1;
   x->last = e + 1;
   *out = e;
   return DPRL_OK;
 }
 
+/* Grow dmap to cover key k if that keeps it dense: at most 4 entries per
+** episode plus 64K. */
+static int dmap_cover(dprl_episode_index *x, int64_t k) {
+  if (k < 0 || (uint64_t)k >= 4 * ((uint64_t)x->n + 1) + 65536) return 0;
+  if ((size_t)k < x->dsize) return 1;
+  size_t ns = x->dsize ? x->dsize : 65536;
+  while (ns <= (size_t)k) ns *= 2;
+  uint32_t *d = dprl_realloc(x->dmap, ns * sizeof *d);
+  if (!d) return -1;
+  memset(d + x->dsize, 0, (ns - x->dsize) * sizeof *d);
+  x->dmap = d;
+  x->dsize = ns;
+  return 1;
+}
+
+static int index_lookup_hash(dprl_episode_index *x, const dprl_key *k, uint64_t h,
+                             size_t *slot) {
+  int64_t sk = slot_key(k, h);
+  size_t i = h & (x->n_slots - 1);
+  for (; x->slots[i].e1; i = (i + 1) & (x->n_slots - 1))
+    if (slot_matches(x, &x->slots[i], k, sk)) break;
+  *slot = i;
+  return x->slots[i].e1 != 0;
+}
+
+static int index_intern(dprl_episode_index *x, const dprl_key *k, uint32_t *out,
+                        dprl_error *err) {
+  uint32_t last = x->last;
+  if (last && !k->is_text && x->tlen[last - 1] == UINT32_MAX && x->ikey[last - 1] == k->ival) {
+    *out = last - 1; /* rows mostly come grouped: no lookup at all */
+    return DPRL_OK;
+  }
+  if (!k->is_text && k->ival >= 0 && (size_t)k->ival < x->dsize && x->dmap[k->ival]) {
+    *out = x->dmap[k->ival] - 1;
+    x->last = x->dmap[k->ival];
+    return DPRL_OK;
+  }
+  uint64_t h = hash_key(k);
+  size_t slot = 0;
+  if (x->hashed && index_lookup_hash(x, k, h, &slot)) {
+    *out = x->slots[slot].e1 - 1;
+    x->last = x->slots[slot].e1;
+    return DPRL_OK;
+  }
+  /* A new episode. */
+  int dense = k->is_text ? 0 : dmap_cover(x, k->ival);
+  if (dense < 0) return dprl_nomem(err);
+  if (dense) {
+    int rc = index_add(x, k, out, err);
+    if (!rc) x->dmap[k->ival] = *out + 1;
+    return rc;
+  }
+  if ((x->hashed + 1) * 2 > x->n_slots && !index_grow_table(x)) return dprl_nomem(err);
+  index_lookup_hash(x, k, h, &slot); /* the empty slot to fill */
+  int rc = index_add(x, k, out, err);
+  if (!rc) {
+    x->slots[slot] = (dprl_key_slot){slot_key(k, h), *out + 1, (uint32_t)k->is_text};
+    x->hashed++;
+  }
+  return rc;
+}
+
 static void index_free(dprl_episode_index *x) {
   dprl_free(x->slots);
+  dprl_free(x->dmap);
   dprl_free(x->ikey);
   dprl_free(x->tlen);
   dprl_free(x->count);
@@ -129,12 +187,24 @@ static void index_free(dprl_episode_index *x) {
 
 /* ---- buffered path ------------------------------------------------------ */
 
+/* Address of step i.  Evaluates i twice: pass a plain variable. */
+#define STEP(b, i) (&(b)->chunks[(i) >> DPRL_CHUNK_BITS][(i) & (DPRL_CHUNK - 1)])
+
 void dprl_step_buffer_free(dprl_step_buffer *b) {
-  dprl_free(b->steps);
+  for (size_t c = 0; c < b->n_chunks; c++) dprl_free(b->chunks[c]);
+  dprl_free(b->chunks);
   dprl_free(b->start);
   dprl_free(b->order);
+  dprl_free(b->scratch);
+  dprl_free(b->mark);
   index_free(&b->ep);
   memset(b, 0, sizeof *b);
+}
+
+size_t dprl_step_buffer_bytes(const dprl_step_buffer *b) {
+  return b->n_chunks * (DPRL_CHUNK * sizeof(dprl_step) + sizeof(dprl_step *)) +
+         b->ep.n_slots * sizeof(dprl_key_slot) + b->ep.cap * 16 + b->ep.text.cap +
+         b->ep.dsize * sizeof(uint32_t);
 }
 
 int dprl_step_buffer_push(dprl_step_buffer *b, const dprl_key *episode,
@@ -145,14 +215,19 @@ int dprl_step_buffer_push(dprl_step_buffer *b, const dprl_key *episode,
   if (rc) return rc;
   if (b->ep.count[e] == UINT32_MAX)
     return dprl_fail(err, DPRL_EINVAL, "episode has more than %u steps", UINT32_MAX);
-  if (b->n == b->cap) {
-    size_t nc = b->cap ? b->cap + b->cap / 2 : 4096; /* 1.5x keeps the slack small */
-    dprl_step *s = dprl_realloc(b->steps, nc * sizeof *s);
-    if (!s) return dprl_nomem(err);
-    b->steps = s;
-    b->cap = nc;
+  if ((b->n & (DPRL_CHUNK - 1)) == 0) { /* a new chunk */
+    size_t c = b->n >> DPRL_CHUNK_BITS;
+    if ((c & (c - 1)) == 0) { /* the chunk table doubles at powers of two */
+      dprl_step **t2 = dprl_realloc(b->chunks, (c ? 2 * c : 1) * sizeof *t2);
+      if (!t2) return dprl_nomem(err);
+      b->chunks = t2;
+    }
+    b->chunks[c] = dprl_malloc(DPRL_CHUNK * sizeof(dprl_step));
+    if (!b->chunks[c]) return dprl_nomem(err);
+    b->n_chunks++;
   }
-  b->steps[b->n++] = (dprl_step){t, reward, e, state};
+  *STEP(b, b->n) = (dprl_step){t, reward, e, state};
+  b->n++;
   b->ep.count[e]++;
   return DPRL_OK;
 }
@@ -190,62 +265,123 @@ static int order_by_key(dprl_step_buffer *b, dprl_error *err) {
   return DPRL_OK;
 }
 
-/* In-place counting sort by episode rank: each misplaced step is swapped
-** straight into the next free slot of its episode (a cycle walk), so no
-** second copy of the buffer is ever needed. */
+/* In-place bucket permutation of steps[start[0]..start[nb]) by
+** (episode >> shift) - base: each misplaced step is swapped straight into
+** the next free slot of its bucket (a cycle walk), so no second copy of the
+** buffer is ever needed. */
+static void cycle_walk(dprl_step_buffer *b, const size_t *start, size_t nb,
+                       size_t *next, unsigned shift, uint32_t base) {
+  memcpy(next, start, (nb + 1) * sizeof *next);
+  for (size_t k = 0; k < nb; k++) {
+    while (next[k] < start[k + 1]) {
+      dprl_step v = *STEP(b, next[k]);
+      size_t kb = (v.episode >> shift) - base;
+      while (kb != k) {
+        size_t at = next[kb]++; /* STEP evaluates its index twice */
+        dprl_step *dst = STEP(b, at);
+        dprl_step w = *dst;
+        *dst = v;
+        v = w;
+        kb = (v.episode >> shift) - base;
+      }
+      size_t at = next[k]++;
+      *STEP(b, at) = v;
+    }
+  }
+}
+
+/* Two passes, so the random writes stay in cache: first into blocks of
+** 256 episodes, then each block (a few hundred KB) by episode. */
+#define BLOCK_BITS 8
 static int group_by_episode(dprl_step_buffer *b, dprl_error *err) {
-  size_t E = b->ep.n;
+  size_t E = b->ep.n, nblocks = (E + (1u << BLOCK_BITS) - 1) >> BLOCK_BITS;
   int rc = order_by_key(b, err);
   if (rc) return rc;
   size_t *start = dprl_malloc((E + 1) * sizeof *start);
-  size_t *next = dprl_malloc((E + 1) * sizeof *next);
+  size_t *bstart = dprl_malloc((nblocks + 1) * sizeof *bstart);
+  size_t *next = dprl_malloc((nblocks + (1u << BLOCK_BITS) + 1) * sizeof *next);
   uint32_t *rank = dprl_malloc((E ? E : 1) * sizeof *rank);
-  if (!start || !next || !rank) {
-    dprl_free(start);
-    dprl_free(next);
-    dprl_free(rank);
-    return dprl_nomem(err);
+  if (!start || !bstart || !next || !rank) {
+    rc = dprl_nomem(err);
+    goto done;
   }
   for (size_t r = 0; r < E; r++) rank[b->order[r]] = (uint32_t)r;
-  for (size_t i = 0; i < b->n; i++) b->steps[i].episode = rank[b->steps[i].episode];
+  for (size_t i = 0; i < b->n; i++) STEP(b, i)->episode = rank[STEP(b, i)->episode];
   start[0] = 0;
   for (size_t r = 0; r < E; r++) start[r + 1] = start[r] + b->ep.count[b->order[r]];
-  memcpy(next, start, (E + 1) * sizeof *next);
-  for (size_t e = 0; e < E; e++) {
-    while (next[e] < start[e + 1]) {
-      dprl_step v = b->steps[next[e]];
-      while (v.episode != e) {
-        dprl_step w = b->steps[next[v.episode]];
-        b->steps[next[v.episode]++] = v;
-        v = w;
-      }
-      b->steps[next[e]++] = v;
-    }
+  for (size_t k = 0; k <= nblocks; k++) bstart[k] = start[k << BLOCK_BITS < E ? k << BLOCK_BITS : E];
+  cycle_walk(b, bstart, nblocks, next, BLOCK_BITS, 0);
+  for (size_t k = 0; k < nblocks; k++) {
+    size_t first = k << BLOCK_BITS, count = E - first < (1u << BLOCK_BITS) ? E - first : (1u << BLOCK_BITS);
+    cycle_walk(b, start + first, count, next, 0, (uint32_t)first);
   }
-  dprl_free(next);
-  dprl_free(rank);
   dprl_free(b->start);
   b->start = start;
-  return DPRL_OK;
+  start = NULL;
+done:
+  dprl_free(start);
+  dprl_free(bstart);
+  dprl_free(next);
+  dprl_free(rank);
+  return rc;
 }
 
 int dprl_step_buffer_group(dprl_step_buffer *b, dprl_error *err) {
-  int rc = group_by_episode(b, err);
-  for (size_t e = 0; rc == DPRL_OK && e < b->ep.n; e++) {
-    char name[64];
-    dprl_key k;
-    dprl_step_buffer_episode_key(b, e, &k);
-    dprl_key_describe(&k, name, sizeof name);
-    rc = dprl_sort_episode(b->steps + b->start[e], b->start[e + 1] - b->start[e],
-                           name, err);
-  }
-  return rc;
+  return group_by_episode(b, err);
 }
 
 size_t dprl_step_buffer_episodes(const dprl_step_buffer *b) { return b->ep.n; }
 
 void dprl_step_buffer_episode_key(const dprl_step_buffer *b, size_t e, dprl_key *out) {
   index_key(&b->ep, b->order ? b->order[e] : (uint32_t)e, out);
+}
+
+static int duplicate_t(const dprl_step_buffer *b, size_t e, int64_t t, dprl_error *err) {
+  char name[64];
+  dprl_key k;
+  dprl_step_buffer_episode_key(b, e, &k);
+  dprl_key_describe(&k, name, sizeof name);
+  return dprl_fail(err, DPRL_EINVAL, "duplicate (episode, t) = (%s, %lld)", name,
+                   (long long)t);
+}
+
+int dprl_step_buffer_episode(dprl_step_buffer *b, size_t e, const dprl_step **steps,
+                             size_t *n, dprl_error *err) {
+  size_t lo = b->start[e], len = b->start[e + 1] - lo;
+  if (len > b->scratch_cap) {
+    dprl_step *sc = dprl_realloc(b->scratch, len * sizeof *sc);
+    if (sc) b->scratch = sc;
+    unsigned char *mk = sc ? dprl_realloc(b->mark, len) : NULL;
+    if (!mk) return dprl_nomem(err);
+    b->mark = mk;
+    b->scratch_cap = len;
+  }
+  int64_t tmin = INT64_MAX, tmax = INT64_MIN;
+  for (size_t i = 0; i < len; i++) {
+    int64_t t = STEP(b, lo + i)->t;
+    tmin = t < tmin ? t : tmin;
+    tmax = t > tmax ? t : tmax;
+  }
+  *steps = b->scratch;
+  *n = len;
+  if (len && (uint64_t)tmax - (uint64_t)tmin == len - 1) {
+    /* t is a dense range (the usual step index): place each step at t. */
+    memset(b->mark, 0, len);
+    for (size_t i = 0; i < len; i++) {
+      const dprl_step *s = STEP(b, lo + i);
+      size_t at = (size_t)((uint64_t)s->t - (uint64_t)tmin);
+      if (b->mark[at]) return duplicate_t(b, e, s->t, err);
+      b->mark[at] = 1;
+      b->scratch[at] = *s;
+    }
+    return DPRL_OK;
+  }
+  for (size_t i = 0; i < len; i++) b->scratch[i] = *STEP(b, lo + i);
+  char name[64];
+  dprl_key k;
+  dprl_step_buffer_episode_key(b, e, &k);
+  dprl_key_describe(&k, name, sizeof name);
+  return dprl_sort_episode(b->scratch, len, name, err);
 }
 
 /* ---- sorting one episode ---------------------------------------------- */
@@ -258,7 +394,16 @@ static int cmp_t(const void *a, const void *b) {
 int dprl_sort_episode(dprl_step *steps, size_t n, const char *name, dprl_error *err) {
   size_t i = 1;
   while (i < n && steps[i - 1].t < steps[i].t) i++;
-  if (i < n) qsort(steps, n, sizeof *steps, cmp_t); /* rows came unordered */
+  if (i < n && n > 32) {
+    qsort(steps, n, sizeof *steps, cmp_t); /* rows came unordered */
+  } else if (i < n) {
+    for (; i < n; i++) { /* insertion sort from the first step out of order */
+      dprl_step v = steps[i];
+      size_t j = i;
+      for (; j > 0 && steps[j - 1].t > v.t; j--) steps[j] = steps[j - 1];
+      steps[j] = v;
+    }
+  }
   for (i = 1; i < n; i++)
     if (steps[i - 1].t == steps[i].t)
       return dprl_fail(err, DPRL_EINVAL, "duplicate (episode, t) = (%s, %lld)", name,

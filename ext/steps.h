@@ -39,37 +39,63 @@ void dprl_key_describe(const dprl_key *k, char *out, size_t n);
 int dprl_key_compare(const dprl_key *a, const dprl_key *b);
 
 /* Interning episode keys to dense indices 0..n-1. */
+typedef struct dprl_key_slot {
+  int64_t key;  /* integer key, or the hash of a text key */
+  uint32_t e1;  /* episode index + 1; 0 = empty */
+  uint32_t is_text;
+} dprl_key_slot;
+
 typedef struct dprl_episode_index {
-  uint32_t *slots;  /* open addressing: episode index + 1, 0 = empty */
-  size_t n_slots;   /* power of two */
-  int64_t *ikey;    /* per episode: integer key, or offset into text */
-  uint32_t *tlen;   /* per episode: text length; UINT32_MAX = integer key */
-  uint32_t *count;  /* per episode: number of steps */
+  dprl_key_slot *slots; /* open addressing */
+  size_t n_slots;       /* power of two */
+  int64_t *ikey;        /* per episode: integer key, or offset into text */
+  uint32_t *tlen;       /* per episode: text length; UINT32_MAX = integer key */
+  uint32_t *count;      /* per episode: number of steps */
   size_t n, cap;
-  dprl_buf text;    /* text keys, back to back */
-  uint32_t last;    /* cache: index of the last key seen (+1, 0 = none) */
+  dprl_buf text;        /* text keys, back to back */
+  uint32_t last;        /* cache: index of the last key seen (+1, 0 = none) */
+  /* Dense non-negative integer keys (the usual episode ids) skip hashing:
+  ** dmap[k] = episode + 1 for 0 <= k < dsize, dsize kept within a constant
+  ** factor of the number of episodes.  Other keys go to the hash table. */
+  uint32_t *dmap;
+  size_t dsize;
+  size_t hashed; /* keys in the hash table */
 } dprl_episode_index;
 
+/* Steps live in fixed chunks of 2^16 (1.5 MB): no realloc slack, no copy
+** when the buffer grows. */
+#define DPRL_CHUNK_BITS 16
+#define DPRL_CHUNK (1u << DPRL_CHUNK_BITS)
+
 typedef struct dprl_step_buffer {
-  dprl_step *steps;
-  size_t n, cap;
+  dprl_step **chunks;
+  size_t n_chunks, n;
   dprl_episode_index ep;
-  /* After grouping, episodes are numbered in key order: the e-th is
-  ** steps[start[e]..start[e+1]), its key index order[e]. */
+  /* After grouping, episodes are numbered in key order: the e-th holds
+  ** steps start[e]..start[e+1]-1, its key index is order[e]. */
   size_t *start;
   uint32_t *order;
+  dprl_step *scratch; /* one episode, sorted by t */
+  unsigned char *mark;
+  size_t scratch_cap;
 } dprl_step_buffer;
 
 void dprl_step_buffer_free(dprl_step_buffer *b);
 int dprl_step_buffer_push(dprl_step_buffer *b, const dprl_key *episode,
                           int64_t t, uint32_t state, double reward,
                           dprl_error *err);
-/* Sort into episodes (in key order) and by t inside each;
-** fails on duplicate (episode, t). */
+/* Partition into episodes, in key order. */
 int dprl_step_buffer_group(dprl_step_buffer *b, dprl_error *err);
 size_t dprl_step_buffer_episodes(const dprl_step_buffer *b);
 void dprl_step_buffer_episode_key(const dprl_step_buffer *b, size_t e,
                                   dprl_key *out);
+/* Episode e (after grouping) sorted by t, valid until the next call;
+** fails on duplicate (episode, t). */
+int dprl_step_buffer_episode(dprl_step_buffer *b, size_t e,
+                             const dprl_step **steps, size_t *n,
+                             dprl_error *err);
+/* Bytes held, for the benchmark's accounting. */
+size_t dprl_step_buffer_bytes(const dprl_step_buffer *b);
 
 /* Streaming over rows grouped by episode. */
 typedef struct dprl_episode_stream {
