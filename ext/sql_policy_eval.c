@@ -105,11 +105,18 @@ where:
   return rc;
 }
 
+typedef struct pe_fn {
+  const char *name;
+  dprl_mechanism mech;
+} pe_fn;
+
 static void pe_step(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   pe_agg **slot = sqlite3_aggregate_context(ctx, sizeof *slot);
-  const char *fn = sqlite3_user_data(ctx);
-  dprl_mechanism mech = strcmp(fn, "dp_lsw") == 0 ? DPRL_LSW : DPRL_LSL;
-  dprl_error err = {0};
+  const pe_fn *f = sqlite3_user_data(ctx);
+  const char *fn = f->name;
+  dprl_error err; /* per row: clear the code only, not the 512-byte message */
+  err.code = DPRL_OK;
+  err.msg[0] = 0;
   int rc;
   if (!slot) {
     sqlite3_result_error_nomem(ctx);
@@ -123,7 +130,7 @@ static void pe_step(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
       return;
     }
     memset(*slot, 0, sizeof **slot);
-    rc = pe_agg_start(*slot, mech, fn, argv[4], &err);
+    rc = pe_agg_start(*slot, f->mech, fn, argv[4], &err);
   } else {
     rc = same_options(*slot, argv[4], &err);
   }
@@ -160,7 +167,7 @@ static int pe_collect(pe_agg *a, dprl_error *err) {
 
 static void pe_final(sqlite3_context *ctx) {
   pe_agg **slot = sqlite3_aggregate_context(ctx, 0);
-  const char *fn = sqlite3_user_data(ctx);
+  const char *fn = ((const pe_fn *)sqlite3_user_data(ctx))->name;
   if (!slot || !*slot) { /* no rows: nothing to release */
     sqlite3_result_null(ctx);
     return;
@@ -182,10 +189,10 @@ static void pe_final(sqlite3_context *ctx) {
 
 int dprl_register_policy_eval(sqlite3 *db) {
   /* Noisy: never SQLITE_DETERMINISTIC, so two calls draw independent noise. */
-  static const char *const names[] = {"dp_lsw", "dp_lsl"};
+  static const pe_fn fns[] = {{"dp_lsw", DPRL_LSW}, {"dp_lsl", DPRL_LSL}};
   for (int i = 0; i < 2; i++) {
-    int rc = sqlite3_create_function_v2(db, names[i], 5, SQLITE_UTF8 | SQLITE_INNOCUOUS,
-                                        (void *)names[i], NULL, pe_step, pe_final, NULL);
+    int rc = sqlite3_create_function_v2(db, fns[i].name, 5, SQLITE_UTF8 | SQLITE_INNOCUOUS,
+                                        (void *)&fns[i], NULL, pe_step, pe_final, NULL);
     if (rc != SQLITE_OK) return rc;
   }
   return SQLITE_OK;
