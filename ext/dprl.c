@@ -5,6 +5,9 @@
 **   dprl_debug()                                   -> version, build, BLAS
 **   dp_lsw(episode, t, state, reward, options)     aggregate
 **   dp_lsl(episode, t, state, reward, options)     aggregate
+**   dp_lsw_from_stats(state, visits, return_sum, options)   aggregate
+**   dp_lsl_from_stats(state, visits, return_sum, options)   aggregate
+**   dp_first_visit(trajectories_sql, options)      table-valued, NOT private
 **
 **   sqlite> .load ./dprl
 **   sqlite> SELECT dprl_version();
@@ -62,6 +65,7 @@ int sqlite3_dprl_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_routines *
     register_fn fn;
   } features[] = {
       {"dp_lsw/dp_lsl", dprl_register_policy_eval},
+      {"dp_first_visit", dprl_register_first_visit},
   };
   int rc = sqlite3_create_function_v2(db, "dprl_version", 0,
                                       SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS,

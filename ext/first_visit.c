@@ -4,6 +4,21 @@
 #include <math.h>
 #include <string.h>
 
+int dprl_return_rule_parse(const dprl_options *o, dprl_return_rule *r) {
+  int rc;
+  r->has_fmax = dprl_opt_has(o, "fmax");
+  if ((rc = dprl_opt_number(o, "gamma", 1, 0, DPRL_CLOSED(0, 1), &r->gamma)) ||
+      (rc = dprl_opt_number(o, "rmax", 0, 1.0, DPRL_POSITIVE, &r->rmax)) ||
+      (rc = dprl_opt_number(o, "fmax", 0, 0, DPRL_POSITIVE, &r->fmax)))
+    return rc;
+  if (r->gamma == 1.0 && !r->has_fmax)
+    return dprl_fail(o->err, DPRL_EINVAL,
+                     "%s: option gamma = 1 needs option fmax (a public bound on returns), "
+                     "got gamma 1 without fmax",
+                     o->fn);
+  return DPRL_OK;
+}
+
 double dprl_return_bound(const dprl_return_rule *r) {
   return r->has_fmax ? r->fmax : r->rmax / (1.0 - r->gamma);
 }

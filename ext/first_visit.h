@@ -11,6 +11,7 @@
 #define DPRL_FIRST_VISIT_H
 
 #include "core.h"
+#include "options.h"
 #include "steps.h"
 
 /* How returns are computed and clamped; all public constants. */
@@ -20,6 +21,9 @@ typedef struct dprl_return_rule {
   double fmax;  /* if has_fmax: first-visit returns clamped to [0, fmax] */
   int has_fmax;
 } dprl_return_rule;
+
+/* Options gamma (required), rmax (default 1), fmax (optional). */
+int dprl_return_rule_parse(const dprl_options *o, dprl_return_rule *r);
 
 /* B of ALGORITHMS.md §1: fmax, or rmax / (1 - gamma). */
 double dprl_return_bound(const dprl_return_rule *r);

@@ -18,21 +18,6 @@ const char *const dprl_lsl_option_names[] = {
 
 #define MAX_STATES (1 << 27)
 
-static int parse_returns(const dprl_options *o, dprl_return_rule *r) {
-  int rc;
-  r->has_fmax = dprl_opt_has(o, "fmax");
-  if ((rc = dprl_opt_number(o, "gamma", 1, 0, DPRL_CLOSED(0, 1), &r->gamma)) ||
-      (rc = dprl_opt_number(o, "rmax", 0, 1.0, DPRL_POSITIVE, &r->rmax)) ||
-      (rc = dprl_opt_number(o, "fmax", 0, 0, DPRL_POSITIVE, &r->fmax)))
-    return rc;
-  if (r->gamma == 1.0 && !r->has_fmax)
-    return dprl_fail(o->err, DPRL_EINVAL,
-                     "%s: option gamma = 1 needs option fmax (a public bound on returns), "
-                     "got gamma 1 without fmax",
-                     o->fn);
-  return DPRL_OK;
-}
-
 /* Weights (LSW) or rho (LSL), their public norms, and the rank checks. */
 static int parse_weights(dprl_pe_config *c, const dprl_options *o) {
   int lsw = c->mech == DPRL_LSW;
@@ -72,7 +57,7 @@ static int parse_all(dprl_pe_config *c, const dprl_options *o, int from_stats) {
   static const char *const releases[] = {"private", "diagnostic", NULL};
   int rc, calib = 0;
   if ((rc = dprl_opt_int(o, "n_states", 1, 0, DPRL_CLOSED(1, MAX_STATES), &c->n_states)) ||
-      (rc = parse_returns(o, &c->rule)) ||
+      (rc = dprl_return_rule_parse(o, &c->rule)) ||
       (rc = dprl_opt_number(o, "epsilon", 1, 0, DPRL_POSITIVE, &c->epsilon)) ||
       (rc = dprl_opt_number(o, "delta", 1, 0, DPRL_OPEN(0, 1), &c->delta)) ||
       (rc = dprl_opt_choice(o, "calibration", calibs, 0, &calib)) ||

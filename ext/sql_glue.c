@@ -94,3 +94,34 @@ int dprl_sql_real(sqlite3_value *v, const char *what, double *out, dprl_error *e
   }
   return bad_value(v, what, "a number", err);
 }
+
+/* Add " (row with episode E, t T)" so a bad value can be found. */
+static void say_where(sqlite3_value **argv, dprl_error *err) {
+  if (err->code != DPRL_EINVAL || sqlite3_value_type(argv[0]) == SQLITE_NULL) return;
+  char e[48], t[48], where[120];
+  dprl_sql_describe(argv[0], e, sizeof e);
+  dprl_sql_describe(argv[1], t, sizeof t);
+  snprintf(where, sizeof where, " (row with episode %s, t %s)", e, t);
+  if (strlen(err->msg) + strlen(where) < sizeof err->msg) strcat(err->msg, where);
+}
+
+int dprl_sql_read_step(sqlite3_value **argv, int64_t n_states, dprl_key *episode,
+                       int64_t *t, uint32_t *state, double *reward, dprl_error *err) {
+  int64_t s = 0;
+  int rc;
+  if ((rc = dprl_sql_key(argv[0], "episode", episode, err)) ||
+      (rc = dprl_sql_int(argv[1], "t", t, err)) ||
+      (rc = dprl_sql_int(argv[2], "state", &s, err)) ||
+      (rc = dprl_sql_real(argv[3], "reward", reward, err))) {
+    say_where(argv, err);
+    return rc;
+  }
+  if (s < 0 || s >= n_states) {
+    rc = dprl_fail(err, DPRL_EINVAL, "state must be in 0..n_states-1 = 0..%lld, got %lld",
+                   (long long)n_states - 1, (long long)s);
+    say_where(argv, err);
+    return rc;
+  }
+  *state = (uint32_t)s;
+  return DPRL_OK;
+}

@@ -36,7 +36,13 @@ int dprl_sql_int(sqlite3_value *v, const char *what, int64_t *out,
 int dprl_sql_real(sqlite3_value *v, const char *what, double *out,
                   dprl_error *err);
 
+/* One step row (episode, t, state, reward) as dp_lsw and dp_first_visit
+** read it; errors name the value and the row. */
+int dprl_sql_read_step(sqlite3_value **argv, int64_t n_states, dprl_key *episode,
+                       int64_t *t, uint32_t *state, double *reward, dprl_error *err);
+
 /* Registration of each feature (one per sql_*.c). */
 int dprl_register_policy_eval(sqlite3 *db);
+int dprl_register_first_visit(sqlite3 *db);
 
 #endif

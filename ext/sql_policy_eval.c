@@ -14,7 +14,6 @@
 ** or, with "grouped": true, to the episode stream; at the end the episodes
 ** go through first_visit.c and the release through policy_eval.c.
 */
-#include <stdio.h>
 #include <string.h>
 
 #include "first_visit.h"
@@ -68,40 +67,20 @@ static int same_options(const pe_agg *a, sqlite3_value *opt, dprl_error *err) {
 /* One row: checks, then buffer or stream. */
 static int pe_agg_row(pe_agg *a, sqlite3_value **argv, dprl_error *err) {
   dprl_key ep;
-  int64_t t, state;
+  int64_t t;
+  uint32_t state;
   double reward;
-  int rc;
-  if ((rc = dprl_sql_key(argv[0], "episode", &ep, err)) ||
-      (rc = dprl_sql_int(argv[1], "t", &t, err)) ||
-      (rc = dprl_sql_int(argv[2], "state", &state, err)) ||
-      (rc = dprl_sql_real(argv[3], "reward", &reward, err)))
-    goto where;
-  if (state < 0 || state >= a->cfg.n_states) {
-    rc = dprl_fail(err, DPRL_EINVAL, "state must be in 0..n_states-1 = 0..%lld, got %lld",
-                   (long long)a->cfg.n_states - 1, (long long)state);
-    goto where;
-  }
+  int rc = dprl_sql_read_step(argv, a->cfg.n_states, &ep, &t, &state, &reward, err);
+  if (rc) return rc;
   a->rows++;
-  if (!a->cfg.grouped)
-    return dprl_step_buffer_push(&a->buf, &ep, t, (uint32_t)state, reward, err);
+  if (!a->cfg.grouped) return dprl_step_buffer_push(&a->buf, &ep, t, state, reward, err);
   int finished;
   const dprl_step *steps;
   size_t n;
-  rc = dprl_episode_stream_push(&a->stream, &ep, t, (uint32_t)state, reward,
-                                &finished, &steps, &n, err);
+  rc = dprl_episode_stream_push(&a->stream, &ep, t, state, reward, &finished, &steps, &n,
+                                err);
   if (!rc && finished)
     rc = dprl_fv_add_episode(&a->st, &a->sc, &a->cfg.rule, steps, n, NULL, NULL, err);
-  return rc;
-where:
-  if (err->code == DPRL_EINVAL && argv[0] && sqlite3_value_type(argv[0]) != SQLITE_NULL) {
-    /* Say which row, when the episode and t can be shown. */
-    char e[48], t_[48], where[120];
-    dprl_sql_describe(argv[0], e, sizeof e);
-    dprl_sql_describe(argv[1], t_, sizeof t_);
-    snprintf(where, sizeof where, " (row with episode %s, t %s)", e, t_);
-    size_t used = strlen(err->msg);
-    if (used + strlen(where) < sizeof err->msg) strcat(err->msg, where);
-  }
   return rc;
 }
 
@@ -187,12 +166,156 @@ static void pe_final(sqlite3_context *ctx) {
   *slot = NULL;
 }
 
+static int dprl_register_policy_eval_stats(sqlite3 *db);
+
 int dprl_register_policy_eval(sqlite3 *db) {
   /* Noisy: never SQLITE_DETERMINISTIC, so two calls draw independent noise. */
   static const pe_fn fns[] = {{"dp_lsw", DPRL_LSW}, {"dp_lsl", DPRL_LSL}};
   for (int i = 0; i < 2; i++) {
     int rc = sqlite3_create_function_v2(db, fns[i].name, 5, SQLITE_UTF8 | SQLITE_INNOCUOUS,
                                         (void *)&fns[i], NULL, pe_step, pe_final, NULL);
+    if (rc != SQLITE_OK) return rc;
+  }
+  return dprl_register_policy_eval_stats(db);
+}
+
+/* ---- the same release from per-state statistics ---------------------------
+**
+**   SELECT dp_lsw_from_stats(state, visits, return_sum,
+**            '{"n_states": 750, "gamma": 0.99, "epsilon": 1, "delta": 1e-6,
+**              "episodes": 100000}')
+**   FROM (SELECT * FROM shard1.stats UNION ALL SELECT * FROM shard2.stats);
+**
+** Rows for the same state are added up (statistics of disjoint sets of
+** episodes merge by addition), so shards can be unioned as they are.  The
+** release is exactly what dp_lsw / dp_lsl give from the underlying steps.
+*/
+
+typedef struct stats_agg {
+  int failed;
+  dprl_pe_config cfg;
+  dprl_fv_stats st;
+  char *options;
+  int options_len;
+} stats_agg;
+
+static int stats_row(stats_agg *a, sqlite3_value **argv, dprl_error *err) {
+  int64_t s, v;
+  double sum;
+  int rc;
+  if ((rc = dprl_sql_int(argv[0], "state", &s, err)) ||
+      (rc = dprl_sql_int(argv[1], "visits", &v, err)) ||
+      (rc = dprl_sql_real(argv[2], "return_sum", &sum, err)))
+    return rc;
+  if (s < 0 || s >= a->cfg.n_states)
+    return dprl_fail(err, DPRL_EINVAL, "state must be in 0..n_states-1 = 0..%lld, got %lld",
+                     (long long)a->cfg.n_states - 1, (long long)s);
+  if (v < 0 || v > a->cfg.episodes)
+    return dprl_fail(err, DPRL_EINVAL,
+                     "visits must be in 0..episodes = 0..%lld, got %lld (state %lld)",
+                     (long long)a->cfg.episodes, (long long)v, (long long)s);
+  if (sum < 0)
+    return dprl_fail(err, DPRL_EINVAL, "return_sum must be >= 0, got %.17g (state %lld)", sum,
+                     (long long)s);
+  a->st.visits[s] += v;
+  a->st.return_sum[s] += sum;
+  return DPRL_OK;
+}
+
+/* The merged statistics must be ones that steps could have produced:
+** |X_s| <= m and 0 <= sum <= |X_s| B.  Sums are clamped to that range
+** (rounding in a shard's own summation may overshoot by an ulp or so);
+** a real excess is an error. */
+static int stats_check(stats_agg *a, dprl_error *err) {
+  double B = dprl_return_bound(&a->cfg.rule);
+  a->st.m = a->cfg.episodes;
+  for (int64_t s = 0; s < a->cfg.n_states; s++) {
+    double top = (double)a->st.visits[s] * B;
+    if (a->st.visits[s] > a->cfg.episodes)
+      return dprl_fail(err, DPRL_EINVAL,
+                       "state %lld: visits add up to %lld, more than episodes = %lld",
+                       (long long)s, (long long)a->st.visits[s], (long long)a->cfg.episodes);
+    if (a->st.return_sum[s] > top * (1 + 1e-9) + 1e-300)
+      return dprl_fail(err, DPRL_EINVAL,
+                       "state %lld: return_sum %.17g is more than visits x bound = %lld x %.17g",
+                       (long long)s, a->st.return_sum[s], (long long)a->st.visits[s], B);
+    if (a->st.return_sum[s] > top) a->st.return_sum[s] = top;
+  }
+  return DPRL_OK;
+}
+
+static void stats_step(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+  stats_agg **slot = sqlite3_aggregate_context(ctx, sizeof *slot);
+  const pe_fn *f = sqlite3_user_data(ctx);
+  dprl_error err;
+  err.code = DPRL_OK;
+  err.msg[0] = 0;
+  int rc = DPRL_OK;
+  (void)argc;
+  if (!slot) {
+    sqlite3_result_error_nomem(ctx);
+    return;
+  }
+  if (*slot && (*slot)->failed) return;
+  if (!*slot) {
+    stats_agg *a = *slot = sqlite3_malloc(sizeof *a);
+    if (!a) {
+      sqlite3_result_error_nomem(ctx);
+      return;
+    }
+    memset(a, 0, sizeof *a);
+    const char *text = (const char *)sqlite3_value_text(argv[3]);
+    int len = sqlite3_value_bytes(argv[3]);
+    rc = dprl_pe_config_parse(&a->cfg, f->mech, f->name, text, (size_t)len, 1, &err);
+    if (!rc) rc = dprl_fv_stats_init(&a->st, a->cfg.n_states, &err);
+    if (!rc && !(a->options = sqlite3_malloc(len + 1))) rc = dprl_nomem(&err);
+    if (!rc) {
+      memcpy(a->options, text, (size_t)len + 1);
+      a->options_len = len;
+    }
+  } else {
+    const char *text = (const char *)sqlite3_value_text(argv[3]);
+    if (!text || sqlite3_value_bytes(argv[3]) != (*slot)->options_len ||
+        memcmp(text, (*slot)->options, (size_t)(*slot)->options_len) != 0)
+      rc = dprl_fail(&err, DPRL_EINVAL, "options must be the same for every row");
+  }
+  if (!rc) rc = stats_row(*slot, argv, &err);
+  if (rc) {
+    (*slot)->failed = 1;
+    dprl_sql_result_error(ctx, f->name, &err);
+  }
+}
+
+static void stats_final(sqlite3_context *ctx) {
+  stats_agg **slot = sqlite3_aggregate_context(ctx, 0);
+  const pe_fn *f = sqlite3_user_data(ctx);
+  if (!slot || !*slot) {
+    sqlite3_result_null(ctx);
+    return;
+  }
+  stats_agg *a = *slot;
+  dprl_error err = {0};
+  dprl_buf out = {0};
+  if (!a->failed) {
+    int rc = stats_check(a, &err);
+    if (!rc) rc = dprl_pe_release(&a->cfg, &a->st, &out, &err);
+    if (rc) dprl_sql_result_error(ctx, f->name, &err);
+    else sqlite3_result_text(ctx, out.data, (int)out.len, SQLITE_TRANSIENT);
+  }
+  dprl_buf_free(&out);
+  dprl_pe_config_free(&a->cfg);
+  dprl_fv_stats_free(&a->st);
+  sqlite3_free(a->options);
+  sqlite3_free(a);
+  *slot = NULL;
+}
+
+static int dprl_register_policy_eval_stats(sqlite3 *db) {
+  static const pe_fn fns[] = {{"dp_lsw_from_stats", DPRL_LSW},
+                              {"dp_lsl_from_stats", DPRL_LSL}};
+  for (int i = 0; i < 2; i++) {
+    int rc = sqlite3_create_function_v2(db, fns[i].name, 4, SQLITE_UTF8 | SQLITE_INNOCUOUS,
+                                        (void *)&fns[i], NULL, stats_step, stats_final, NULL);
     if (rc != SQLITE_OK) return rc;
   }
   return SQLITE_OK;

@@ -20,9 +20,12 @@ run() {
   out="$LOG/out"
   "$@" >"$out" 2>"$LOG/err"
   status=$?
-  sed "s|^|[$label] |" "$out" | grep -E '^\[[^]]*\] (not ok|ok|#)' || true
   p=$(grep -c '^ok' "$out")
   f=$(grep -c '^not ok' "$out")
+  echo "[$label] $p ok, $f not ok"
+  # each failure with the diagnostic lines (#) that follow it
+  awk -v l="[$label]" '/^not ok/ {show = 1; print l, $0; next}
+                       /^#/ && show {print l, $0; next} {show = 0}' "$out"
   if [ "$status" -ne 0 ] && [ "$f" -eq 0 ]; then
     echo "[$label] not ok: exited with status $status"
     f=1

@@ -1,0 +1,346 @@
+/*
+** noise.c: the only source of randomness in dprl (ALGORITHMS.md §6).
+**
+** Generator: the ChaCha20 block function of RFC 8439 §2.3 run as a
+** keystream (key, 32-bit block counter, 96-bit nonce).  Samplers: the exact
+** discrete Laplace and discrete Gaussian of Canonne, Kamath, Steinke, "The
+** Discrete Gaussian for Differential Privacy" (2020), Algorithms 1-3, in
+** integer arithmetic only: no floating point touches a released sample, so
+** no rounding artefact can leak the data (Mironov 2012).
+*/
+#include "noise.h"
+
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+#include <sys/random.h>
+
+__extension__ typedef unsigned __int128 u128;
+
+/* Largest noise scale in grid steps.  It bounds the 128-bit arithmetic of
+** the discrete Gaussian (see dprl_discrete_gaussian); with 2^26 steps below
+** the public scale bound (DPRL_GRID_BITS) it leaves a factor 2 of slack. */
+#define SCALE_MAX ((uint64_t)1 << 27)
+
+/* ---------------------------------------------------------------------- */
+/* ChaCha20 (RFC 8439 §2.1-2.3)                                            */
+
+static void wipe(void *p, size_t n) {
+  /* volatile stores: the compiler may not drop them as dead */
+  volatile unsigned char *v = p;
+  while (n--) *v++ = 0;
+}
+
+static uint32_t rotl(uint32_t x, int n) { return (x << n) | (x >> (32 - n)); }
+
+/* RFC 8439 §2.1: the quarter round on four words of the state */
+static void quarter(uint32_t *x, int a, int b, int c, int d) {
+  x[a] += x[b]; x[d] ^= x[a]; x[d] = rotl(x[d], 16);
+  x[c] += x[d]; x[b] ^= x[c]; x[b] = rotl(x[b], 12);
+  x[a] += x[b]; x[d] ^= x[a]; x[d] = rotl(x[d], 8);
+  x[c] += x[d]; x[b] ^= x[c]; x[b] = rotl(x[b], 7);
+}
+
+/* RFC 8439 §2.3: constants | key | counter | nonce, 20 rounds (10 column +
+** diagonal pairs), then the input state added word by word. */
+static void chacha20_block(const uint32_t key[8], uint32_t counter,
+                           const uint32_t nonce[3], uint32_t out[16]) {
+  uint32_t in[16] = {0x61707865, 0x3320646e, 0x79622d32, 0x6b206574};
+  uint32_t x[16];
+  memcpy(in + 4, key, 8 * sizeof(uint32_t));
+  in[12] = counter;
+  memcpy(in + 13, nonce, 3 * sizeof(uint32_t));
+  memcpy(x, in, sizeof x);
+  for (int i = 0; i < 10; i++) {
+    quarter(x, 0, 4, 8, 12); quarter(x, 1, 5, 9, 13);
+    quarter(x, 2, 6, 10, 14); quarter(x, 3, 7, 11, 15);
+    quarter(x, 0, 5, 10, 15); quarter(x, 1, 6, 11, 12);
+    quarter(x, 2, 7, 8, 13); quarter(x, 3, 4, 9, 14);
+  }
+  for (int i = 0; i < 16; i++) out[i] = x[i] + in[i];
+  wipe(in, sizeof in); /* stack copies of the key */
+  wipe(x, sizeof x);
+}
+
+/* Test-only hook (declared in tests/unit/test_noise.c, not in noise.h). */
+void dprl_chacha20_block_for_test(const uint32_t key[8], uint32_t counter,
+                                  const uint32_t nonce[3], uint32_t out[16]);
+void dprl_chacha20_block_for_test(const uint32_t key[8], uint32_t counter,
+                                  const uint32_t nonce[3], uint32_t out[16]) {
+  chacha20_block(key, counter, nonce, out);
+}
+
+static void refill(dprl_rng *rng) {
+  chacha20_block(rng->key, rng->counter, rng->nonce, rng->block);
+  rng->pos = 0;
+  /* After 2^32 blocks the counter wraps: carry into the nonce (a 96-bit
+  ** extension of the counter) so that no (key, counter, nonce) block is
+  ** ever produced twice. */
+  if (++rng->counter == 0 && ++rng->nonce[0] == 0 && ++rng->nonce[1] == 0)
+    ++rng->nonce[2];
+}
+
+static void rng_reset(dprl_rng *rng, int seeded) {
+  memset(rng->nonce, 0, sizeof rng->nonce);
+  rng->counter = 0;
+  rng->pos = 16; /* first draw generates block 0 */
+  rng->seeded = seeded;
+}
+
+int dprl_rng_init_secure(dprl_rng *rng, dprl_error *err) {
+  unsigned char buf[32];
+  size_t got = 0;
+  memset(rng, 0, sizeof *rng);
+  while (got < sizeof buf) {
+    ssize_t r = getrandom(buf + got, sizeof buf - got, 0);
+    if (r < 0 && errno == EINTR) continue; /* interrupted: retry */
+    if (r <= 0) {
+      int e = r < 0 ? errno : EIO;
+      wipe(buf, sizeof buf);
+      return dprl_fail(err, DPRL_EINVAL,
+                       "noise: getrandom() failed to key the generator: %s",
+                       strerror(e));
+    }
+    got += (size_t)r; /* short read: ask for the rest */
+  }
+  for (int i = 0; i < 8; i++) /* little-endian words, as RFC 8439 §2.3 */
+    rng->key[i] = (uint32_t)buf[4 * i] | (uint32_t)buf[4 * i + 1] << 8 |
+                  (uint32_t)buf[4 * i + 2] << 16 | (uint32_t)buf[4 * i + 3] << 24;
+  wipe(buf, sizeof buf);
+  rng_reset(rng, 0);
+  return DPRL_OK;
+}
+
+void dprl_rng_init_seeded(dprl_rng *rng, uint64_t seed, uint64_t stream) {
+  memset(rng, 0, sizeof *rng);
+  rng->key[0] = (uint32_t)seed;
+  rng->key[1] = (uint32_t)(seed >> 32);
+  rng->key[2] = (uint32_t)stream;
+  rng->key[3] = (uint32_t)(stream >> 32);
+  /* Fixed domain words ("dprl-seeded-v1") keep seeded keys apart from any
+  ** other use of ChaCha20 with the same 128 bits. */
+  rng->key[4] = 0x6c727064; /* "dprl" */
+  rng->key[5] = 0x6565732d; /* "-see" */
+  rng->key[6] = 0x2d646564; /* "ded-" */
+  rng->key[7] = 0x00003176; /* "v1"   */
+  rng_reset(rng, 1);
+}
+
+void dprl_rng_wipe(dprl_rng *rng) { wipe(rng, sizeof *rng); }
+
+uint32_t dprl_rng_u32(dprl_rng *rng) {
+  if (rng->pos >= 16) refill(rng);
+  return rng->block[rng->pos++];
+}
+
+uint64_t dprl_rng_u64(dprl_rng *rng) {
+  uint64_t lo = dprl_rng_u32(rng);
+  return (uint64_t)dprl_rng_u32(rng) << 32 | lo;
+}
+
+uint64_t dprl_rng_below(dprl_rng *rng, uint64_t n) {
+  if (n <= 1) return 0; /* n == 0 is a caller error; answer 0 */
+  /* Reject the lowest 2^64 mod n values: the rest is a whole number of
+  ** copies of [0, n), so x % n is exactly uniform. */
+  uint64_t reject = (0 - n) % n;
+  for (;;) {
+    uint64_t x = dprl_rng_u64(rng);
+    if (x >= reject) return x % n;
+  }
+}
+
+double dprl_rng_unit(dprl_rng *rng) {
+  return (double)(dprl_rng_u64(rng) >> 11) * 0x1.0p-53;
+}
+
+void dprl_rng_shuffle_u32(dprl_rng *rng, uint32_t *v, uint64_t n) {
+  for (uint64_t i = n; i > 1; i--) { /* Fisher-Yates, from the top */
+    uint64_t j = dprl_rng_below(rng, i);
+    uint32_t tmp = v[i - 1];
+    v[i - 1] = v[j];
+    v[j] = tmp;
+  }
+}
+
+/* ---------------------------------------------------------------------- */
+/* Exact Bernoulli trials (CKS 2020 Algorithm 1), integers only            */
+
+/* Uniform on [0, d), d >= 1, by the same rejection as dprl_rng_below. */
+static u128 below128(dprl_rng *rng, u128 d) {
+  if (d <= UINT64_MAX) return dprl_rng_below(rng, (uint64_t)d);
+  u128 reject = (0 - d) % d;
+  for (;;) {
+    u128 x = (u128)dprl_rng_u64(rng) << 64 | dprl_rng_u64(rng);
+    if (x >= reject) return x % d;
+  }
+}
+
+/* Bernoulli(n/d), 0 <= n <= d, d >= 1. */
+static int bern_frac(dprl_rng *rng, u128 n, u128 d) {
+  return below128(rng, d) < n;
+}
+
+/* Bernoulli(n/(d*k)).  If d*k would overflow, use Bern(n/d) AND Bern(1/k)
+** (independent, so the product of the probabilities): still exact. */
+static int bern_frac_over_k(dprl_rng *rng, u128 n, u128 d, uint64_t k) {
+  if (d <= ~(u128)0 / k) return bern_frac(rng, n, d * k);
+  return bern_frac(rng, n, d) && dprl_rng_below(rng, k) == 0;
+}
+
+/* CKS 2020 Algorithm 1, gamma = n/d in [0, 1]: count K successes of
+** Bernoulli(gamma/K); P(K odd) = exp(-gamma).  K stays tiny (P(K > k) <=
+** 1/k!), so the 64-bit counter cannot wrap. */
+static int bern_exp_unit(dprl_rng *rng, u128 n, u128 d) {
+  uint64_t k = 1;
+  while (bern_frac_over_k(rng, n, d, k)) k++;
+  return (int)(k & 1);
+}
+
+/* CKS 2020 Algorithm 1, gamma = n/d > 1: exp(-gamma) = exp(-1)^floor(gamma)
+** * exp(-frac(gamma)), a product of independent trials (stop at the first
+** failure). */
+static int bern_exp(dprl_rng *rng, u128 n, u128 d) {
+  u128 whole = n / d;
+  for (u128 i = 0; i < whole; i++)
+    if (!bern_exp_unit(rng, 1, 1)) return 0;
+  return bern_exp_unit(rng, n % d, d);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Discrete Laplace and discrete Gaussian (CKS 2020 Algorithms 2 and 3)    */
+
+/* CKS 2020 Algorithm 2 with s = 1: P(x) proportional to exp(-|x|/t).
+** X = U + t*V with U uniform on [0, t) accepted with prob exp(-U/t) and V
+** geometric (P(V = v) prop. to exp(-v)); a fair sign, rejecting "-0" so that 0
+** is not counted twice. */
+int64_t dprl_discrete_laplace(dprl_rng *rng, uint64_t t) {
+  if (t == 0) t = 1; /* caller error; more noise rather than none */
+  for (;;) {
+    uint64_t u = dprl_rng_below(rng, t);
+    if (!bern_exp_unit(rng, u, t)) continue;
+    uint64_t v = 0;
+    while (bern_exp_unit(rng, 1, 1)) v++;
+    /* |x| must fit in int64.  Rejecting larger candidates truncates the
+    ** distribution there; for t <= 2^40 that needs V > 2^23, which has
+    ** probability below exp(-2^23). */
+    if (v > ((uint64_t)INT64_MAX - u) / t) continue;
+    uint64_t x = u + t * v;
+    int negative = (int)(dprl_rng_u32(rng) & 1);
+    if (negative && x == 0) continue;
+    return negative ? -(int64_t)x : (int64_t)x;
+  }
+}
+
+/* CKS 2020 Algorithm 3 with sigma = s (an integer), t = floor(sigma) + 1:
+** draw Y ~ discrete Laplace(t), accept with probability
+**   exp(-(|Y| - sigma^2/t)^2 / (2 sigma^2)) = exp(-(|Y| t - s^2)^2 / (2 s^2 t^2)),
+** an exact rational exponent.  Requires 1 <= s <= 2^27 (returns INT64_MIN,
+** never a valid sample, otherwise; dprl_release_gaussian checks first).
+**
+** Overflow bound, s <= 2^27, t = s + 1 <= 2^27 + 1:
+**   |Y| <= 64 t                    (else rejected, see below)
+**   |Y| t <= 64 t^2 < 2^61,  s^2 <= 2^54, so |(|Y| t - s^2)| < 2^61
+**   numerator   (|Y| t - s^2)^2 < 2^122
+**   denominator 2 s^2 t^2      < 2^110                    all < 2^128.
+** The exponent is then at most (64 t^2)^2 / (2 s^2 t^2) = 2048 t^2/s^2 <=
+** 8192, so bern_exp runs few exp(-1) trials.
+** Rejecting |Y| > 64 t: there |Y| - s^2/t > 63 t > 63 s, so the true
+** acceptance probability is below exp(-63^2/2) < exp(-1900); the output is
+** the discrete Gaussian conditioned on |x| <= 64 t, a change in total
+** variation far below exp(-1900). */
+int64_t dprl_discrete_gaussian(dprl_rng *rng, uint64_t s) {
+  if (s == 0) s = 1; /* caller error; more noise rather than none */
+  if (s > SCALE_MAX) return INT64_MIN;
+  uint64_t t = s + 1, s2 = s * s;
+  u128 den = (u128)2 * s2 * t * t;
+  for (;;) {
+    int64_t y = dprl_discrete_laplace(rng, t);
+    uint64_t a = y < 0 ? 0 - (uint64_t)y : (uint64_t)y;
+    if (a > 64 * t) continue;
+    uint64_t at = a * t; /* < 2^61 */
+    uint64_t diff = at >= s2 ? at - s2 : s2 - at;
+    if (bern_exp(rng, (u128)diff * diff, den)) return y;
+  }
+}
+
+/* ---------------------------------------------------------------------- */
+/* Grid release                                                            */
+
+double dprl_grid_for(double scale_upper) {
+  if (!(isfinite(scale_upper) && scale_upper > 0)) return NAN;
+  int e;
+  /* scale_upper = m 2^e with m in [0.5, 1): ceil(log2) is e - 1 when m is
+  ** exactly 0.5 (a power of two) and e otherwise: no log() rounding. */
+  double m = frexp(scale_upper, &e);
+  int c = (m == 0.5 ? e - 1 : e) - DPRL_GRID_BITS;
+  if (c < -1074) c = -1074; /* finest double grid; finer is never needed */
+  return ldexp(1.0, c);
+}
+
+static int check_grid(double g, dprl_error *err) {
+  int e;
+  if (isfinite(g) && g > 0 && frexp(g, &e) == 0.5) return DPRL_OK;
+  return dprl_fail(err, DPRL_EINVAL,
+                   "noise: grid g must be a positive power of two, got %.17g", g);
+}
+
+/* The noise scale in grid steps, rounded UP: s g >= scale, 1 <= s <= 2^27. */
+static int grid_steps(double scale, const char *name, double g, uint64_t *s,
+                      dprl_error *err) {
+  if (!(isfinite(scale) && scale >= 0))
+    return dprl_fail(err, DPRL_EINVAL,
+                     "noise: %s must be finite and >= 0, got %.17g", name, scale);
+  double r = scale / g; /* exact for a power-of-two g barring underflow */
+  if (!(r <= (double)SCALE_MAX))
+    return dprl_fail(err, DPRL_EINVAL,
+                     "noise: %s = %.17g is more than 2^27 grid steps of g = "
+                     "%.17g; use a coarser grid", name, scale, g);
+  uint64_t n = (uint64_t)ceil(r);
+  if ((double)n * g < scale) n++; /* never round the scale down */
+  if (n < 1) n = 1;               /* scale 0 still gets one step of noise */
+  if (n > SCALE_MAX)
+    return dprl_fail(err, DPRL_EINVAL,
+                     "noise: %s = %.17g is more than 2^27 grid steps of g = "
+                     "%.17g; use a coarser grid", name, scale, g);
+  *s = n;
+  return DPRL_OK;
+}
+
+static int release(dprl_rng *rng, double value, double scale, double g,
+                   int gaussian, double *out, dprl_error *err) {
+  const char *name = gaussian ? "sigma" : "b";
+  uint64_t s = 0;
+  int rc = check_grid(g, err);
+  if (rc == DPRL_OK) rc = grid_steps(scale, name, g, &s, err);
+  if (rc != DPRL_OK) return rc;
+  if (!isfinite(value))
+    return dprl_fail(err, DPRL_EINVAL,
+                     "noise: value must be finite, got %.17g", value);
+  double q = value / g; /* exact for a power-of-two g barring underflow */
+  if (!(fabs(q) < 0x1.0p52))
+    return dprl_fail(err, DPRL_EINVAL,
+                     "noise: |value / g| must be < 2^52 for an exact grid, got "
+                     "value %.17g with g = %.17g", value, g);
+  int64_t k = llround(q); /* half away from zero; |q| < 2^52 fits */
+  int64_t z = gaussian ? dprl_discrete_gaussian(rng, s)
+                       : dprl_discrete_laplace(rng, s);
+  /* |k + z| < 2^52 + 2^34: exact as a double, and g * (k + z) is exact
+  ** unless it overflows.  Checking that is post-processing of the noisy
+  ** integer k + z, so it leaks nothing beyond the release itself. */
+  double o = g * (double)(k + z);
+  if (!isfinite(o))
+    return dprl_fail(err, DPRL_EINVAL,
+                     "noise: released value overflows a double (g = %.17g)", g);
+  *out = o;
+  return DPRL_OK;
+}
+
+int dprl_release_gaussian(dprl_rng *rng, double value, double sigma, double g,
+                          double *out, dprl_error *err) {
+  return release(rng, value, sigma, g, 1, out, err);
+}
+
+int dprl_release_laplace(dprl_rng *rng, double value, double b, double g,
+                         double *out, dprl_error *err) {
+  return release(rng, value, b, g, 0, out, err);
+}

@@ -1,0 +1,283 @@
+/* sql_tvf.c: table-valued functions and caller queries (see sql_tvf.h). */
+#include "sql_tvf.h"
+
+#include <ctype.h>
+#include <string.h>
+
+/* ---- output rows ------------------------------------------------------------ */
+
+int dprl_rows_add(dprl_rows *r) {
+  if (r->oom) return SQLITE_NOMEM;
+  if (r->nrow == r->cap) {
+    size_t nc = r->cap ? r->cap * 2 : 256, cells = nc * (size_t)r->ncol;
+    unsigned char *t = dprl_realloc(r->type, cells);
+    if (t) r->type = t;
+    int64_t *c = t ? dprl_realloc(r->cell, cells * sizeof *c) : NULL;
+    if (c) r->cell = c;
+    uint32_t *l = c ? dprl_realloc(r->tlen, cells * sizeof *l) : NULL;
+    if (!l) {
+      r->oom = 1;
+      return SQLITE_NOMEM;
+    }
+    r->tlen = l;
+    r->cap = nc;
+  }
+  memset(r->type + r->nrow * (size_t)r->ncol, SQLITE_NULL, (size_t)r->ncol);
+  r->nrow++;
+  return SQLITE_OK;
+}
+
+static size_t cell_at(const dprl_rows *r, int col) {
+  return (r->nrow - 1) * (size_t)r->ncol + (size_t)col;
+}
+
+void dprl_rows_int(dprl_rows *r, int col, int64_t v) {
+  size_t at = cell_at(r, col);
+  r->type[at] = SQLITE_INTEGER;
+  r->cell[at] = v;
+}
+
+void dprl_rows_double(dprl_rows *r, int col, double v) {
+  size_t at = cell_at(r, col);
+  r->type[at] = SQLITE_FLOAT;
+  memcpy(&r->cell[at], &v, sizeof v);
+}
+
+void dprl_rows_text(dprl_rows *r, int col, const char *s, size_t n) {
+  size_t at = cell_at(r, col);
+  r->type[at] = SQLITE_TEXT;
+  r->cell[at] = (int64_t)r->text.len;
+  r->tlen[at] = (uint32_t)n;
+  dprl_buf_append(&r->text, s, n);
+  if (r->text.oom) r->oom = 1;
+}
+
+void dprl_rows_free(dprl_rows *r) {
+  dprl_free(r->type);
+  dprl_free(r->cell);
+  dprl_free(r->tlen);
+  dprl_buf_free(&r->text);
+  memset(r, 0, sizeof *r);
+}
+
+/* ---- caller queries --------------------------------------------------------- */
+
+static int query_error(char **pzErr, const char *fn, const char *fmt, const char *what,
+                       const char *detail) {
+  sqlite3_free(*pzErr);
+  *pzErr = sqlite3_mprintf(fmt, fn, what, detail);
+  return *pzErr ? SQLITE_ERROR : SQLITE_NOMEM;
+}
+
+int dprl_query_open(dprl_query *q, sqlite3 *db, const char *what, sqlite3_value *sql,
+                    int ncol, const char *fn, char **pzErr) {
+  q->stmt = NULL;
+  q->what = what;
+  if (sqlite3_value_type(sql) != SQLITE_TEXT)
+    return query_error(pzErr, fn, "%s: %s must be the text of a SELECT, got %s", what,
+                       sqlite3_value_type(sql) == SQLITE_NULL ? "NULL" : "a non-text value");
+  const char *text = (const char *)sqlite3_value_text(sql), *tail = NULL;
+  if (!text) return SQLITE_NOMEM;
+  int rc = sqlite3_prepare_v2(db, text, -1, &q->stmt, &tail);
+  if (rc != SQLITE_OK)
+    return query_error(pzErr, fn, "%s: %s: %s", what, sqlite3_errmsg(db));
+  if (!q->stmt) return query_error(pzErr, fn, "%s: %s %s", what, "is empty");
+  while (tail && *tail && (isspace((unsigned char)*tail) || *tail == ';')) tail++;
+  const char *problem = NULL;
+  char detail[96];
+  if (tail && *tail) problem = "must be a single statement, got more after the first";
+  else if (!sqlite3_stmt_readonly(q->stmt)) problem = "must not write (a read-only SELECT)";
+  else if (sqlite3_column_count(q->stmt) != ncol) {
+    snprintf(detail, sizeof detail, "must return %d columns, got %d", ncol,
+             sqlite3_column_count(q->stmt));
+    problem = detail;
+  }
+  if (problem) {
+    dprl_query_close(q);
+    return query_error(pzErr, fn, "%s: %s %s", what, problem);
+  }
+  return SQLITE_OK;
+}
+
+int dprl_query_step(dprl_query *q, const char *fn, char **pzErr) {
+  int rc = sqlite3_step(q->stmt);
+  if (rc == SQLITE_ROW || rc == SQLITE_DONE) return rc;
+  if (rc == SQLITE_NOMEM) return rc;
+  return query_error(pzErr, fn, "%s: %s: %s", q->what,
+                     sqlite3_errmsg(sqlite3_db_handle(q->stmt)));
+}
+
+void dprl_query_close(dprl_query *q) {
+  sqlite3_finalize(q->stmt); /* harmless on NULL */
+  q->stmt = NULL;
+}
+
+/* ---- the virtual table ------------------------------------------------------ */
+
+typedef struct tvf_vtab {
+  sqlite3_vtab base;
+  sqlite3 *db;
+  const dprl_tvf_spec *spec;
+} tvf_vtab;
+
+typedef struct tvf_cursor {
+  sqlite3_vtab_cursor base;
+  dprl_rows rows;
+  size_t at;
+} tvf_cursor;
+
+static int tvf_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
+                       sqlite3_vtab **out, char **pzErr) {
+  const dprl_tvf_spec *spec = aux;
+  (void)argc;
+  (void)argv;
+  int rc = sqlite3_declare_vtab(db, spec->schema);
+  if (rc != SQLITE_OK) return rc;
+  tvf_vtab *v = sqlite3_malloc(sizeof *v);
+  if (!v) return SQLITE_NOMEM;
+  memset(v, 0, sizeof *v);
+  v->db = db;
+  v->spec = spec;
+  *out = &v->base;
+  sqlite3_vtab_config(db, SQLITE_VTAB_INNOCUOUS);
+  (void)pzErr;
+  return SQLITE_OK;
+}
+
+static int tvf_disconnect(sqlite3_vtab *v) {
+  sqlite3_free(v);
+  return SQLITE_OK;
+}
+
+/* Equality constraints on the hidden argument columns become xFilter
+** arguments, in argument order; idxNum is the bitmask of those present. */
+static int tvf_best_index(sqlite3_vtab *vt, sqlite3_index_info *info) {
+  const dprl_tvf_spec *spec = ((tvf_vtab *)vt)->spec;
+  int where[16], mask = 0, unusable = 0;
+  for (int a = 0; a < spec->n_args; a++) where[a] = -1;
+  for (int i = 0; i < info->nConstraint; i++) {
+    const struct sqlite3_index_constraint *c = &info->aConstraint[i];
+    int a = c->iColumn - spec->n_out;
+    if (a < 0 || a >= spec->n_args || c->op != SQLITE_INDEX_CONSTRAINT_EQ) continue;
+    if (!c->usable) {
+      unusable |= 1 << a;
+      continue;
+    }
+    where[a] = i;
+    mask |= 1 << a;
+  }
+  /* An argument that exists but is not usable yet (a join in the other
+  ** order): ask the planner for another plan. */
+  if (unusable & ~mask) return SQLITE_CONSTRAINT;
+  int n = 0;
+  for (int a = 0; a < spec->n_args; a++)
+    if (where[a] >= 0) {
+      info->aConstraintUsage[where[a]].argvIndex = ++n;
+      info->aConstraintUsage[where[a]].omit = 1;
+    }
+  info->idxNum = mask;
+  info->estimatedCost = 1e6;
+  info->estimatedRows = 100000;
+  return SQLITE_OK;
+}
+
+static int tvf_open(sqlite3_vtab *vt, sqlite3_vtab_cursor **out) {
+  tvf_cursor *c = sqlite3_malloc(sizeof *c);
+  if (!c) return SQLITE_NOMEM;
+  memset(c, 0, sizeof *c);
+  c->rows.ncol = ((tvf_vtab *)vt)->spec->n_out;
+  *out = &c->base;
+  return SQLITE_OK;
+}
+
+static int tvf_close(sqlite3_vtab_cursor *cur) {
+  tvf_cursor *c = (tvf_cursor *)cur;
+  dprl_rows_free(&c->rows);
+  sqlite3_free(c);
+  return SQLITE_OK;
+}
+
+static int tvf_filter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, int argc,
+                      sqlite3_value **argv) {
+  tvf_cursor *c = (tvf_cursor *)cur;
+  tvf_vtab *v = (tvf_vtab *)cur->pVtab;
+  const dprl_tvf_spec *spec = v->spec;
+  sqlite3_value *args[16] = {0};
+  int k = 0;
+  (void)idxStr;
+  (void)argc;
+  for (int a = 0; a < spec->n_args; a++) {
+    if (idxNum & (1 << a)) args[a] = argv[k++];
+    else if (a < spec->n_required) {
+      sqlite3_free(v->base.zErrMsg);
+      v->base.zErrMsg = sqlite3_mprintf("%s: argument %s is required", spec->name,
+                                        spec->arg_names[a]);
+      return SQLITE_ERROR;
+    }
+  }
+  int ncol = c->rows.ncol;
+  dprl_rows_free(&c->rows);
+  c->rows.ncol = ncol;
+  c->at = 0;
+  sqlite3_free(v->base.zErrMsg);
+  v->base.zErrMsg = NULL;
+  int rc = spec->compute(v->db, args, &c->rows, &v->base.zErrMsg);
+  if (rc == SQLITE_OK && c->rows.oom) rc = SQLITE_NOMEM;
+  if (rc != SQLITE_OK) dprl_rows_free(&c->rows), c->rows.ncol = ncol;
+  return rc;
+}
+
+static int tvf_next(sqlite3_vtab_cursor *cur) {
+  ((tvf_cursor *)cur)->at++;
+  return SQLITE_OK;
+}
+
+static int tvf_eof(sqlite3_vtab_cursor *cur) {
+  tvf_cursor *c = (tvf_cursor *)cur;
+  return c->at >= c->rows.nrow;
+}
+
+static int tvf_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col) {
+  tvf_cursor *c = (tvf_cursor *)cur;
+  if (col >= c->rows.ncol) return SQLITE_OK; /* hidden argument: NULL */
+  size_t at = c->at * (size_t)c->rows.ncol + (size_t)col;
+  switch (c->rows.type[at]) {
+    case SQLITE_INTEGER: sqlite3_result_int64(ctx, c->rows.cell[at]); break;
+    case SQLITE_FLOAT: {
+      double d;
+      memcpy(&d, &c->rows.cell[at], sizeof d);
+      sqlite3_result_double(ctx, d);
+      break;
+    }
+    case SQLITE_TEXT:
+      sqlite3_result_text(ctx, c->rows.text.data + c->rows.cell[at], (int)c->rows.tlen[at],
+                          SQLITE_TRANSIENT);
+      break;
+    default: sqlite3_result_null(ctx); break;
+  }
+  return SQLITE_OK;
+}
+
+static int tvf_rowid(sqlite3_vtab_cursor *cur, sqlite3_int64 *rowid) {
+  *rowid = (sqlite3_int64)((tvf_cursor *)cur)->at + 1;
+  return SQLITE_OK;
+}
+
+/* No xCreate: eponymous only, so CREATE VIRTUAL TABLE cannot make one. */
+static const sqlite3_module tvf_module = {
+    .iVersion = 0,
+    .xConnect = tvf_connect,
+    .xBestIndex = tvf_best_index,
+    .xDisconnect = tvf_disconnect,
+    .xOpen = tvf_open,
+    .xClose = tvf_close,
+    .xFilter = tvf_filter,
+    .xNext = tvf_next,
+    .xEof = tvf_eof,
+    .xColumn = tvf_column,
+    .xRowid = tvf_rowid,
+};
+
+int dprl_tvf_register(sqlite3 *db, const dprl_tvf_spec *spec) {
+  return sqlite3_create_module_v2(db, spec->name, &tvf_module, (void *)spec, NULL);
+}

@@ -1,0 +1,71 @@
+/*
+** sql_tvf.h: what every dprl table-valued function shares.
+**
+**   SELECT * FROM dp_first_visit('SELECT episode, t, state, reward FROM steps',
+**                                '{"n_states": 5, "gamma": 0.9}');
+**
+** A table-valued function here is an eponymous virtual table whose
+** arguments are HIDDEN columns (as in SQLite's ext/misc/series.c).  The
+** spec names the output columns and the arguments; xFilter hands the
+** argument values to a compute callback that appends output rows to a
+** compact buffer, which the cursor then walks.  Queries given as text
+** arguments run on the caller's connection through dprl_query_*: exactly one
+** read-only SELECT with the expected number of columns, always finalized.
+*/
+#ifndef DPRL_SQL_TVF_H
+#define DPRL_SQL_TVF_H
+
+#include "sql_glue.h"
+
+/* ---- output rows ---------------------------------------------------------- */
+
+typedef struct dprl_rows {
+  int ncol;
+  size_t nrow, cap;       /* rows */
+  unsigned char *type;    /* SQLITE_INTEGER / FLOAT / TEXT / NULL per cell */
+  int64_t *cell;          /* the integer, the double's bits, or text offset */
+  uint32_t *tlen;         /* text length per cell (text only) */
+  dprl_buf text;
+  int oom;
+} dprl_rows;
+
+/* Start a new row; then set each of its ncol cells (unset cells are NULL). */
+int dprl_rows_add(dprl_rows *r);
+void dprl_rows_int(dprl_rows *r, int col, int64_t v);
+void dprl_rows_double(dprl_rows *r, int col, double v);
+void dprl_rows_text(dprl_rows *r, int col, const char *s, size_t n);
+void dprl_rows_free(dprl_rows *r);
+
+/* ---- running a caller's query ------------------------------------------- */
+
+typedef struct dprl_query {
+  sqlite3_stmt *stmt;
+  const char *what; /* the argument's name, for messages */
+} dprl_query;
+
+/* Prepare sql (argument `what`) on db: one statement, read-only, ncol
+** columns.  On failure *pzErr is set and the statement is not left open. */
+int dprl_query_open(dprl_query *q, sqlite3 *db, const char *what,
+                    sqlite3_value *sql, int ncol, const char *fn, char **pzErr);
+/* SQLITE_ROW, SQLITE_DONE, or an error with *pzErr set. */
+int dprl_query_step(dprl_query *q, const char *fn, char **pzErr);
+void dprl_query_close(dprl_query *q);
+
+/* ---- the virtual table ------------------------------------------------------ */
+
+typedef int (*dprl_tvf_compute)(sqlite3 *db, sqlite3_value **args,
+                                dprl_rows *out, char **pzErr);
+
+typedef struct dprl_tvf_spec {
+  const char *name;
+  const char *schema; /* CREATE TABLE x(out..., arg1 HIDDEN, ...) */
+  int n_out;          /* output columns, then the hidden arguments */
+  int n_args;
+  int n_required;     /* the first n_required arguments are required */
+  const char *const *arg_names;
+  dprl_tvf_compute compute;
+} dprl_tvf_spec;
+
+int dprl_tvf_register(sqlite3 *db, const dprl_tvf_spec *spec);
+
+#endif

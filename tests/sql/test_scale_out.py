@@ -1,0 +1,238 @@
+"""dp_first_visit, dp_lsw_from_stats / dp_lsl_from_stats, the portable SQL
+of sql/first_visit_stats.sql, and a release from 3 attached shards."""
+import json
+import os
+import random
+import re
+import tempfile
+
+from harness import check, check_close, check_error, close, connect, run, sql_error
+import reference
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+FV = "SELECT * FROM dp_first_visit('SELECT episode, t, state, reward FROM steps', ?)"
+
+
+def make(con, rows, name="steps"):
+    con.execute(f"CREATE TABLE {name}(episode, t, state, reward)")
+    con.executemany(f"INSERT INTO {name} VALUES (?,?,?,?)", rows)
+
+
+def dyadic_rows(rng, n, episodes, length):
+    """Rewards in {0, 1/2, 1}, gamma = 1/2 below: every return and every sum
+    is exact in binary floating point, so any summation order agrees."""
+    return [(e, t, rng.randrange(n), rng.choice([0.0, 0.5, 1.0, 1.5]))
+            for e in range(episodes) for t in range(rng.randint(1, length))]
+
+
+def test_first_visit_rows():
+    rng = random.Random(1)
+    rows = [(f"p{e}", t, rng.randrange(5), rng.uniform(-0.5, 2))
+            for e in range(30) for t in rng.sample(range(40), rng.randint(1, 9))]
+    con = connect()
+    make(con, rows)
+    o = {"n_states": 5, "gamma": 0.8, "rmax": 1.5, "fmax": 3}
+    got = con.execute(FV, (json.dumps(o),)).fetchall()
+    # independent: per episode, first t of each state, return by direct sum
+    want = []
+    eps = {}
+    for e, t, s, r in rows:
+        eps.setdefault(e, []).append((t, s, r))
+    for e in sorted(eps):
+        steps = sorted(eps[e])
+        seen = set()
+        for i, (t, s, _) in enumerate(steps):
+            if s in seen:
+                continue
+            seen.add(s)
+            g = sum(0.8 ** (j - i) * min(max(steps[j][2], 0), 1.5) for j in range(i, len(steps)))
+            want.append((e, s, t, min(g, 3.0)))
+    check(len(got) == len(want) and all(
+        a[:3] == b[:3] and close(a[3], b[3], 1e-12) for a, b in zip(got, want)),
+        "dp_first_visit: one row per (episode, first-visited state), exact returns")
+    cols = [d[0] for d in con.execute(FV, (json.dumps(o),)).description]
+    check(cols == ["episode", "state", "t_first", "first_visit_return"], "dp_first_visit columns", cols)
+
+
+def portable_stats(con, gamma, rmax, fmax):
+    sql = open(os.path.join(ROOT, "sql", "first_visit_stats.sql")).read()
+    params = (f"SELECT {gamma!r} AS gamma, {rmax!r} AS rmax, "
+              f"CAST({'NULL' if fmax is None else repr(fmax)} AS DOUBLE PRECISION) AS fmax")
+    sql, n = re.subn(r"SELECT [^\n]*-- PARAMS", params, sql)
+    assert n == 1
+    return con.execute(sql).fetchall()
+
+
+def test_portable_sql_matches():
+    rng = random.Random(2)
+    for case, (gamma, rmax, fmax) in enumerate([(0.9, 1.0, None), (0.5, 2.0, 1.5),
+                                                (0.0, 1.0, None), (0.99, 1.0, 10.0)]):
+        rows = [(e, t, rng.randrange(7), rng.uniform(-1, 3))
+                for e in range(60) for t in rng.sample(range(100), rng.randint(1, 30))]
+        con = connect()
+        make(con, rows)
+        o = {"n_states": 7, "gamma": gamma, "rmax": rmax}
+        if fmax is not None:
+            o["fmax"] = fmax
+        ours = con.execute("SELECT state, count(*), sum(first_visit_return) FROM "
+                           "dp_first_visit('SELECT episode, t, state, reward FROM steps', ?) "
+                           "GROUP BY state ORDER BY state", (json.dumps(o),)).fetchall()
+        theirs = portable_stats(con, gamma, rmax, fmax)
+        check(len(ours) == len(theirs) and all(
+            a[0] == b[0] and a[1] == b[1] and close(a[2], b[2], 1e-9) for a, b in zip(ours, theirs)),
+            f"portable SQL = dp_first_visit (gamma {gamma}, rmax {rmax}, fmax {fmax})",
+            f"{ours}\n{theirs}")
+
+
+def shards(tmp, rows, k=3):
+    con = connect()
+    make(con, rows)
+    for i in range(k):
+        con.execute(f"ATTACH ? AS s{i}", (os.path.join(tmp, f"shard{i}.db"),))
+        con.execute(f"CREATE TABLE s{i}.steps AS SELECT * FROM main.steps "
+                    f"WHERE abs(episode) % {k} = {i}")
+    con.commit()  # other connections read the shard files
+    return con
+
+
+def test_three_shards_equal_whole():
+    rng = random.Random(3)
+    rows = dyadic_rows(rng, 6, 90, 12)
+    base = {"n_states": 6, "gamma": 0.5, "rmax": 1, "epsilon": 1, "delta": 1e-3,
+            "release": "diagnostic", "seed": 42}
+    with tempfile.TemporaryDirectory() as tmp:
+        con = shards(tmp, rows)
+        for fn, extra in (("dp_lsw", {}), ("dp_lsl", {"lambda": 10}),
+                          ("dp_lsw", {"features": {"aggregate": 2}, "fmax": 1.5})):
+            o = dict(base, **extra)
+            fv = json.dumps({k: o[k] for k in ("n_states", "gamma", "rmax", "fmax") if k in o})
+            whole = json.loads(con.execute(
+                f"SELECT {fn}(episode, t, state, reward, ?) FROM steps", (json.dumps(o),)).fetchone()[0])
+            union = " UNION ALL ".join(
+                f"SELECT state, count(*) AS visits, sum(first_visit_return) AS return_sum "
+                f"FROM dp_first_visit('SELECT episode, t, state, reward FROM s{i}.steps', '{fv}') "
+                f"GROUP BY state" for i in range(3))
+            so = dict(o, episodes=90)
+            merged = json.loads(con.execute(
+                f"SELECT {fn}_from_stats(state, visits, return_sum, ?) FROM ({union})",
+                (json.dumps(so),)).fetchone()[0])
+            check(merged == whole, f"{fn}{' ' + str(extra) if extra else ''}: 3 attached shards "
+                  "give exactly the whole-table release (same seed, diagnostic)",
+                  f"{merged}\n{whole}")
+        # portable SQL on each shard, then the same release
+        tables = []
+        for i in range(3):
+            con.execute(f"CREATE TABLE s{i}.stats(state, visits, return_sum)")
+            sub = connect()
+            sub.execute("ATTACH ? AS src", (os.path.join(tmp, f"shard{i}.db"),))
+            sub.execute("CREATE TEMP VIEW steps AS SELECT * FROM src.steps")
+            con.executemany(f"INSERT INTO s{i}.stats VALUES (?,?,?)", portable_stats(sub, 0.5, 1.0, None))
+            tables.append(f"SELECT * FROM s{i}.stats")
+        merged = json.loads(con.execute(
+            f"SELECT dp_lsw_from_stats(state, visits, return_sum, ?) FROM ({' UNION ALL '.join(tables)})",
+            (json.dumps(dict(base, episodes=90)),)).fetchone()[0])
+        whole = json.loads(con.execute("SELECT dp_lsw(episode, t, state, reward, ?) FROM steps",
+                                       (json.dumps(base),)).fetchone()[0])
+        check(merged == whole, "portable SQL statistics per shard give the same release")
+
+
+def test_general_data_close():
+    rng = random.Random(4)
+    rows = [(e, t, rng.randrange(5), rng.random()) for e in range(40) for t in range(rng.randint(1, 15))]
+    o = {"n_states": 5, "gamma": 0.93, "epsilon": 1, "delta": 1e-3, "release": "diagnostic", "seed": 1}
+    with tempfile.TemporaryDirectory() as tmp:
+        con = shards(tmp, rows)
+        whole = json.loads(con.execute("SELECT dp_lsw(episode, t, state, reward, ?) FROM steps",
+                                       (json.dumps(o),)).fetchone()[0])
+        union = " UNION ALL ".join(
+            f"SELECT state, count(*) AS visits, sum(first_visit_return) AS return_sum FROM "
+            f"dp_first_visit('SELECT episode, t, state, reward FROM s{i}.steps', "
+            f"'{{\"n_states\": 5, \"gamma\": 0.93}}') GROUP BY state" for i in range(3))
+        merged = json.loads(con.execute(f"SELECT dp_lsw_from_stats(state, visits, return_sum, ?) "
+                                        f"FROM ({union})", (json.dumps(dict(o, episodes=40)),)).fetchone()[0])
+        check(merged["visits"] == whole["visits"], "general data: shard visits equal")
+        check_close(merged["theta_exact"], whole["theta_exact"], "general data: theta equal up to rounding",
+                    rel=1e-13)
+        check_close(merged["psi"], whole["psi"], "general data: psi equal")
+
+
+def test_stats_errors():
+    con = connect()
+    con.execute("CREATE TABLE st(state, visits, return_sum)")
+    con.executemany("INSERT INTO st VALUES (?,?,?)", [(0, 3, 2.0), (1, 2, 1.0)])
+    o = {"n_states": 2, "gamma": 0.5, "epsilon": 1, "delta": 0.1, "episodes": 3}
+    q = "SELECT dp_lsw_from_stats(state, visits, return_sum, ?) FROM st"
+
+    def err(opts, msg, name, sql=q):
+        check_error(con, sql, msg, name, (json.dumps(opts),))
+    r = json.loads(con.execute(q, (json.dumps(o),)).fetchone()[0])
+    check(r["episodes"] == 3 and r["mechanism"] == "dp_lsw" and r["private"] is True,
+          "from_stats: private release with the public m")
+    err(dict(o, episodes=2), "dp_lsw_from_stats: visits must be in 0..episodes = 0..2, got 3 (state 0)",
+        "from_stats: visits > m")
+    oo = dict(o)
+    del oo["episodes"]
+    err(oo, "dp_lsw_from_stats: option episodes is required", "from_stats: episodes required")
+    err(dict(o, grouped=True), "dp_lsw_from_stats: option grouped applies to rows of steps, not to "
+        "statistics", "from_stats: grouped refused")
+    con.execute("INSERT INTO st VALUES (1, 2, 1.0)")
+    err(o, "dp_lsw_from_stats: state 1: visits add up to 4, more than episodes = 3",
+        "from_stats: merged visits > m")
+    con.execute("DELETE FROM st WHERE rowid = 3")
+    con.execute("INSERT INTO st VALUES (0, 0, 100.0)")
+    err(o, "dp_lsw_from_stats: state 0: return_sum 102 is more than visits x bound = 3 x 2",
+        "from_stats: return_sum above visits x bound")
+    con.execute("UPDATE st SET return_sum = -1 WHERE visits = 0")
+    err(o, "dp_lsw_from_stats: return_sum must be >= 0, got -1 (state 0)", "from_stats: negative sum")
+    con.execute("UPDATE st SET state = 5, return_sum = 0 WHERE visits = 0")
+    err(o, "dp_lsw_from_stats: state must be in 0..n_states-1 = 0..1, got 5", "from_stats: state range")
+    err(dict(o, **{"lambda": 5}), "dp_lsl_from_stats: state must be in 0..n_states-1 = 0..1, got 5",
+        "dp_lsl_from_stats checks too", "SELECT dp_lsl_from_stats(state, visits, return_sum, ?) FROM st")
+
+
+def test_first_visit_errors():
+    con = connect()
+    make(con, [(1, 0, 0, 1.0), (1, 1, 1, 0.5)])
+    o = '{"n_states": 2, "gamma": 0.5}'
+
+    def err(sql, msg, name):
+        check_error(con, sql, msg, name)
+    err("SELECT * FROM dp_first_visit('SELECT episode, t, state FROM steps', '" + o + "')",
+        "dp_first_visit: trajectories_sql must return 4 columns, got 3", "fv: wrong column count")
+    err("SELECT * FROM dp_first_visit('DELETE FROM steps', '" + o + "')",
+        "dp_first_visit: trajectories_sql must not write (a read-only SELECT)", "fv: a write is refused")
+    err("SELECT * FROM dp_first_visit('SELECT * FROM nope', '" + o + "')",
+        "dp_first_visit: trajectories_sql: no such table: nope", "fv: bad query")
+    err("SELECT * FROM dp_first_visit('SELECT * FROM steps; SELECT 1', '" + o + "')",
+        "dp_first_visit: trajectories_sql must be a single statement, got more after the first",
+        "fv: two statements")
+    err("SELECT * FROM dp_first_visit('SELECT * FROM steps')",
+        "dp_first_visit: argument options is required", "fv: missing options")
+    err("SELECT * FROM dp_first_visit(NULL, '" + o + "')",
+        "dp_first_visit: trajectories_sql must be the text of a SELECT, got NULL", "fv: NULL query")
+    err("SELECT * FROM dp_first_visit('SELECT * FROM steps', '{\"n_states\": 1, \"gamma\": 0.5}')",
+        "dp_first_visit: state must be in 0..n_states-1 = 0..0, got 1 (row with episode 1, t 1)",
+        "fv: state out of range")
+    err("SELECT * FROM dp_first_visit('SELECT * FROM steps', '{\"n_states\": 2}')",
+        "dp_first_visit: option gamma is required", "fv: gamma required")
+    con.execute("INSERT INTO steps VALUES (1, 1, 0, 0)")
+    err("SELECT * FROM dp_first_visit('SELECT * FROM steps', '" + o + "')",
+        "dp_first_visit: duplicate (episode, t) = (1, 1)", "fv: duplicate (episode, t)")
+    # every statement was finalized: the table can be dropped right away
+    con.execute("DROP TABLE steps")
+    check(sql_error(con, "SELECT 1") is None, "fv: no statement left open after errors (DROP works)")
+
+
+def test_python_example():
+    import runpy
+    import io
+    import contextlib
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        runpy.run_path(os.path.join(ROOT, "samples", "python_example.py"), run_name="__main__")
+    out = buf.getvalue()
+    check("private value" in out and out.count("state") >= 4, "samples/python_example.py runs", out)
+
+
+run([test_first_visit_rows, test_portable_sql_matches, test_three_shards_equal_whole,
+     test_general_data_close, test_stats_errors, test_first_visit_errors, test_python_example])
