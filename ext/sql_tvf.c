@@ -2,6 +2,7 @@
 #include "sql_tvf.h"
 
 #include <ctype.h>
+#include <stdio.h>
 #include <string.h>
 
 /* ---- output rows ------------------------------------------------------------ */

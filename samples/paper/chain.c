@@ -234,3 +234,137 @@ static void call(sqlite3 *db, const char *fn, int agg, double lambda, int fmax,
   sqlite3_finalize(sg);
   sqlite3_finalize(st);
 }
+
+/* ---- errors against V ---------------------------------------------------- */
+
+/* Root mean squared error over the N states (paper: "average root mean
+** squared error over the state space"; averaged over runs by the caller). */
+static double rmse(const double *est, const double V[N]) {
+  double ss = 0;
+  for (int s = 0; s < N; s++) ss += (est[s] - V[s]) * (est[s] - V[s]);
+  return sqrt(ss / N);
+}
+
+/* Phi theta for tabular (d = N) or adjacent pairs (d = N/2). */
+static void phi_theta(const double *theta, int d, double out[N]) {
+  for (int s = 0; s < N; s++) out[s] = theta[d == N ? s : s / 2];
+}
+
+static void check_lsw(const release *r, const batch_stats *b) {
+  for (int s = 0; s < N; s++) {
+    double mine = b->visits[s] ? b->fsum[s] / (double)b->visits[s] : 0.0;
+    if (fabs(r->theta_exact[s] - mine) > 1e-9 * (1.0 + fabs(mine))) {
+      fprintf(stderr, "chain: LSW(%d) = %.17g from dprl, %.17g here\n", s,
+              r->theta_exact[s], mine);
+      exit(1);
+    }
+  }
+}
+
+static void emit(const char *feat, const char *method, int64_t m, int run,
+                 double err, double sigma, double lambda) {
+  printf("%s,%s,%lld,%d,%.9g,%.9g,%.9g\n", feat, method, (long long)m, run, err,
+         sigma, lambda);
+}
+
+/* The six estimates of one batch for one feature form: LSW and LSL (exact),
+** and DP-LSW, DP-LSL with the default bound rmax/(1-gamma) = 100 on the
+** returns and with the public bound fmax = 1. */
+static void evaluate(sqlite3 *db, int run, int size_idx, int64_t m, int agg,
+                     double lambda_c, const double V[N], const batch_stats *b) {
+  static const char *fns[2] = {"dp_lsw", "dp_lsl"};
+  static const char *names[2][3] = {{"LSW", "DP-LSW", "DP-LSW (fmax=1)"},
+                                    {"LSL", "DP-LSL", "DP-LSL (fmax=1)"}};
+  const char *feat = agg ? "aggregate2" : "tabular";
+  for (int mi = 0; mi < 2; mi++) {
+    double lambda = mi ? lambda_c * sqrt((double)m) : 0.0, est[N];
+    release r0, r1;
+    int64_t seed = 1 + (((int64_t)run * MAX_SIZES + size_idx) * 2 + agg) * 4 + mi * 2;
+    call(db, fns[mi], agg, lambda, 0, seed, &r0);
+    call(db, fns[mi], agg, lambda, 1, seed + 1, &r1);
+    for (int j = 0; j < r0.d; j++) /* fmax = 1 clamps nothing on this chain */
+      if (r0.theta_exact[j] != r1.theta_exact[j]) die(db, "fmax changed theta_exact");
+    if (!agg && !mi) check_lsw(&r0, b);
+    phi_theta(r0.theta_exact, r0.d, est);
+    emit(feat, names[mi][0], m, run, rmse(est, V), 0.0, lambda);
+    emit(feat, names[mi][1], m, run, rmse(r0.values, V), r0.sigma, lambda);
+    emit(feat, names[mi][2], m, run, rmse(r1.values, V), r1.sigma, lambda);
+  }
+}
+
+/* ---- main ---------------------------------------------------------------- */
+
+static int parse_sizes(const char *arg, int64_t *sizes) {
+  int n = 0;
+  char *end;
+  while (*arg && n < MAX_SIZES) {
+    sizes[n++] = strtoll(arg, &end, 10);
+    if (end == arg || sizes[n - 1] < 1) {
+      fprintf(stderr, "chain: bad batch sizes: %s\n", arg);
+      exit(2);
+    }
+    arg = *end == ',' ? end + 1 : end;
+  }
+  return n;
+}
+
+static sqlite3 *open_db(const char *ext) {
+  sqlite3 *db;
+  char *err = NULL;
+  if (sqlite3_open(":memory:", &db) != SQLITE_OK) die(db, "open");
+  sqlite3_enable_load_extension(db, 1);
+  if (sqlite3_load_extension(db, ext, NULL, &err) != SQLITE_OK) {
+    fprintf(stderr, "chain: cannot load %s: %s\n", ext, err);
+    exit(1);
+  }
+  exec(db, "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF");
+  return db;
+}
+
+int main(int argc, char **argv) {
+  const char *ext = "../../dprl.so";
+  int first = 0, last = 20, start_first = 0, nsizes;
+  double lambda_c = 1.0, V[N];
+  int64_t sizes[MAX_SIZES];
+  nsizes = parse_sizes("100,316,1000,3162,10000,31623,100000", sizes);
+  exact_values(V);
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(a, "-V")) {
+      for (int s = 0; s < N; s++) printf("%d,%.17g\n", s, V[s]);
+      return 0;
+    }
+    if (!v) { fprintf(stderr, "chain: %s needs a value\n", a); return 2; }
+    i++;
+    if (!strcmp(a, "-e")) ext = v;
+    else if (!strcmp(a, "-r")) {
+      if (sscanf(v, "%d:%d", &first, &last) != 2 || first < 0 || last <= first) {
+        fprintf(stderr, "chain: bad -r %s (want first:last)\n", v);
+        return 2;
+      }
+    } else if (!strcmp(a, "-m")) nsizes = parse_sizes(v, sizes);
+    else if (!strcmp(a, "-c")) lambda_c = atof(v);
+    else if (!strcmp(a, "-s")) start_first = !strcmp(v, "first");
+    else { fprintf(stderr, "chain: unknown option %s\n", a); return 2; }
+  }
+  sqlite3 *db = open_db(ext);
+  double t_data = 0, t_sql = 0, t0;
+  int64_t rows = 0;
+  for (int run = first; run < last; run++)
+    for (int k = 0; k < nsizes; k++) {
+      batch_stats b;
+      t0 = now();
+      make_batch(db, run, sizes[k], start_first, &b);
+      t_data += now() - t0;
+      rows += b.rows;
+      t0 = now();
+      for (int agg = 0; agg < 2; agg++)
+        evaluate(db, run, k, sizes[k], agg, lambda_c, V, &b);
+      t_sql += now() - t0;
+    }
+  fprintf(stderr, "chain: runs %d..%d: %lld steps; simulate+insert %.1f s, "
+          "8 dprl calls per batch %.1f s\n", first, last - 1, (long long)rows,
+          t_data, t_sql);
+  sqlite3_close(db);
+  return 0;
+}
