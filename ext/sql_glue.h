@@ -44,5 +44,7 @@ int dprl_sql_read_step(sqlite3_value **argv, int64_t n_states, dprl_key *episode
 /* Registration of each feature (one per sql_*.c). */
 int dprl_register_policy_eval(sqlite3 *db);
 int dprl_register_first_visit(sqlite3 *db);
+int dprl_register_prefix_stable(sqlite3 *db); /* sql_prefix_stable.c */
+int dprl_register_q(sqlite3 *db);             /* sql_q.c */
 
 #endif

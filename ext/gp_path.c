@@ -1,0 +1,265 @@
+/*
+** gp_path.c: lazily drawn Ornstein-Uhlenbeck sample paths (gp_path.h).
+**
+** The conditionals are those of ALGORITHMS.md §8 (the paper's eq. (2) in
+** Appendix A is garbled; §8 gives the exact ones).  With a = beta d1,
+** b = beta d2, c = a + b = beta D:
+**   mean = (sinh b g(x-) + sinh a g(x+)) / sinh c
+**   var  = sigma^2 (1 - (e^-a sinh b + e^-b sinh a) / sinh c)
+**        = sigma^2 2 sinh a sinh b / sinh c          (*)
+** (*) because e^-a sinh b + e^-b sinh a = cosh(a - b) - e^-c and
+** sinh c + e^-c - cosh(a - b) = cosh c - cosh(a - b) = 2 sinh a sinh b.
+** Written with E(t) = 1 - e^{-2t} = -expm1(-2t):
+**   sinh b / sinh c = e^-a E(b) / E(c),  sinh a / sinh c = e^-b E(a) / E(c),
+**   var = sigma^2 E(a) E(b) / E(c),
+** which has no cancellation for tiny beta d (the printed 1 - (...)/sinh
+** loses every digit at beta d ~ 1e-12) and no overflow for large beta d
+** (sinh(beta D) overflows beyond ~710).
+*/
+#include "gp_path.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+dprl_gp_path *dprl_gp_path_create(double sigma, double beta, double grid,
+                                  dprl_error *err) {
+  if (!(sigma >= 0) || !isfinite(sigma)) {
+    dprl_fail(err, DPRL_EINVAL, "sigma must be finite and >= 0, got %g", sigma);
+    return NULL;
+  }
+  if (!(beta > 0) || !isfinite(beta)) {
+    dprl_fail(err, DPRL_EINVAL, "beta must be finite and > 0, got %g", beta);
+    return NULL;
+  }
+  int e;
+  if (!(grid > 0) || !isfinite(grid) || frexp(grid, &e) != 0.5) {
+    dprl_fail(err, DPRL_EINVAL, "grid must be a power of two > 0, got %g", grid);
+    return NULL;
+  }
+  if (sigma / grid > 0x1p27) { /* noise.c draws at most 2^27 grid steps */
+    dprl_fail(err, DPRL_EINVAL,
+              "grid %g is too fine for sigma = %g (over 2^27 steps); use "
+              "dprl_grid_for(sigma)",
+              grid, sigma);
+    return NULL;
+  }
+  dprl_gp_path *p = dprl_calloc(1, sizeof *p);
+  if (!p) {
+    dprl_nomem(err);
+    return NULL;
+  }
+  p->sigma = sigma;
+  p->beta = beta;
+  p->grid = grid;
+  return p;
+}
+
+void dprl_gp_path_free(dprl_gp_path *p) {
+  if (!p) return;
+  dprl_free(p->pts);
+  dprl_free(p);
+}
+
+void dprl_gp_path_reset(dprl_gp_path *p) { p->n = 0; }
+
+/* E(t) = 1 - exp(-2t), accurate for tiny t. */
+static double one_minus_exp2(double t) { return -expm1(-2.0 * t); }
+
+void dprl_gp_conditional(double sigma, double beta, const dprl_gp_point *left,
+                         const dprl_gp_point *right, double x, double *mean,
+                         double *var) {
+  double s2 = sigma * sigma;
+  if (!left && !right) { /* no neighbour: the marginal N(0, sigma^2) */
+    *mean = 0;
+    *var = s2;
+    return;
+  }
+  if (!left || !right) { /* one neighbour at distance d (§8) */
+    const dprl_gp_point *nb = left ? left : right;
+    double a = beta * fabs(x - nb->x);
+    *mean = exp(-a) * nb->g;
+    *var = s2 * one_minus_exp2(a);
+    return;
+  }
+  double a = beta * (x - left->x), b = beta * (right->x - x);
+  double ea = one_minus_exp2(a), eb = one_minus_exp2(b);
+  double ec = one_minus_exp2(a + b);
+  *mean = (exp(-a) * eb * left->g + exp(-b) * ea * right->g) / ec;
+  *var = s2 * (ea * eb / ec);
+}
+
+/* One conditional draw on the grid (ALGORITHMS.md §6). */
+static int draw(const dprl_gp_path *p, dprl_rng *rng,
+                const dprl_gp_point *left, const dprl_gp_point *right,
+                double x, double *out, dprl_error *err) {
+  if (p->sigma == 0) { /* noise off: the zero path */
+    *out = 0;
+    return DPRL_OK;
+  }
+  double mean, var;
+  dprl_gp_conditional(p->sigma, p->beta, left, right, x, &mean, &var);
+  return dprl_release_gaussian(rng, mean, sqrt(var), p->grid, out, err);
+}
+
+static int reserve(dprl_gp_path *p, size_t need, dprl_error *err) {
+  if (need <= p->cap) return DPRL_OK;
+  size_t cap = p->cap ? p->cap : 16;
+  while (cap < need) {
+    if (cap > SIZE_MAX / 2 / sizeof *p->pts) return dprl_nomem(err);
+    cap *= 2;
+  }
+  dprl_gp_point *q = dprl_realloc(p->pts, cap * sizeof *q);
+  if (!q) return dprl_nomem(err);
+  p->pts = q;
+  p->cap = cap;
+  return DPRL_OK;
+}
+
+/* First index i with pts[i].x >= x (binary search). */
+static size_t lower_bound(const dprl_gp_path *p, double x) {
+  size_t lo = 0, hi = p->n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (p->pts[mid].x < x)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+static int check_x(double x, dprl_error *err) {
+  if (!isfinite(x))
+    return dprl_fail(err, DPRL_EINVAL, "state must be finite, got %g", x);
+  return DPRL_OK;
+}
+
+int dprl_gp_path_sample_at(dprl_gp_path *p, dprl_rng *rng, double x,
+                           double *out, dprl_error *err) {
+  if (check_x(x, err)) return err->code;
+  size_t i = lower_bound(p, x);
+  if (i < p->n && p->pts[i].x == x) { /* a repeated point keeps its value */
+    *out = p->pts[i].g;
+    return DPRL_OK;
+  }
+  if (reserve(p, p->n + 1, err)) return err->code;
+  double g;
+  if (draw(p, rng, i ? &p->pts[i - 1] : NULL, i < p->n ? &p->pts[i] : NULL,
+           x, &g, err))
+    return err->code;
+  memmove(p->pts + i + 1, p->pts + i, (p->n - i) * sizeof *p->pts);
+  p->pts[i].x = x;
+  p->pts[i].g = g;
+  p->n++;
+  *out = g;
+  return DPRL_OK;
+}
+
+typedef struct query {
+  double x;
+  size_t i; /* position in the caller's array */
+} query;
+
+/* By x, ties by position: qsort is not stable, the result must be. */
+static int query_cmp(const void *pa, const void *pb) {
+  const query *a = pa, *b = pb;
+  if (a->x != b->x) return a->x < b->x ? -1 : 1;
+  return (a->i > b->i) - (a->i < b->i);
+}
+
+/* Merge sorted queries q[0..n) into the stored points, drawing the new
+** ones left to right, into merged[] (room for p->n + n); *m = its size. */
+static int merge_draw(const dprl_gp_path *p, dprl_rng *rng, const query *q,
+                      size_t n, double *out, dprl_gp_point *merged, size_t *m,
+                      dprl_error *err) {
+  size_t j = 0, k = 0;
+  for (size_t t = 0; t < n; t++) {
+    double x = q[t].x;
+    while (j < p->n && p->pts[j].x < x) merged[k++] = p->pts[j++];
+    if (j < p->n && p->pts[j].x == x) merged[k++] = p->pts[j++];
+    if (k && merged[k - 1].x == x) { /* stored, or repeated in this batch */
+      out[q[t].i] = merged[k - 1].g;
+      continue;
+    }
+    /* Nearest left: the last merged point (stored or just drawn); nearest
+    ** right: the next STORED point.  Markov property: exact. */
+    double g;
+    if (draw(p, rng, k ? &merged[k - 1] : NULL, j < p->n ? &p->pts[j] : NULL,
+             x, &g, err))
+      return err->code;
+    merged[k].x = x;
+    merged[k].g = g;
+    k++;
+    out[q[t].i] = g;
+  }
+  while (j < p->n) merged[k++] = p->pts[j++];
+  *m = k;
+  return DPRL_OK;
+}
+
+int dprl_gp_path_sample_batch(dprl_gp_path *p, dprl_rng *rng,
+                              const double *xs, size_t n, double *out,
+                              dprl_error *err) {
+  if (n == 0) return DPRL_OK;
+  for (size_t i = 0; i < n; i++)
+    if (check_x(xs[i], err)) return err->code;
+  if (n > SIZE_MAX / sizeof(dprl_gp_point) - p->n) return dprl_nomem(err);
+  query *q = dprl_calloc(n, sizeof *q);
+  dprl_gp_point *merged = dprl_calloc(p->n + n, sizeof *merged);
+  if (!q || !merged) {
+    dprl_free(q);
+    dprl_free(merged);
+    return dprl_nomem(err);
+  }
+  for (size_t i = 0; i < n; i++) {
+    q[i].x = xs[i];
+    q[i].i = i;
+  }
+  qsort(q, n, sizeof *q, query_cmp);
+  size_t m = 0, room = p->n + n;
+  int rc = merge_draw(p, rng, q, n, out, merged, &m, err);
+  dprl_free(q);
+  if (rc) {
+    dprl_free(merged);
+    return rc;
+  }
+  dprl_free(p->pts);
+  p->pts = merged;
+  p->n = m;
+  p->cap = room;
+  return DPRL_OK;
+}
+
+static int point_cmp(const void *pa, const void *pb) {
+  const dprl_gp_point *a = pa, *b = pb;
+  return (a->x > b->x) - (a->x < b->x);
+}
+
+int dprl_gp_path_load(dprl_gp_path *p, const dprl_gp_point *pts, size_t n,
+                      dprl_error *err) {
+  for (size_t i = 0; i < n; i++) {
+    if (check_x(pts[i].x, err)) return err->code;
+    if (!isfinite(pts[i].g))
+      return dprl_fail(err, DPRL_EINVAL,
+                       "stored value must be finite, got %g at x = %g",
+                       pts[i].g, pts[i].x);
+  }
+  dprl_gp_point *copy = dprl_calloc(n ? n : 1, sizeof *copy);
+  if (!copy) return dprl_nomem(err);
+  if (n) memcpy(copy, pts, n * sizeof *copy);
+  qsort(copy, n, sizeof *copy, point_cmp);
+  for (size_t i = 1; i < n; i++)
+    if (copy[i].x == copy[i - 1].x) {
+      double x = copy[i].x;
+      dprl_free(copy);
+      return dprl_fail(err, DPRL_EINVAL,
+                       "stored points must have distinct states, got %g twice",
+                       x);
+    }
+  dprl_free(p->pts);
+  p->pts = copy;
+  p->n = n;
+  p->cap = n ? n : 1;
+  return DPRL_OK;
+}

@@ -1,0 +1,466 @@
+/*
+** prefix_stable.c: the numerical core of dp_prefix_stable (see
+** prefix_stable.h; ALGORITHMS.md section 7; Sharma et al. 2024, Alg. 1-2).
+**
+** In SQL (the glue is elsewhere), the feature reads:
+**   SELECT * FROM dp_prefix_stable(
+**     'SELECT episode, t, state, action FROM logs',
+**     'SELECT expert, state, action, prob FROM policies',
+**     '{"epsilon": 7.5, "delta": 3e-4, "p_min": 0.02, "T": 100}');
+** and this file turns dense arrays into one prefix length per examined
+** trajectory.
+*/
+#include "prefix_stable.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A probability in a message: the shortest %g that reads back exactly, so
+** "prob 0.019999999999999997 < p_min 0.02" never prints as "0.02 < 0.02". */
+static const char *fmt_num(char *buf, size_t n, double x) {
+  for (int prec = 15; prec <= 17; prec++) {
+    snprintf(buf, n, "%.*g", prec, x);
+    if (strtod(buf, NULL) == x) break;
+  }
+  return buf;
+}
+
+/* ---- Policy table ------------------------------------------------------ */
+
+int dprl_policy_init(dprl_policy_table *pt, int64_t n_experts,
+                     int64_t n_states, int64_t n_actions, dprl_error *err) {
+  memset(pt, 0, sizeof *pt);
+  if (n_experts < 1)
+    return dprl_fail(err, DPRL_EINVAL,
+                     "policies: the number of experts must be >= 1, got %lld",
+                     (long long)n_experts);
+  if (n_states < 1)
+    return dprl_fail(err, DPRL_EINVAL,
+                     "policies: the number of states must be >= 1, got %lld",
+                     (long long)n_states);
+  if (n_actions < 1)
+    return dprl_fail(err, DPRL_EINVAL,
+                     "policies: the number of actions must be >= 1, got %lld",
+                     (long long)n_actions);
+  size_t cells = (size_t)n_experts;
+  if ((uint64_t)n_experts > SIZE_MAX || (uint64_t)n_states > SIZE_MAX / cells)
+    return dprl_nomem(err);
+  cells *= (size_t)n_states;
+  if ((uint64_t)n_actions > SIZE_MAX / cells) return dprl_nomem(err);
+  cells *= (size_t)n_actions;
+  if (cells > SIZE_MAX / sizeof(double)) return dprl_nomem(err);
+  pt->prob = dprl_malloc(cells * sizeof(double));
+  if (!pt->prob) return dprl_nomem(err);
+  for (size_t c = 0; c < cells; c++) pt->prob[c] = NAN;
+  pt->n_experts = n_experts;
+  pt->n_states = n_states;
+  pt->n_actions = n_actions;
+  return DPRL_OK;
+}
+
+void dprl_policy_free(dprl_policy_table *pt) {
+  dprl_free(pt->prob);
+  memset(pt, 0, sizeof *pt);
+}
+
+static int index_in(int64_t v, int64_t n) { return v >= 0 && v < n; }
+
+int dprl_policy_set(dprl_policy_table *pt, int64_t expert, int64_t state,
+                    int64_t action, double prob, dprl_error *err) {
+  if (!index_in(expert, pt->n_experts))
+    return dprl_fail(err, DPRL_EINVAL,
+                     "policies: expert %lld is outside 0..%lld",
+                     (long long)expert, (long long)pt->n_experts - 1);
+  if (!index_in(state, pt->n_states))
+    return dprl_fail(err, DPRL_EINVAL, "policies: state %lld is outside 0..%lld",
+                     (long long)state, (long long)pt->n_states - 1);
+  if (!index_in(action, pt->n_actions))
+    return dprl_fail(err, DPRL_EINVAL,
+                     "policies: action %lld is outside 0..%lld",
+                     (long long)action, (long long)pt->n_actions - 1);
+  if (!isfinite(prob))
+    return dprl_fail(err, DPRL_EINVAL,
+                     "policies: expert %lld, state %lld, action %lld: prob "
+                     "must be a finite number, got %g",
+                     (long long)expert, (long long)state, (long long)action,
+                     prob);
+  double *cell = &pt->prob[dprl_policy_index(pt, expert, state, action)];
+  if (!isnan(*cell))
+    return dprl_fail(err, DPRL_EINVAL,
+                     "policies: duplicate (expert %lld, state %lld, action %lld)",
+                     (long long)expert, (long long)state, (long long)action);
+  *cell = prob;
+  return DPRL_OK;
+}
+
+static int sum_ok(double sum) {
+  return fabs(sum - 1.0) <= DPRL_POLICY_SUM_TOL; /* false for NaN */
+}
+
+/* The checks of one (expert, state), in the order the messages promise. */
+static int validate_one(const dprl_policy_table *pt, double p_min,
+                        int64_t i, int64_t s, dprl_error *err) {
+  char b1[40], b2[40];
+  for (int64_t a = 0; a < pt->n_actions; a++)
+    if (isnan(pt->prob[dprl_policy_index(pt, i, s, a)]))
+      return dprl_fail(err, DPRL_EINVAL,
+                       "policies: missing (expert %lld, state %lld, action %lld)",
+                       (long long)i, (long long)s, (long long)a);
+  double sum = 0;
+  for (int64_t a = 0; a < pt->n_actions; a++) {
+    double p = pt->prob[dprl_policy_index(pt, i, s, a)];
+    if (!(p >= p_min))
+      return dprl_fail(err, DPRL_EINVAL,
+                       "policies: expert %lld, state %lld, action %lld: prob "
+                       "%s < p_min %s",
+                       (long long)i, (long long)s, (long long)a,
+                       fmt_num(b1, sizeof b1, p), fmt_num(b2, sizeof b2, p_min));
+    sum += p;
+  }
+  if (!sum_ok(sum))
+    return dprl_fail(err, DPRL_EINVAL,
+                     "policies: expert %lld, state %lld: probabilities sum to "
+                     "%.15g, not 1 (tolerance %g)",
+                     (long long)i, (long long)s, sum, DPRL_POLICY_SUM_TOL);
+  return DPRL_OK;
+}
+
+/* One pass in memory order (the experts of a column are contiguous); true
+** iff every check passes. Sums accumulate over actions in the same order as
+** validate_one, so both passes agree bit for bit. */
+static int policies_all_ok(const dprl_policy_table *pt, double p_min,
+                           double *sums) {
+  const int64_t m = pt->n_experts;
+  for (int64_t s = 0; s < pt->n_states; s++) {
+    for (int64_t i = 0; i < m; i++) sums[i] = 0;
+    for (int64_t a = 0; a < pt->n_actions; a++) {
+      const double *col = pt->prob + dprl_policy_index(pt, 0, s, a);
+      int bad = 0;
+      for (int64_t i = 0; i < m; i++) {
+        bad |= !(col[i] >= p_min); /* NaN (missing) fails too */
+        sums[i] += col[i];
+      }
+      if (bad) return 0;
+    }
+    for (int64_t i = 0; i < m; i++)
+      if (!sum_ok(sums[i])) return 0;
+  }
+  return 1;
+}
+
+int dprl_policy_validate(const dprl_policy_table *pt, double p_min,
+                         dprl_error *err) {
+  if (!pt->prob || pt->n_experts < 1 || pt->n_states < 1 || pt->n_actions < 1)
+    return dprl_fail(err, DPRL_EINVAL, "policies: the table is empty");
+  double hi = 1.0 / (double)pt->n_actions;
+  if (!(p_min > 0 && p_min < hi))
+    return dprl_fail(err, DPRL_EINVAL,
+                     "p_min must be in (0, 1/|A|) = (0, %g), got %g", hi, p_min);
+  double *sums = dprl_malloc((size_t)pt->n_experts * sizeof(double));
+  if (!sums) return dprl_nomem(err);
+  int ok = policies_all_ok(pt, p_min, sums);
+  dprl_free(sums);
+  if (ok) return DPRL_OK;
+  /* Something failed: find the first failure in (expert, state) order so
+  ** the message does not depend on the memory layout. */
+  for (int64_t i = 0; i < pt->n_experts; i++)
+    for (int64_t s = 0; s < pt->n_states; s++)
+      if (validate_one(pt, p_min, i, s, err)) return err->code;
+  return dprl_fail(err, DPRL_EINVAL, "policies: invalid table"); /* unreached */
+}
+
+/* ---- Parameters -------------------------------------------------------- */
+
+int dprl_prefix_params_derive(double eps1, double delta1, double p_min,
+                              int64_t n_actions, int64_t T, int64_t L,
+                              dprl_prefix_params *out, dprl_error *err) {
+  memset(out, 0, sizeof *out);
+  if (!(eps1 > 0 && isfinite(eps1)))
+    return dprl_fail(err, DPRL_EINVAL, "epsilon must be > 0, got %g", eps1);
+  if (!(delta1 > 0 && delta1 < 1))
+    return dprl_fail(err, DPRL_EINVAL, "delta must be in (0, 1), got %g",
+                     delta1);
+  if (n_actions < 1)
+    return dprl_fail(err, DPRL_EINVAL,
+                     "the number of actions must be >= 1, got %lld",
+                     (long long)n_actions);
+  double hi = 1.0 / (double)n_actions;
+  if (!(p_min > 0 && p_min < hi))
+    return dprl_fail(err, DPRL_EINVAL,
+                     "p_min must be in (0, 1/|A|) = (0, %g), got %g", hi, p_min);
+  if (T < 1)
+    return dprl_fail(err, DPRL_EINVAL, "T must be >= 1, got %lld",
+                     (long long)T);
+  if (L < 1)
+    return dprl_fail(err, DPRL_EINVAL, "L must be >= 1, got %lld",
+                     (long long)L);
+  out->eps1 = eps1;
+  out->delta1 = delta1;
+  out->p_min = p_min;
+  out->T = T;
+  out->L = L;
+  /* Logs of ratios are taken as differences of logs so that a subnormal
+  ** delta never overflows 2/delta1 or underflows delta'. */
+  double ln_2_over_delta1 = log(2.0) - log(delta1);
+  double two_TL = 2.0 * (double)T * (double)L;
+  double ln_1_over_delta_p = log(two_TL) - log(delta1);
+  out->eps_prime = eps1 / sqrt(32.0 * (double)T * ln_2_over_delta1);
+  out->delta_prime = delta1 / two_TL;
+  /* e^x/(e^x - 1) = 1/(1 - e^-x) = -1/expm1(-x): no cancellation for small
+  ** eps', no overflow for large. */
+  out->c_min = -1.0 / expm1(-out->eps_prime);
+  out->theta = out->c_min / p_min;
+  out->b_threshold = 2.0 / out->eps_prime;
+  out->b_query = 4.0 / out->eps_prime;
+  out->threshold_base = out->theta + out->b_query * ln_1_over_delta_p;
+  if (!(out->eps_prime > 0) || !isfinite(out->b_query) ||
+      !isfinite(out->threshold_base)) {
+    double e = out->eps_prime;
+    memset(out, 0, sizeof *out);
+    return dprl_fail(err, DPRL_EINVAL,
+                     "epsilon %g is too small (eps' = %g for T = %lld, delta = "
+                     "%g): the threshold overflows",
+                     eps1, e, (long long)T, delta1);
+  }
+  /* One grid for both draws, from the public 2/eps' (the smaller scale):
+  ** both scales are then >= 2^25 grid steps, so rounding them up to the
+  ** grid costs a factor <= 1 + 2^-25 in noise, and theta-hat and the noisy
+  ** count are integer multiples of the same g, so their comparison is exact
+  ** whatever their magnitudes. g <= 1 is required: then 1/g is an integer
+  ** and floor(x/g) (dprl_prefix_query) moves by at most 1/g steps when x
+  ** moves by 1, i.e. the grid keeps the count's sensitivity at exactly 1.
+  ** g > 1 means 2/eps' > 2^26, theta > 2^25/p_min: refused. */
+  out->grid = dprl_grid_for(out->b_threshold);
+  if (!(out->grid > 0 && out->grid <= 1)) {
+    double e = out->eps_prime, th = out->theta;
+    memset(out, 0, sizeof *out);
+    return dprl_fail(err, DPRL_EINVAL,
+                     "epsilon %g is too small: eps' = %g (T = %lld, delta = "
+                     "%g) is below 2^-25, where the noise grid is coarser "
+                     "than the count's sensitivity (and theta = %g exceeds "
+                     "any realistic number of experts)",
+                     eps1, e, (long long)T, delta1, th);
+  }
+  return DPRL_OK;
+}
+
+/* ---- Trajectories ------------------------------------------------------ */
+
+int dprl_trajectories_check(const dprl_trajectories *tr,
+                            const dprl_policy_table *pt, dprl_error *err) {
+  if (tr->n < 0)
+    return dprl_fail(err, DPRL_EINVAL,
+                     "trajectories: count must be >= 0, got %lld",
+                     (long long)tr->n);
+  if (tr->n > 0 && tr->offsets[0] < 0)
+    return dprl_fail(err, DPRL_EINVAL,
+                     "trajectories: offsets[0] must be >= 0, got %lld",
+                     (long long)tr->offsets[0]);
+  /* All offsets first: steps are read only inside [offsets[0], offsets[n]). */
+  for (int64_t j = 0; j < tr->n; j++)
+    if (tr->offsets[j + 1] < tr->offsets[j])
+      return dprl_fail(err, DPRL_EINVAL,
+                       "trajectories: offsets must be non-decreasing, got "
+                       "offsets[%lld] = %lld > offsets[%lld] = %lld",
+                       (long long)j, (long long)tr->offsets[j],
+                       (long long)j + 1, (long long)tr->offsets[j + 1]);
+  for (int64_t j = 0; j < tr->n; j++) {
+    int64_t lo = tr->offsets[j], hi = tr->offsets[j + 1];
+    for (int64_t p = lo; p < hi; p++) {
+      if (!index_in(tr->states[p], pt->n_states))
+        return dprl_fail(err, DPRL_EINVAL,
+                         "trajectory %lld, step %lld: state %lld is outside "
+                         "the policy table (states 0..%lld)",
+                         (long long)j, (long long)(p - lo),
+                         (long long)tr->states[p],
+                         (long long)pt->n_states - 1);
+      if (!index_in(tr->actions[p], pt->n_actions))
+        return dprl_fail(err, DPRL_EINVAL,
+                         "trajectory %lld, step %lld: action %lld is outside "
+                         "the policy table (actions 0..%lld)",
+                         (long long)j, (long long)(p - lo),
+                         (long long)tr->actions[p],
+                         (long long)pt->n_actions - 1);
+    }
+  }
+  return DPRL_OK;
+}
+
+int64_t dprl_trajectories_longest(const dprl_trajectories *tr) {
+  int64_t best = 0;
+  for (int64_t j = 0; j < tr->n; j++)
+    if (tr->offsets[j + 1] - tr->offsets[j] > best)
+      best = tr->offsets[j + 1] - tr->offsets[j];
+  return best;
+}
+
+/* ---- count_tau --------------------------------------------------------- */
+
+/* One step of count_tau: prod[i] *= pi_i(a|s) for every expert (col is the
+** contiguous column of (s, a)) and return sum_i prod[i]. Eight partial sums
+** break the floating-point add chain so the loop runs at multiply
+** throughput and vectorises without -ffast-math; the products themselves
+** are exact left-to-right products, as in the definition. */
+static double count_step(double *restrict prod, const double *restrict col,
+                         int64_t m) {
+  double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t i = 0;
+  for (; i + 8 <= m; i += 8)
+    for (int k = 0; k < 8; k++) {
+      double p = prod[i + k] * col[i + k];
+      prod[i + k] = p;
+      acc[k] += p;
+    }
+  double tail = 0;
+  for (; i < m; i++) {
+    prod[i] *= col[i];
+    tail += prod[i];
+  }
+  return ((acc[0] + acc[1]) + (acc[2] + acc[3])) +
+         ((acc[4] + acc[5]) + (acc[6] + acc[7])) + tail;
+}
+
+static const double *column(const dprl_policy_table *pt, int64_t s,
+                            int64_t a) {
+  return pt->prob + dprl_policy_index(pt, 0, s, a);
+}
+
+int dprl_prefix_counts(const dprl_policy_table *pt, const int64_t *states,
+                       const int64_t *actions, int64_t len, double *counts,
+                       dprl_error *err) {
+  for (int64_t j = 0; j < len; j++) {
+    if (!index_in(states[j], pt->n_states) ||
+        !index_in(actions[j], pt->n_actions))
+      return dprl_fail(err, DPRL_EINVAL,
+                       "step %lld: (state %lld, action %lld) is outside the "
+                       "policy table (%lld states, %lld actions)",
+                       (long long)j, (long long)states[j],
+                       (long long)actions[j], (long long)pt->n_states,
+                       (long long)pt->n_actions);
+  }
+  double *prod = dprl_malloc((size_t)pt->n_experts * sizeof(double));
+  if (!prod) return dprl_nomem(err);
+  for (int64_t i = 0; i < pt->n_experts; i++) prod[i] = 1.0;
+  for (int64_t j = 0; j < len; j++)
+    counts[j] = count_step(prod, column(pt, states[j], actions[j]),
+                           pt->n_experts);
+  dprl_free(prod);
+  return DPRL_OK;
+}
+
+/* ---- Noise: theta-hat and PrefixQuery ---------------------------------- */
+
+int dprl_prefix_threshold_noise(dprl_rng *rng, const dprl_prefix_params *pp,
+                                double *noise, dprl_error *err) {
+  return dprl_release_laplace(rng, 0.0, pp->b_threshold, pp->grid, noise, err);
+}
+
+/* count + Lap(4/eps') > threshold_base + threshold_noise is evaluated as
+** release(count - threshold_base) > threshold_noise: the same comparison
+** shifted by the public threshold_base, so that the grid value stays small
+** even when theta is huge (tiny eps' or p_min). The difference is
+** - clamped to +-2^50 grid steps (|value/g| < 2^52 is what the grid
+**   sampler accepts); clamping is 1-Lipschitz, so the query keeps
+**   sensitivity 1, and since 2^50 g > 2^23 b_query, a clamped query differs
+**   from the unclamped one only with probability < exp(-2^22);
+** - floored to the grid before the sampler rounds it: floor commutes with
+**   integer shifts (llround's ties away from zero do not), so a change of
+**   at most 1 in the count moves the grid integer by at most 1/g steps and
+**   the discrete Laplace of >= 4/(eps' g) steps gives exactly the
+**   continuous mechanism's privacy. (The count itself is a floating-point
+**   sum; its rounding, ~m 2^-53 relative, is the usual residual.) */
+int dprl_prefix_query(dprl_rng *rng, const dprl_prefix_params *pp,
+                      double count, double threshold_noise, int *top,
+                      dprl_error *err) {
+  double lim = ldexp(pp->grid, 50);
+  double v = count - pp->threshold_base;
+  if (v > lim) v = lim;
+  if (v < -lim) v = -lim;
+  v = pp->grid * floor(v / pp->grid); /* exact: g is a power of two */
+  double q;
+  int rc = dprl_release_laplace(rng, v, pp->b_query, pp->grid, &q, err);
+  if (rc) return rc;
+  *top = q > threshold_noise;
+  return DPRL_OK;
+}
+
+/* ---- The release ------------------------------------------------------- */
+
+/* Algorithm 2, lines 6-16, for one trajectory: k = the number of leading
+** "top" answers, at most min(len, L); prod is scratch of m doubles. */
+static int release_one(const dprl_policy_table *pt,
+                       const dprl_prefix_params *pp, dprl_rng *rng,
+                       const int64_t *states, const int64_t *actions,
+                       int64_t len, double *prod, int64_t *k,
+                       dprl_error *err) {
+  double thr;
+  int rc = dprl_prefix_threshold_noise(rng, pp, &thr, err);
+  if (rc) return rc;
+  int64_t n = len < pp->L ? len : pp->L;
+  for (int64_t i = 0; i < pt->n_experts; i++) prod[i] = 1.0;
+  *k = 0;
+  for (int64_t j = 0; j < n; j++) {
+    double count =
+        count_step(prod, column(pt, states[j], actions[j]), pt->n_experts);
+    int top;
+    rc = dprl_prefix_query(rng, pp, count, thr, &top, err);
+    if (rc) return rc;
+    if (!top) break; /* first bottom: release tau_{1:j}, stop */
+    *k = j + 1;
+  }
+  return DPRL_OK;
+}
+
+void dprl_prefix_release_free(dprl_prefix_release *r) {
+  dprl_free(r->traj);
+  dprl_free(r->k);
+  memset(r, 0, sizeof *r);
+}
+
+int dprl_prefix_release_run(const dprl_policy_table *pt,
+                            const dprl_trajectories *tr,
+                            const dprl_prefix_params *pp, dprl_rng *rng,
+                            dprl_prefix_release *out, dprl_error *err) {
+  memset(out, 0, sizeof *out);
+  int rc = dprl_policy_validate(pt, pp->p_min, err);
+  if (!rc) rc = dprl_trajectories_check(tr, pt, err);
+  if (rc) return rc;
+  if (tr->n == 0)
+    return dprl_fail(err, DPRL_EINVAL,
+                     "trajectories: there are none to examine (T = %lld)",
+                     (long long)pp->T);
+  if (pp->T < 1 || pp->T > tr->n)
+    return dprl_fail(err, DPRL_EINVAL,
+                     "T must be in 1..%lld (the number of trajectories), got "
+                     "%lld",
+                     (long long)tr->n, (long long)pp->T);
+  if ((uint64_t)tr->n > UINT32_MAX)
+    return dprl_fail(err, DPRL_EINVAL,
+                     "trajectories: at most %lu can be shuffled, got %lld",
+                     (unsigned long)UINT32_MAX, (long long)tr->n);
+  uint32_t *order = dprl_malloc((size_t)tr->n * sizeof(uint32_t));
+  double *prod = dprl_malloc((size_t)pt->n_experts * sizeof(double));
+  out->traj = dprl_malloc((size_t)pp->T * sizeof(int64_t));
+  out->k = dprl_malloc((size_t)pp->T * sizeof(int64_t));
+  if (!order || !prod || !out->traj || !out->k) {
+    rc = dprl_nomem(err);
+    goto done;
+  }
+  for (int64_t j = 0; j < tr->n; j++) order[j] = (uint32_t)j;
+  dprl_rng_shuffle_u32(rng, order, (uint64_t)tr->n);
+  for (int64_t c = 0; c < pp->T; c++) {
+    int64_t j = order[c], lo = tr->offsets[j];
+    out->traj[c] = j;
+    rc = release_one(pt, pp, rng, tr->states + lo, tr->actions + lo,
+                     tr->offsets[j + 1] - lo, prod, &out->k[c], err);
+    if (rc) goto done;
+  }
+  out->n_examined = pp->T;
+done:
+  dprl_free(order);
+  dprl_free(prod);
+  if (rc) dprl_prefix_release_free(out);
+  return rc;
+}

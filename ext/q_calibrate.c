@@ -1,0 +1,169 @@
+/*
+** q_calibrate.c: sigma for Q-learning with functional noise (see
+** q_calibrate.h; ALGORITHMS.md §8, Wang & Hegde 2019 Theorem 5).
+*/
+#include "q_calibrate.h"
+
+#include <math.h>
+#include <string.h>
+
+#ifndef M_E
+#define M_E 2.718281828459045235360287471352662498
+#endif
+#ifndef M_SQRT2
+#define M_SQRT2 1.414213562373095048801688724209698079
+#endif
+
+/* Lemma 8 of the paper: E[max g] <= 8.68 sqrt(beta) sigma. */
+#define DPRL_Q_LEMMA8 8.68
+
+static const char *const acc_names[] = {"proof", "gdp", "paper"};
+
+const char *dprl_q_accountant_name(dprl_q_accountant a) {
+  return (unsigned)a < 3 ? acc_names[a] : "?";
+}
+
+int dprl_q_accountant_parse(const char *name, dprl_q_accountant *out,
+                            dprl_error *err) {
+  if (!name) {
+    *out = DPRL_QACC_PROOF;
+    return DPRL_OK;
+  }
+  for (int i = 0; i < 3; i++)
+    if (strcmp(name, acc_names[i]) == 0) {
+      *out = (dprl_q_accountant)i;
+      return DPRL_OK;
+    }
+  return dprl_fail(err, DPRL_EINVAL,
+                   "accountant must be one of proof, gdp, paper, got \"%s\"",
+                   name);
+}
+
+/* v = 4 lr (k + 1) / B: twice the proof's sup-norm bound per unit L. */
+double dprl_q_v(double lr, double k, double B) { return 4.0 * lr * (k + 1.0) / B; }
+
+/* ||f||_H^2 <= (1 + beta/2) (vL)^2 + L^2 / (2 beta) = (v^2 + v) L^2 at
+** beta = 1/v (proof of Theorem 5 with Lemma 6's inner product). */
+double dprl_q_C(double v, double L) { return (v * v + v) * L * L; }
+
+/* The proof's last line (ALGORITHMS.md §8 erratum: C under the root). */
+double dprl_q_sigma_proof(double eps, double delta, double nb, double C) {
+  return sqrt(2.0 * nb * C * log(M_E + eps / delta)) / eps;
+}
+
+/* As printed in Theorem 5 / Algorithm 1 line 5: C outside the root. */
+double dprl_q_sigma_paper(double eps, double delta, double nb, double C) {
+  return sqrt(2.0 * nb * log(M_E + eps / delta)) * C / eps;
+}
+
+double dprl_normal_cdf(double x) { return 0.5 * erfc(-x / M_SQRT2); }
+
+double dprl_gdp_delta(double eps, double mu) {
+  double a = -eps / mu + mu / 2, b = -eps / mu - mu / 2;
+  double pb = dprl_normal_cdf(b), second;
+  if (eps < 700)
+    second = exp(eps) * pb;
+  else /* e^eps would overflow; pb == 0 means the term is below term 1 */
+    second = pb > 0 ? exp(eps + log(pb)) : 0;
+  double d = dprl_normal_cdf(a) - second;
+  return d > 0 ? d : 0;
+}
+
+static int gdp_ok(double eps, double delta, double sens, double sigma) {
+  return dprl_gdp_delta(eps, sens / sigma) <= delta;
+}
+
+/* delta(eps) grows with mu = sens / sigma, so it falls as sigma grows:
+** bracket [lo, hi] with lo failing and hi passing, then bisect on log
+** sigma; hi is returned (the passing end: sigma rounded up). */
+double dprl_q_sigma_gdp(double eps, double delta, double nb, double C) {
+  double sens = sqrt(nb * C); /* sqrt(T/B) * sqrt(C) */
+  double hi = sens / eps, lo = hi;
+  for (int i = 0; i < 2100 && !gdp_ok(eps, delta, sens, hi); i++) hi *= 2;
+  for (int i = 0; i < 2100 && gdp_ok(eps, delta, sens, lo); i++) lo /= 2;
+  while (hi / lo > 1 + 1e-12) {
+    double mid = sqrt(lo) * sqrt(hi);
+    if (mid <= lo || mid >= hi) break;
+    if (gdp_ok(eps, delta, sens, mid))
+      hi = mid;
+    else
+      lo = mid;
+  }
+  return hi;
+}
+
+static int is_int_at_least(double x, double min) {
+  return isfinite(x) && x >= min && x == floor(x) && x <= 0x1p53;
+}
+
+static int validate(const dprl_q_calib_in *in, dprl_error *err) {
+  if (!(in->epsilon > 0) || !isfinite(in->epsilon))
+    return dprl_fail(err, DPRL_EINVAL, "epsilon must be > 0, got %g",
+                     in->epsilon);
+  if (!(in->delta > 0 && in->delta < 1))
+    return dprl_fail(err, DPRL_EINVAL, "delta must be in (0, 1), got %g",
+                     in->delta);
+  if (!is_int_at_least(in->T, 1))
+    return dprl_fail(err, DPRL_EINVAL, "T must be an integer >= 1, got %g",
+                     in->T);
+  if (!is_int_at_least(in->B, 1) || in->B > in->T)
+    return dprl_fail(err, DPRL_EINVAL,
+                     "B must be an integer in [1, T] (T = %g), got %g", in->T,
+                     in->B);
+  if (!(in->lr > 0) || !isfinite(in->lr))
+    return dprl_fail(err, DPRL_EINVAL, "lr must be > 0, got %g", in->lr);
+  if (!(in->k > 0) || !isfinite(in->k))
+    return dprl_fail(err, DPRL_EINVAL, "k must be > 0, got %g", in->k);
+  if (!(in->L > 0) || !isfinite(in->L))
+    return dprl_fail(err, DPRL_EINVAL, "L must be > 0, got %g", in->L);
+  if (!is_int_at_least(in->J, 1))
+    return dprl_fail(err, DPRL_EINVAL, "J must be an integer >= 1, got %g",
+                     in->J);
+  if ((unsigned)in->accountant > DPRL_QACC_PAPER)
+    return dprl_fail(err, DPRL_EINVAL,
+                     "accountant must be one of proof, gdp, paper, got %d",
+                     (int)in->accountant);
+  return DPRL_OK;
+}
+
+static const char *const acc_notes[] = {
+    "sigma from the proof of Theorem 5 (C under the square root, "
+    "ALGORITHMS.md section 8)",
+    "sigma from Gaussian DP composition of T/B Gaussian mechanisms with "
+    "sensitivity sqrt(C) (Dong-Roth-Su 2019; delta(eps) of Balle-Wang 2018)",
+    "sigma from the formula PRINTED in Theorem 5 (C outside the square "
+    "root): NOT the proven bound, no privacy guarantee, for comparison only"};
+
+int dprl_q_calibrate(const dprl_q_calib_in *in, dprl_q_calib_out *out,
+                     dprl_error *err) {
+  if (validate(in, err)) return err->code;
+  double nb = in->T / in->B, v = dprl_q_v(in->lr, in->k, in->B);
+  double C = dprl_q_C(v, in->L), beta = 1.0 / v, sigma;
+  switch (in->accountant) {
+    case DPRL_QACC_GDP: sigma = dprl_q_sigma_gdp(in->epsilon, in->delta, nb, C); break;
+    case DPRL_QACC_PAPER: sigma = dprl_q_sigma_paper(in->epsilon, in->delta, nb, C); break;
+    default: sigma = dprl_q_sigma_proof(in->epsilon, in->delta, nb, C); break;
+  }
+  /* Theorem 5 needs 2k > 8.68 sqrt(beta) sigma (Lemma 8's tail bound), and
+  ** adds J exp(-(2k - 8.68 sqrt(beta) sigma)^2 / 2) to delta, as §8 states.
+  ** (For the linear model of q_learn.c the paths cancel out of the
+  ** sensitivity, see dprl_q_sensitivity_L, so there this is conservative.) */
+  double reach = DPRL_Q_LEMMA8 * sqrt(beta) * sigma, margin = 2 * in->k - reach;
+  if (!(margin > 0))
+    return dprl_fail(err, DPRL_EINVAL,
+                     "no privacy guarantee: Theorem 5 needs 2k > 8.68 "
+                     "sqrt(beta) sigma, got 2k = %g <= %g (sigma = %g, "
+                     "beta = %g); raise k",
+                     2 * in->k, reach, sigma, beta);
+  out->sigma = sigma;
+  out->beta = beta;
+  out->v = v;
+  out->C = C;
+  out->mu = sqrt(nb * C) / sigma;
+  out->margin = margin;
+  out->delta_total = in->delta + in->J * exp(-margin * margin / 2);
+  out->accountant = acc_names[in->accountant];
+  out->proven = in->accountant != DPRL_QACC_PAPER;
+  out->note = acc_notes[in->accountant];
+  return DPRL_OK;
+}

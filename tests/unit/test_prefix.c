@@ -1,0 +1,872 @@
+/*
+** test_prefix.c: unit tests of prefix_stable.c (ALGORITHMS.md section 7).
+** Fixed seeds throughout; every test whose outcome depends on noise states,
+** in a comment and in a CHECK, a margin that bounds its failure probability
+** below 1e-12.
+*/
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "check.h"
+#include "prefix_stable.h"
+
+/* ---- helpers ------------------------------------------------------------ */
+
+/* Data generation only (not privacy noise): xorshift64*. */
+static uint64_t xs_state = 88172645463325252ULL;
+static uint64_t xs(void) {
+  xs_state ^= xs_state >> 12;
+  xs_state ^= xs_state << 25;
+  xs_state ^= xs_state >> 27;
+  return xs_state * 2685821657736338717ULL;
+}
+static double xs_unit(void) { return (double)(xs() >> 11) * 0x1p-53; }
+static int64_t xs_below(int64_t n) { return (int64_t)(xs() % (uint64_t)n); }
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* Fill a table through dprl_policy_set from f(i, s, a); the largest prob of
+** each (i, s) is replaced by 1 - (sum of the others), so rows sum to 1 up to
+** rounding while the small probs (p_min) stay exactly as f gives them. */
+typedef double (*policy_fn)(int64_t i, int64_t s, int64_t a, void *ctx);
+static int build_policies(dprl_policy_table *pt, int64_t m, int64_t S,
+                          int64_t A, policy_fn f, void *ctx) {
+  dprl_error err = {0};
+  if (dprl_policy_init(pt, m, S, A, &err)) return 0;
+  double *row = malloc((size_t)A * sizeof(double));
+  for (int64_t i = 0; i < m; i++)
+    for (int64_t s = 0; s < S; s++) {
+      int64_t big = 0;
+      for (int64_t a = 0; a < A; a++) {
+        row[a] = f(i, s, a, ctx);
+        if (row[a] > row[big]) big = a;
+      }
+      double rest = 1.0;
+      for (int64_t a = 0; a < A; a++)
+        if (a != big) rest -= row[a];
+      row[big] = rest;
+      for (int64_t a = 0; a < A; a++)
+        if (dprl_policy_set(pt, i, s, a, row[a], &err)) {
+          free(row);
+          return 0;
+        }
+    }
+  free(row);
+  return 1;
+}
+
+/* A random policy with every prob >= p_min: p_min + a share of the rest. */
+static double random_policy(int64_t i, int64_t s, int64_t a, void *ctx) {
+  (void)i, (void)s, (void)a;
+  double p_min = *(double *)ctx;
+  return p_min + xs_unit() * 0.3 * (1.0 - 3 * p_min) / 3.0;
+}
+
+/* Flat trajectory storage built step by step. */
+typedef struct traj_buf {
+  int64_t n, cap_n, len, cap;
+  int64_t *offsets, *states, *actions;
+} traj_buf;
+static void tb_begin(traj_buf *b) {
+  if (b->n + 2 > b->cap_n) {
+    b->cap_n = b->cap_n ? 2 * b->cap_n : 16;
+    b->offsets = realloc(b->offsets, (size_t)b->cap_n * sizeof(int64_t));
+  }
+  b->offsets[b->n] = b->len;
+  b->n++;
+  b->offsets[b->n] = b->len;
+}
+static void tb_step(traj_buf *b, int64_t s, int64_t a) {
+  if (b->len + 1 > b->cap) {
+    b->cap = b->cap ? 2 * b->cap : 64;
+    b->states = realloc(b->states, (size_t)b->cap * sizeof(int64_t));
+    b->actions = realloc(b->actions, (size_t)b->cap * sizeof(int64_t));
+  }
+  b->states[b->len] = s;
+  b->actions[b->len] = a;
+  b->len++;
+  b->offsets[b->n] = b->len;
+}
+static dprl_trajectories tb_view(const traj_buf *b) {
+  dprl_trajectories t = {b->n, b->offsets, b->states, b->actions};
+  return t;
+}
+static void tb_free(traj_buf *b) {
+  free(b->offsets);
+  free(b->states);
+  free(b->actions);
+  memset(b, 0, sizeof *b);
+}
+
+static int64_t traj_len(const dprl_trajectories *tr, int64_t j) {
+  return tr->offsets[j + 1] - tr->offsets[j];
+}
+
+/* count_tau_{1:k} by the definition: a triple loop, nothing incremental. */
+static double brute_count(const dprl_policy_table *pt, const int64_t *st,
+                          const int64_t *ac, int64_t k) {
+  double total = 0;
+  for (int64_t i = 0; i < pt->n_experts; i++) {
+    double prod = 1.0;
+    for (int64_t j = 0; j < k; j++)
+      prod *= pt->prob[((size_t)st[j] * pt->n_actions + ac[j]) * pt->n_experts +
+                       i];
+    total += prod;
+  }
+  return total;
+}
+
+/* ---- 1. parameters ------------------------------------------------------ */
+
+static void test_params(void) {
+  dprl_error err = {0};
+  dprl_prefix_params pp;
+  struct {
+    double eps1, delta1, p_min;
+    int64_t A, T, L;
+  } cases[] = {{7.5, 0.9 / 3000, 0.02, 4, 100, 200},
+               {1.0, 1e-5, 0.1, 2, 20, 50},
+               {20.0, 1e-6, 1e-3, 3, 6, 12}};
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    dprl_error_clear(&err);
+    int rc = dprl_prefix_params_derive(cases[c].eps1, cases[c].delta1,
+                                       cases[c].p_min, cases[c].A, cases[c].T,
+                                       cases[c].L, &pp, &err);
+    CHECK(rc == DPRL_OK, "params: derive succeeds");
+    /* Section 7, computed here the textbook way. */
+    double T = (double)cases[c].T, L = (double)cases[c].L;
+    double ep = cases[c].eps1 / sqrt(32 * T * log(2 / cases[c].delta1));
+    double dp = cases[c].delta1 / (2 * T * L);
+    double cmin = exp(ep) / (exp(ep) - 1);
+    double theta = cmin / cases[c].p_min;
+    CHECK_REL(pp.eps_prime, ep, 1e-13, "params: eps' = eps1/sqrt(32 T ln(2/delta1))");
+    CHECK_REL(pp.delta_prime, dp, 1e-15, "params: delta' = delta1/(2TL)");
+    CHECK_REL(pp.c_min, cmin, 1e-12, "params: c_min = e^eps'/(e^eps'-1)");
+    CHECK_REL(pp.theta, theta, 1e-12, "params: theta = c_min/p_min");
+    CHECK_REL(pp.threshold_base, theta + (4 / ep) * log(1 / dp), 1e-12,
+              "params: theta-hat base = theta + (4/eps') ln(1/delta')");
+    CHECK_REL(pp.b_threshold, 2 / ep, 1e-13, "params: threshold scale 2/eps'");
+    CHECK_REL(pp.b_query, 4 / ep, 1e-13, "params: query scale 4/eps'");
+    CHECK(pp.grid == dprl_grid_for(2 / ep), "params: grid from 2/eps'");
+    CHECK(pp.b_threshold / pp.grid >= 0x1p25, "params: >= 2^25 grid steps per scale");
+  }
+  /* One case by hand, digits written out (eps1 = 1, delta1 = 1e-5, T = 20,
+  ** L = 50, p_min = 0.1): ln(2e5) = 12.206072645530174,
+  ** 32*20*12.206... = 7811.886493139311, sqrt = 88.38487704...,
+  ** eps' = 0.011314154..., delta' = 5e-9, c_min = 88.88... */
+  dprl_error_clear(&err);
+  dprl_prefix_params_derive(1.0, 1e-5, 0.1, 2, 20, 50, &pp, &err);
+  CHECK_REL(pp.eps_prime, 1.0 / 88.384877049, 1e-9, "params: eps' by hand");
+  CHECK_REL(pp.delta_prime, 5e-9, 1e-15, "params: delta' by hand");
+  CHECK_REL(pp.c_min, 1.0 / pp.eps_prime + 0.5 + pp.eps_prime / 12, 1e-8,
+            "params: c_min ~ 1/eps' + 1/2 + eps'/12 for small eps'");
+
+  /* The paper's own setting (section 7: m = 3000, p_min = 0.02, eps1 = 7.5,
+  ** delta1 = 0.9/3000, T = 100, L = 200): print how the threshold compares
+  ** with m, the largest count possible. */
+  dprl_error_clear(&err);
+  dprl_prefix_params_derive(7.5, 0.9 / 3000, 0.02, 4, 100, 200, &pp, &err);
+  printf("# paper setting: eps' = %.6g, c_min = %.6g, theta = %.6g, "
+         "theta-hat base = %.6g (m = 3000; max count after one step with "
+         "p_min = 0.02, |A| = 4: %.6g)\n",
+         pp.eps_prime, pp.c_min, pp.theta, pp.threshold_base,
+         3000 * (1 - 3 * 0.02));
+
+  /* Messages. */
+  struct {
+    double eps1, delta1, p_min;
+    int64_t A, T, L;
+    const char *msg;
+  } bad[] = {
+      {0, 1e-5, 0.1, 4, 1, 1, "epsilon must be > 0, got 0"},
+      {NAN, 1e-5, 0.1, 4, 1, 1, "epsilon must be > 0, got nan"},
+      {1, 1, 0.1, 4, 1, 1, "delta must be in (0, 1), got 1"},
+      {1, 0, 0.1, 4, 1, 1, "delta must be in (0, 1), got 0"},
+      {1, 1e-5, 0.3, 4, 1, 1, "p_min must be in (0, 1/|A|) = (0, 0.25), got 0.3"},
+      {1, 1e-5, 0.25, 4, 1, 1, "p_min must be in (0, 1/|A|) = (0, 0.25), got 0.25"},
+      {1, 1e-5, 0, 4, 1, 1, "p_min must be in (0, 1/|A|) = (0, 0.25), got 0"},
+      {1, 1e-5, 0.1, 4, 0, 1, "T must be >= 1, got 0"},
+      {1, 1e-5, 0.1, 4, 1, 0, "L must be >= 1, got 0"},
+  };
+  for (size_t c = 0; c < sizeof bad / sizeof bad[0]; c++) {
+    dprl_error_clear(&err);
+    int rc = dprl_prefix_params_derive(bad[c].eps1, bad[c].delta1, bad[c].p_min,
+                                       bad[c].A, bad[c].T, bad[c].L, &pp, &err);
+    CHECK(rc == DPRL_EINVAL && strcmp(err.msg, bad[c].msg) == 0,
+          "params: message for a bad argument");
+    if (strcmp(err.msg, bad[c].msg)) printf("#   got \"%s\"\n", err.msg);
+  }
+  dprl_error_clear(&err);
+  int rc = dprl_prefix_params_derive(1e-310, 1e-5, 0.1, 4, 10, 10, &pp, &err);
+  CHECK(rc == DPRL_EINVAL && strstr(err.msg, "too small"),
+        "params: an eps1 whose threshold overflows is refused");
+  /* eps' = 1e-6 / sqrt(3200 ln 2e5) ~ 5.1e-9 < 2^-25: the grid for 2/eps'
+  ** would be coarser than 1. */
+  dprl_error_clear(&err);
+  rc = dprl_prefix_params_derive(1e-6, 1e-5, 0.1, 4, 100, 10, &pp, &err);
+  CHECK(rc == DPRL_EINVAL && strstr(err.msg, "is below 2^-25"),
+        "params: eps' below 2^-25 is refused (grid coarser than 1)");
+  if (rc != DPRL_EINVAL) printf("#   got \"%s\"\n", err.msg);
+  /* Just above the limit: eps' = 2^-25 exactly gives 2/eps' = 2^26, g = 1. */
+  dprl_error_clear(&err);
+  double e1 = 0x1p-25 * sqrt(32 * 1 * log(2 / 0.5));
+  rc = dprl_prefix_params_derive(e1, 0.5, 0.1, 4, 1, 1, &pp, &err);
+  CHECK(rc == DPRL_OK && pp.grid <= 1 && pp.grid >= 0.5,
+        "params: eps' ~ 2^-25 still accepted with g <= 1");
+  CHECK(pp.grid <= 1, "params: grid never exceeds the count's sensitivity");
+}
+
+/* ---- 2. policy validation ---------------------------------------------- */
+
+static double uniform_policy(int64_t i, int64_t s, int64_t a, void *ctx) {
+  (void)i, (void)s, (void)a;
+  return 1.0 / (double)*(int64_t *)ctx;
+}
+
+static void expect_msg(int rc, const dprl_error *err, const char *want,
+                       const char *what) {
+  int ok = rc == DPRL_EINVAL && strcmp(err->msg, want) == 0;
+  CHECK(ok, what);
+  if (!ok) printf("#   got rc %d \"%s\"\n#   want \"%s\"\n", rc, err->msg, want);
+}
+
+static void test_validation(void) {
+  dprl_error err = {0};
+  dprl_policy_table pt;
+  int64_t A = 3;
+
+  /* missing */
+  dprl_policy_init(&pt, 3, 6, A, &err);
+  for (int64_t i = 0; i < 3; i++)
+    for (int64_t s = 0; s < 6; s++)
+      for (int64_t a = 0; a < A; a++)
+        if (!(i == 1 && s == 4 && a == 2) && !(i == 2 && s == 0 && a == 0))
+          dprl_policy_set(&pt, i, s, a, 1.0 / 3, &err);
+  CHECK(err.code == DPRL_OK, "validate: filling succeeds");
+  expect_msg(dprl_policy_validate(&pt, 0.02, &err), &err,
+             "policies: missing (expert 1, state 4, action 2)",
+             "validate: first missing entry in (expert, state) order");
+  /* duplicate */
+  dprl_error_clear(&err);
+  expect_msg(dprl_policy_set(&pt, 0, 1, 1, 0.3, &err), &err,
+             "policies: duplicate (expert 0, state 1, action 1)",
+             "set: duplicate entry");
+  dprl_error_clear(&err);
+  expect_msg(dprl_policy_set(&pt, 1, 4, 2, NAN, &err), &err,
+             "policies: expert 1, state 4, action 2: prob must be a finite "
+             "number, got nan",
+             "set: NaN prob");
+  dprl_error_clear(&err);
+  expect_msg(dprl_policy_set(&pt, 3, 0, 0, 0.5, &err), &err,
+             "policies: expert 3 is outside 0..2", "set: expert out of range");
+  dprl_error_clear(&err);
+  expect_msg(dprl_policy_set(&pt, 0, 6, 0, 0.5, &err), &err,
+             "policies: state 6 is outside 0..5", "set: state out of range");
+  dprl_error_clear(&err);
+  expect_msg(dprl_policy_set(&pt, 0, 0, -1, 0.5, &err), &err,
+             "policies: action -1 is outside 0..2", "set: action out of range");
+  dprl_policy_free(&pt);
+
+  /* p_min */
+  dprl_error_clear(&err);
+  build_policies(&pt, 3, 2, A, uniform_policy, &A);
+  pt.prob[dprl_policy_index(&pt, 2, 0, 0)] = 0.49;
+  pt.prob[dprl_policy_index(&pt, 2, 0, 1)] = 0.01;
+  pt.prob[dprl_policy_index(&pt, 2, 0, 2)] = 0.5;
+  CHECK(dprl_policy_validate(&pt, 0.01, &err) == DPRL_OK,
+        "validate: prob == p_min is allowed");
+  expect_msg(dprl_policy_validate(&pt, 0.02, &err), &err,
+             "policies: expert 2, state 0, action 1: prob 0.01 < p_min 0.02",
+             "validate: prob below p_min");
+  dprl_error_clear(&err);
+  pt.prob[dprl_policy_index(&pt, 2, 0, 1)] = nextafter(0.02, 0);
+  pt.prob[dprl_policy_index(&pt, 2, 0, 0)] = 0.48;
+  expect_msg(dprl_policy_validate(&pt, 0.02, &err), &err,
+             "policies: expert 2, state 0, action 1: prob 0.019999999999999997 "
+             "< p_min 0.02",
+             "validate: a prob one ulp below p_min prints distinctly");
+  dprl_error_clear(&err);
+  expect_msg(dprl_policy_validate(&pt, 0.5, &err), &err,
+             "p_min must be in (0, 1/|A|) = (0, 0.333333), got 0.5",
+             "validate: p_min range");
+  dprl_policy_free(&pt);
+
+  /* sums */
+  int64_t A2 = 2;
+  dprl_error_clear(&err);
+  build_policies(&pt, 4, 6, A2, uniform_policy, &A2);
+  pt.prob[dprl_policy_index(&pt, 3, 5, 1)] = 0.47;
+  expect_msg(dprl_policy_validate(&pt, 0.02, &err), &err,
+             "policies: expert 3, state 5: probabilities sum to 0.97, not 1 "
+             "(tolerance 1e-09)",
+             "validate: sum off by 0.03");
+  dprl_error_clear(&err);
+  pt.prob[dprl_policy_index(&pt, 3, 5, 1)] = 0.5 + 5e-10;
+  CHECK(dprl_policy_validate(&pt, 0.02, &err) == DPRL_OK,
+        "validate: sum within 1e-9 passes");
+  pt.prob[dprl_policy_index(&pt, 3, 5, 1)] = 0.5 + 2e-9;
+  expect_msg(dprl_policy_validate(&pt, 0.02, &err), &err,
+             "policies: expert 3, state 5: probabilities sum to 1.000000002, "
+             "not 1 (tolerance 1e-09)",
+             "validate: sum off by 2e-9 fails");
+  dprl_error_clear(&err);
+  pt.prob[dprl_policy_index(&pt, 3, 5, 1)] = INFINITY;
+  expect_msg(dprl_policy_validate(&pt, 0.02, &err), &err,
+             "policies: expert 3, state 5: probabilities sum to inf, not 1 "
+             "(tolerance 1e-09)",
+             "validate: an infinite prob fails the sum");
+  dprl_error_clear(&err);
+  pt.prob[dprl_policy_index(&pt, 3, 5, 1)] = NAN; /* written directly */
+  expect_msg(dprl_policy_validate(&pt, 0.02, &err), &err,
+             "policies: missing (expert 3, state 5, action 1)",
+             "validate: NaN in the table counts as missing");
+  /* Two failures: (expert 1, state 0) comes first in memory (state-major
+  ** layout), (expert 0, state 5) first in (expert, state) order, which is
+  ** the one the message must name. */
+  dprl_error_clear(&err);
+  pt.prob[dprl_policy_index(&pt, 3, 5, 1)] = 0.5;
+  pt.prob[dprl_policy_index(&pt, 1, 0, 0)] = 0.4;
+  pt.prob[dprl_policy_index(&pt, 0, 5, 0)] = 0.01;
+  pt.prob[dprl_policy_index(&pt, 0, 5, 1)] = 0.99;
+  expect_msg(dprl_policy_validate(&pt, 0.02, &err), &err,
+             "policies: expert 0, state 5, action 0: prob 0.01 < p_min 0.02",
+             "validate: first failure in (expert, state) order, not memory order");
+  dprl_policy_free(&pt);
+
+  /* sizes */
+  dprl_error_clear(&err);
+  expect_msg(dprl_policy_init(&pt, 0, 2, 2, &err), &err,
+             "policies: the number of experts must be >= 1, got 0",
+             "init: zero experts");
+}
+
+/* ---- 3. trajectory checks ---------------------------------------------- */
+
+static void test_trajectory_checks(void) {
+  dprl_error err = {0};
+  dprl_policy_table pt;
+  int64_t A = 4;
+  build_policies(&pt, 5, 4, A, uniform_policy, &A);
+  int64_t offsets[] = {0, 3, 6};
+  int64_t states[] = {0, 1, 2, 3, 0, 9};
+  int64_t actions[] = {0, 1, 2, 3, 0, 1};
+  dprl_trajectories tr = {2, offsets, states, actions};
+  expect_msg(dprl_trajectories_check(&tr, &pt, &err), &err,
+             "trajectory 1, step 2: state 9 is outside the policy table "
+             "(states 0..3)",
+             "trajectories: state out of range names trajectory and step");
+  states[5] = 1;
+  actions[4] = 4;
+  dprl_error_clear(&err);
+  expect_msg(dprl_trajectories_check(&tr, &pt, &err), &err,
+             "trajectory 1, step 1: action 4 is outside the policy table "
+             "(actions 0..3)",
+             "trajectories: action out of range");
+  actions[4] = -2;
+  dprl_error_clear(&err);
+  expect_msg(dprl_trajectories_check(&tr, &pt, &err), &err,
+             "trajectory 1, step 1: action -2 is outside the policy table "
+             "(actions 0..3)",
+             "trajectories: negative action");
+  actions[4] = 0;
+  dprl_error_clear(&err);
+  CHECK(dprl_trajectories_check(&tr, &pt, &err) == DPRL_OK,
+        "trajectories: valid data passes");
+  CHECK(dprl_trajectories_longest(&tr) == 3, "trajectories: longest");
+  offsets[1] = 7;
+  expect_msg(dprl_trajectories_check(&tr, &pt, &err), &err,
+             "trajectories: offsets must be non-decreasing, got offsets[1] = "
+             "7 > offsets[2] = 6",
+             "trajectories: offsets out of order");
+  offsets[1] = 3;
+
+  /* Through the release: errors before any noise, output left empty. */
+  dprl_prefix_params pp;
+  dprl_rng rng;
+  dprl_prefix_release rel;
+  dprl_rng_init_seeded(&rng, 1, 0);
+  dprl_error_clear(&err);
+  dprl_prefix_params_derive(5, 1e-5, 0.1, A, 3, 3, &pp, &err);
+  expect_msg(dprl_prefix_release_run(&pt, &tr, &pp, &rng, &rel, &err), &err,
+             "T must be in 1..2 (the number of trajectories), got 3",
+             "release: T above the number of trajectories");
+  CHECK(rel.traj == NULL && rel.k == NULL && rel.n_examined == 0,
+        "release: output empty on error");
+  dprl_trajectories none = {0, offsets, states, actions};
+  dprl_error_clear(&err);
+  expect_msg(dprl_prefix_release_run(&pt, &none, &pp, &rng, &rel, &err), &err,
+             "trajectories: there are none to examine (T = 3)",
+             "release: no trajectories");
+  states[2] = 4;
+  dprl_error_clear(&err);
+  dprl_prefix_params_derive(5, 1e-5, 0.1, A, 2, 3, &pp, &err);
+  expect_msg(dprl_prefix_release_run(&pt, &tr, &pp, &rng, &rel, &err), &err,
+             "trajectory 0, step 2: state 4 is outside the policy table "
+             "(states 0..3)",
+             "release: out-of-range state refused");
+  states[2] = 2;
+  pt.prob[dprl_policy_index(&pt, 4, 3, 2)] = NAN;
+  dprl_error_clear(&err);
+  expect_msg(dprl_prefix_release_run(&pt, &tr, &pp, &rng, &rel, &err), &err,
+             "policies: missing (expert 4, state 3, action 2)",
+             "release: policies validated before any release");
+  pt.prob[dprl_policy_index(&pt, 4, 3, 2)] = 0.25;
+  dprl_error_clear(&err);
+  CHECK(dprl_prefix_release_run(&pt, &tr, &pp, &rng, &rel, &err) == DPRL_OK &&
+            rel.n_examined == 2,
+        "release: runs once the data is valid");
+  dprl_prefix_release_free(&rel);
+  dprl_error_clear(&err);
+  actions[5] = 4;
+  double counts[6];
+  expect_msg(dprl_prefix_counts(&pt, states, actions, 6, counts, &err), &err,
+             "step 5: (state 1, action 4) is outside the policy table "
+             "(4 states, 4 actions)",
+             "counts: range-checked");
+  dprl_policy_free(&pt);
+}
+
+/* ---- 4. incremental count == brute force ------------------------------- */
+
+static void test_counts_bruteforce(void) {
+  int64_t ms[] = {1, 7, 8, 37, 64};
+  for (size_t c = 0; c < sizeof ms / sizeof ms[0]; c++) {
+    dprl_error err = {0};
+    dprl_policy_table pt;
+    double p_min = 0.05;
+    int64_t S = 5, A = 3, len = 40;
+    build_policies(&pt, ms[c], S, A, random_policy, &p_min);
+    CHECK(dprl_policy_validate(&pt, p_min, &err) == DPRL_OK,
+          "bruteforce: random policies are valid");
+    double worst = 0;
+    for (int rep = 0; rep < 20; rep++) {
+      int64_t st[40], ac[40];
+      double counts[40];
+      for (int64_t j = 0; j < len; j++) {
+        st[j] = xs_below(S);
+        ac[j] = xs_below(A);
+      }
+      dprl_prefix_counts(&pt, st, ac, len, counts, &err);
+      for (int64_t k = 1; k <= len; k++) {
+        double want = brute_count(&pt, st, ac, k);
+        double rel = fabs(counts[k - 1] - want) / want;
+        if (!(rel <= worst)) worst = rel;
+      }
+    }
+    printf("# m = %lld: worst relative difference %.3g over 800 prefixes\n",
+           (long long)ms[c], worst);
+    CHECK(worst <= 1e-13, "bruteforce: incremental count = triple loop at every step");
+    dprl_policy_free(&pt);
+  }
+}
+
+/* ---- 5. the test: a cliff at step j0 --------------------------- */
+
+/* Experts: action 1 has exactly p_min for every expert, action 2 has
+** p_min + x and action 0 the rest (1 - 2 p_min - x), x in [0, 0.05] varying
+** with expert and state. */
+#define CLIFF_ACTION 1
+static double cliff_policy(int64_t i, int64_t s, int64_t a, void *ctx) {
+  double p_min = *(double *)ctx;
+  double x = 0.05 * (double)((i * 7 + s * 13) % 101) / 100.0;
+  return a == 0 ? 1 - 2 * p_min - x : a == 1 ? p_min : p_min + x;
+}
+
+static void test_cliff(void) {
+  /* m = 20000, |A| = 3, p_min = 1e-3, eps1 = 20, delta1 = 1e-6, T = n = 6,
+  ** L = 12: eps' ~ 0.38, b_query = 4/eps' ~ 10.6, threshold base ~ 3.4e3.
+  ** Before j0 every step takes action 0 (prob >= 0.948), so the count stays
+  ** >= 20000 * 0.948^12 ~ 1.05e4; step j0 takes action 1 (p_min for all), so the count
+  ** drops to 1e-3 of what it was (<= 20). The test computes both margins
+  ** (by brute force) in units of b_query and requires >= 100 on each side;
+  ** it finds ~670 above and ~316 below.
+  **
+  ** Why >= 100 b_query makes failure impossible in practice: a query answers
+  ** wrongly only if |g Z1 - g Z2| >= 100 b_query, so |g Z1| or |g Z2| is
+  ** >= 50 b_query. For the grid noise P(|g Z| >= x) <= 2 exp(-x / (t g))
+  ** with t g <= b + g <= b (1 + 2^-25), b <= b_query, so each query fails
+  ** with probability <= 4 exp(-49.99) < 1e-21; over at most T L = 72
+  ** queries per run and 4 runs, < 3e-19 < 1e-12. */
+  dprl_error err = {0};
+  dprl_policy_table pt;
+  double p_min = 1e-3;
+  int64_t m = 20000, S = 4, A = 3, L = 12;
+  CHECK(build_policies(&pt, m, S, A, cliff_policy, &p_min),
+        "cliff: policies built");
+  CHECK(dprl_policy_validate(&pt, p_min, &err) == DPRL_OK, "cliff: policies valid");
+  /* (length, j0): j0 = 0 means no p_min step. */
+  int64_t spec[][2] = {{12, 6}, {12, 0}, {8, 1}, {10, 10}, {5, 0}, {15, 0}};
+  int64_t n = 6, expect[6];
+  traj_buf tb = {0};
+  for (int64_t j = 0; j < n; j++) {
+    tb_begin(&tb);
+    for (int64_t t = 1; t <= spec[j][0]; t++)
+      tb_step(&tb, xs_below(S), t == spec[j][1] ? CLIFF_ACTION : 0);
+    int64_t reach = spec[j][0] < L ? spec[j][0] : L;
+    expect[j] = spec[j][1] ? spec[j][1] - 1 : reach;
+  }
+  dprl_trajectories tr = tb_view(&tb);
+  dprl_prefix_params pp;
+  dprl_prefix_params_derive(20, 1e-6, p_min, A, n, L, &pp, &err);
+  double up = HUGE_VAL, down = HUGE_VAL;
+  for (int64_t j = 0; j < n; j++) {
+    const int64_t *st = tr.states + tr.offsets[j], *ac = tr.actions + tr.offsets[j];
+    for (int64_t k = 1; k <= expect[j]; k++) {
+      double u = (brute_count(&pt, st, ac, k) - pp.threshold_base) / pp.b_query;
+      if (u < up) up = u;
+    }
+    if (spec[j][1]) {
+      double d = (pp.threshold_base - brute_count(&pt, st, ac, spec[j][1])) /
+                 pp.b_query;
+      if (d < down) down = d;
+    }
+  }
+  printf("# cliff: base %.6g, b_query %.6g; margins %.1f b_query above, "
+         "%.1f below\n",
+         pp.threshold_base, pp.b_query, up, down);
+  CHECK(up >= 100 && down >= 100, "cliff: both margins >= 100 noise scales");
+  for (int run = 0; run < 4; run++) {
+    dprl_rng rng;
+    if (run < 3) dprl_rng_init_seeded(&rng, 1000 + run, 7);
+    else CHECK(dprl_rng_init_secure(&rng, &err) == DPRL_OK, "cliff: secure rng");
+    dprl_prefix_release rel;
+    int rc = dprl_prefix_release_run(&pt, &tr, &pp, &rng, &rel, &err);
+    if (!CHECK(rc == DPRL_OK && rel.n_examined == n, "cliff: release runs"))
+      printf("#   error: %s\n", err.msg);
+    int all = rc == DPRL_OK;
+    for (int64_t c = 0; all && c < rel.n_examined; c++)
+      if (rel.k[c] != expect[rel.traj[c]]) {
+        all = 0;
+        printf("#   trajectory %lld: k = %lld, want %lld\n",
+               (long long)rel.traj[c], (long long)rel.k[c],
+               (long long)expect[rel.traj[c]]);
+      }
+    CHECK(all, "cliff: k = j0 - 1 (or min(len, L) without a cliff) for every trajectory");
+    dprl_prefix_release_free(&rel);
+    dprl_rng_wipe(&rng);
+  }
+  tb_free(&tb);
+  dprl_policy_free(&pt);
+}
+
+/* ---- 6. tiny epsilon releases nothing ---------------------------------- */
+
+static void test_tiny_epsilon(void) {
+  /* The cliff experts (m = 2000, p_min = 5e-3) on trajectories that always
+  ** take action 0 (prob >= 0.94). With eps1 = 1e-3, delta1 = 1e-30, T = 25,
+  ** L = 20: eps' ~ 4e-6 and theta ~ 5e7 while count <= m, so the first
+  ** query of every trajectory sees base - count >= theta - m
+  ** + (4/eps') ln(1/delta') ~ 125 b_query (checked below to be >= 100): by
+  ** the bound of test_cliff, each of the 25 first queries returns "top" with
+  ** probability < 1e-21. */
+  dprl_error err = {0};
+  dprl_policy_table pt;
+  double p_min = 5e-3;
+  int64_t m = 2000, S = 4, A = 3, L = 20, n = 30, T = 25;
+  build_policies(&pt, m, S, A, cliff_policy, &p_min);
+  traj_buf tb = {0};
+  for (int64_t j = 0; j < n; j++) {
+    tb_begin(&tb);
+    int64_t len = 1 + xs_below(L);
+    for (int64_t t = 0; t < len; t++) tb_step(&tb, xs_below(S), 0);
+  }
+  dprl_trajectories tr = tb_view(&tb);
+  dprl_prefix_params pp;
+  dprl_prefix_params_derive(1e-3, 1e-30, p_min, A, T, L, &pp, &err);
+  double margin = (pp.threshold_base - (double)m) / pp.b_query;
+  printf("# tiny eps: theta %.4g, margin %.1f b_query\n", pp.theta, margin);
+  CHECK(margin >= 100, "tiny eps: margin >= 100 noise scales");
+  dprl_rng rng;
+  dprl_rng_init_seeded(&rng, 42, 0);
+  dprl_prefix_release rel;
+  int rc = dprl_prefix_release_run(&pt, &tr, &pp, &rng, &rel, &err);
+  int64_t released = 0;
+  for (int64_t c = 0; rc == DPRL_OK && c < rel.n_examined; c++) released += rel.k[c];
+  if (!CHECK(rc == DPRL_OK && rel.n_examined == T && released == 0,
+             "tiny eps: nothing is released"))
+    printf("#   rc %d (%s), %lld steps released\n", rc, err.msg, (long long)released);
+  dprl_prefix_release_free(&rel);
+
+  /* Contrast, so the test above is not vacuous: eps1 = 200 on the same data
+  ** puts the base ~ 700 far below the first step's count (>= 0.94 m), by
+  ** >= 100 b_query (checked), so every examined trajectory releases k >= 1. */
+  dprl_prefix_params_derive(200, 1e-30, p_min, A, T, L, &pp, &err);
+  double first = HUGE_VAL;
+  for (int64_t j = 0; j < n; j++) {
+    double c1 = brute_count(&pt, tr.states + tr.offsets[j], tr.actions + tr.offsets[j], 1);
+    if (c1 < first) first = c1;
+  }
+  double up = (first - pp.threshold_base) / pp.b_query;
+  CHECK(up >= 100, "tiny eps contrast: first step >= 100 noise scales above");
+  rc = dprl_prefix_release_run(&pt, &tr, &pp, &rng, &rel, &err);
+  int all = rc == DPRL_OK;
+  released = 0;
+  for (int64_t c = 0; all && c < rel.n_examined; c++) {
+    released += rel.k[c];
+    if (rel.k[c] < 1) all = 0;
+  }
+  printf("# eps1 = 200 on the same data: base %.4g, first-step margin %.1f "
+         "b_query, %lld steps released\n",
+         pp.threshold_base, up, (long long)released);
+  CHECK(all, "tiny eps contrast: a large eps1 releases on the same data");
+  dprl_prefix_release_free(&rel);
+  tb_free(&tb);
+  dprl_policy_free(&pt);
+}
+
+/* ---- 7. T examined, distinct; exact prefixes; replay ------------------- */
+
+static double mostly_zero_policy(int64_t i, int64_t s, int64_t a, void *ctx) {
+  (void)ctx;
+  double x = 0.05 * (double)((i * 31 + s * 17) % 97) / 96.0; /* [0, 0.05] */
+  return a == 0 ? 0.9 - x : 0.1 + x; /* A = 2, p_min = 0.05 */
+}
+
+/* Algorithm 2 replayed from the public primitives on the same seed: the
+** same shuffle, then per trajectory one threshold draw and one query per
+** step until the first bottom. */
+static int replay_matches(const dprl_policy_table *pt,
+                          const dprl_trajectories *tr,
+                          const dprl_prefix_params *pp, uint64_t seed,
+                          const dprl_prefix_release *rel) {
+  dprl_error err = {0};
+  dprl_rng rng;
+  dprl_rng_init_seeded(&rng, seed, 3);
+  uint32_t *order = malloc((size_t)tr->n * sizeof *order);
+  for (int64_t j = 0; j < tr->n; j++) order[j] = (uint32_t)j;
+  dprl_rng_shuffle_u32(&rng, order, (uint64_t)tr->n);
+  int ok = 1;
+  for (int64_t c = 0; c < pp->T; c++) {
+    int64_t j = order[c], len = traj_len(tr, j);
+    double *counts = malloc((size_t)(len ? len : 1) * sizeof(double));
+    dprl_prefix_counts(pt, tr->states + tr->offsets[j],
+                       tr->actions + tr->offsets[j], len, counts, &err);
+    double thr;
+    dprl_prefix_threshold_noise(&rng, pp, &thr, &err);
+    int64_t k = 0;
+    for (int64_t i = 0; i < len && i < pp->L; i++) {
+      int top;
+      dprl_prefix_query(&rng, pp, counts[i], thr, &top, &err);
+      if (!top) break;
+      k = i + 1;
+    }
+    free(counts);
+    if (rel->traj[c] != j || rel->k[c] != k) ok = 0;
+  }
+  free(order);
+  return ok && err.code == DPRL_OK;
+}
+
+static void test_T_and_prefixes(void) {
+  dprl_error err = {0};
+  dprl_policy_table pt;
+  int64_t m = 2000, S = 6, A = 2, n = 50, L = 30;
+  build_policies(&pt, m, S, A, mostly_zero_policy, NULL);
+  traj_buf tb = {0};
+  for (int64_t j = 0; j < n; j++) {
+    tb_begin(&tb);
+    int64_t len = xs_below(45); /* some empty, some longer than L */
+    for (int64_t t = 0; t < len; t++)
+      tb_step(&tb, xs_below(S), xs_unit() < 0.9 ? 0 : 1);
+  }
+  dprl_trajectories tr = tb_view(&tb);
+  int64_t Ts[] = {1, 17, 50};
+  int64_t k_hist[31] = {0};
+  for (size_t c = 0; c < sizeof Ts / sizeof Ts[0]; c++) {
+    for (uint64_t seed = 1; seed <= 20; seed++) {
+      dprl_prefix_params pp;
+      dprl_prefix_params_derive(50, 1e-3, 0.05, A, Ts[c], L, &pp, &err);
+      dprl_rng rng;
+      dprl_rng_init_seeded(&rng, seed, 3);
+      dprl_prefix_release rel;
+      int rc = dprl_prefix_release_run(&pt, &tr, &pp, &rng, &rel, &err);
+      int ok = rc == DPRL_OK && rel.n_examined == Ts[c];
+      char seen[50] = {0};
+      int distinct = ok, prefix = ok;
+      for (int64_t e = 0; ok && e < rel.n_examined; e++) {
+        int64_t j = rel.traj[e];
+        if (j < 0 || j >= n || seen[j]) distinct = 0;
+        else seen[j] = 1;
+        int64_t len = traj_len(&tr, j), cap = len < L ? len : L;
+        if (rel.k[e] < 0 || rel.k[e] > cap) prefix = 0;
+        else k_hist[rel.k[e]]++;
+      }
+      if (seed == 1) {
+        if (!CHECK(ok, "T: exactly T trajectories examined"))
+          printf("#   error: %s\n", err.msg);
+        CHECK(distinct, "T: examined indices are distinct and in range");
+        CHECK(prefix, "T: 0 <= k <= min(length, L)");
+        CHECK(replay_matches(&pt, &tr, &pp, seed, &rel),
+              "T: release = step-by-step replay with the public primitives");
+        dprl_prefix_release again;
+        dprl_rng_init_seeded(&rng, seed, 3);
+        dprl_prefix_release_run(&pt, &tr, &pp, &rng, &again, &err);
+        CHECK(memcmp(again.traj, rel.traj, (size_t)Ts[c] * sizeof(int64_t)) == 0 &&
+                  memcmp(again.k, rel.k, (size_t)Ts[c] * sizeof(int64_t)) == 0,
+              "T: the same seed gives the same release");
+        dprl_prefix_release_free(&again);
+      } else if (!(ok && distinct && prefix && replay_matches(&pt, &tr, &pp, seed, &rel))) {
+        CHECK(0, "T: properties hold for every seed");
+      }
+      dprl_prefix_release_free(&rel);
+    }
+  }
+  printf("# k histogram over 360 examined trajectories:");
+  for (int k = 0; k <= 30; k++)
+    if (k_hist[k]) printf(" %d:%lld", k, (long long)k_hist[k]);
+  printf("\n");
+  tb_free(&tb);
+  dprl_policy_free(&pt);
+}
+
+/* ---- 8. the noise as used ---------------------------------------------- */
+
+/* P(Z1 - Z2 > x), Z1 ~ Lap(b1), Z2 ~ Lap(b2), b1 != b2 (convolution). */
+static double lap_diff_tail(double x, double b1, double b2) {
+  if (x < 0) return 1 - lap_diff_tail(-x, b1, b2);
+  return (b1 * b1 * exp(-x / b1) - b2 * b2 * exp(-x / b2)) /
+         (2 * (b1 * b1 - b2 * b2));
+}
+
+static void test_noise_statistics(void) {
+  dprl_error err = {0};
+  dprl_prefix_params pp;
+  dprl_prefix_params_derive(7.5, 0.9 / 3000, 0.02, 4, 100, 200, &pp, &err);
+  dprl_rng rng;
+  dprl_rng_init_seeded(&rng, 2024, 11);
+  const int N = 200000;
+  double scales[2] = {pp.b_threshold, pp.b_query};
+  for (int w = 0; w < 2; w++) {
+    double b = scales[w], sum = 0, sum2 = 0;
+    int on_grid = 1;
+    for (int r = 0; r < N; r++) {
+      double x;
+      dprl_release_laplace(&rng, 0.0, b, pp.grid, &x, &err);
+      if (x / pp.grid != nearbyint(x / pp.grid)) on_grid = 0;
+      sum += x;
+      sum2 += x * x;
+    }
+    double mean = sum / N, var = sum2 / N - mean * mean;
+    /* Laplace(b): variance 2b^2, Var(X^2) = 24b^4 - 4b^4 = 20b^4. */
+    double se_mean = sqrt(2 * b * b / N), se_var = sqrt(20.0 / N) * b * b;
+    printf("# Lap(%.4g) on grid %.3g: mean %.4g (se %.3g), var %.6g vs 2b^2 "
+           "= %.6g (se %.3g)\n",
+           b, pp.grid, mean, se_mean, var, 2 * b * b, se_var);
+    CHECK(err.code == DPRL_OK && on_grid, "noise: draws are multiples of the grid");
+    CHECK_NEAR(mean, 0, 5 * se_mean, "noise: mean ~ 0 within 5 s.e.");
+    CHECK_NEAR(var, 2 * b * b, 5 * se_var, "noise: variance ~ 2b^2 within 5 s.e.");
+  }
+  /* PrefixQuery's acceptance probability, threshold noise drawn fresh each
+  ** time: P(top) = P(Z1 - Z2 > base - count). */
+  double deltas[] = {0, 1, -1, 3, -2.5};
+  for (size_t d = 0; d < sizeof deltas / sizeof deltas[0]; d++) {
+    double count = pp.threshold_base + deltas[d] * pp.b_query;
+    int tops = 0;
+    const int M = 100000;
+    for (int r = 0; r < M; r++) {
+      double thr;
+      int top;
+      dprl_prefix_threshold_noise(&rng, &pp, &thr, &err);
+      dprl_prefix_query(&rng, &pp, count, thr, &top, &err);
+      tops += top;
+    }
+    double p = lap_diff_tail(-deltas[d] * pp.b_query, pp.b_query, pp.b_threshold);
+    double freq = (double)tops / M, se = sqrt(p * (1 - p) / M);
+    printf("# count = base %+g b_query: P(top) %.4f, theory %.4f (se %.4f)\n",
+           deltas[d], freq, p, se);
+    CHECK_NEAR(freq, p, 5 * se, "noise: PrefixQuery acceptance matches Lap(4/eps') - Lap(2/eps')");
+  }
+}
+
+/* ---- 9. timing at the paper's scale ------------------------------------ */
+
+static double heavy_policy(int64_t i, int64_t s, int64_t a, void *ctx) {
+  double p_min = *(double *)ctx;
+  double x = 0.002 * (double)((i * 13 + s * 7) % 89) / 88.0;
+  int64_t star = (s * 7) % 4;
+  return a == star ? 1 - 3 * p_min - x : p_min + x / 3;
+}
+
+static void time_release(const char *label, const dprl_policy_table *pt,
+                         const dprl_trajectories *tr, double eps1,
+                         double delta1, double p_min, int64_t T, int64_t L) {
+  dprl_error err = {0};
+  dprl_prefix_params pp;
+  dprl_prefix_params_derive(eps1, delta1, p_min, pt->n_actions, T, L, &pp, &err);
+  dprl_rng rng;
+  dprl_rng_init_seeded(&rng, 5, 0);
+  dprl_prefix_release rel;
+  double t0 = now_ms();
+  int rc = dprl_prefix_release_run(pt, tr, &pp, &rng, &rel, &err);
+  double t1 = now_ms();
+  int64_t steps = 0;
+  for (int64_t c = 0; rc == DPRL_OK && c < rel.n_examined; c++) steps += rel.k[c];
+  printf("# timing %s: %.1f ms for release (validation included); %lld of "
+         "%lld steps released; %s\n",
+         label, t1 - t0, (long long)steps, (long long)(T * L),
+         rc ? err.msg : "ok");
+  CHECK(rc == DPRL_OK, "timing: release runs at paper scale");
+  dprl_prefix_release_free(&rel);
+}
+
+static void test_timing(void) {
+  /* 3000 experts x 20 trajectories each = 60000 trajectories of length 200,
+  ** |A| = 4, 100 states, T = 100. */
+  int64_t m = 3000, S = 100, A = 4, n = 60000, len = 200, T = 100, L = 200;
+  double p_min = 1e-3;
+  dprl_policy_table pt;
+  double t0 = now_ms();
+  build_policies(&pt, m, S, A, heavy_policy, &p_min);
+  int64_t *offsets = malloc((size_t)(n + 1) * sizeof(int64_t));
+  int64_t *states = malloc((size_t)(n * len) * sizeof(int64_t));
+  int64_t *actions = malloc((size_t)(n * len) * sizeof(int64_t));
+  for (int64_t j = 0; j <= n; j++) offsets[j] = j * len;
+  for (int64_t p = 0; p < n * len; p++) {
+    states[p] = xs_below(S);
+    actions[p] = (states[p] * 7) % 4; /* the experts' favourite action */
+  }
+  dprl_trajectories tr = {n, offsets, states, actions};
+  printf("# timing: data built in %.0f ms\n", now_ms() - t0);
+  dprl_error err = {0};
+  t0 = now_ms();
+  dprl_policy_validate(&pt, p_min, &err);
+  printf("# timing: policy validation alone %.1f ms\n", now_ms() - t0);
+  /* Worst case: every prefix passes, so all T m L = 6e7 multiply-adds run
+  ** (eps1 = 1000 puts the base near theta = 1/p_min = 1000, below the
+  ** counts ~ 3000 * 0.997^200 ~ 1.6e3). */
+  time_release("worst case (every step passes, T m L = 6e7)", &pt, &tr, 1000,
+               1.0 / 3000, p_min, T, L);
+  dprl_policy_free(&pt);
+  /* The paper's parameters (p_min = 0.02, eps1 = 7.5, delta1 = 0.9/3000):
+  ** theta-hat's base ~ 2819 while the count after one step is at most
+  ** 3000 (1 - 3 p_min) = 2820, so almost nothing can be released. */
+  p_min = 0.02;
+  build_policies(&pt, m, S, A, heavy_policy, &p_min);
+  time_release("paper parameters (p_min 0.02, eps1 7.5, delta1 3e-4)", &pt,
+               &tr, 7.5, 0.9 / 3000, p_min, T, L);
+  free(offsets);
+  free(states);
+  free(actions);
+  dprl_policy_free(&pt);
+}
+
+int main(void) {
+  test_params();
+  test_validation();
+  test_trajectory_checks();
+  test_counts_bruteforce();
+  test_cliff();
+  test_tiny_epsilon();
+  test_T_and_prefixes();
+  test_noise_statistics();
+  test_timing();
+  printf("# %d passed, %d failed\n", check_passed_count, check_failed_count);
+  return CHECK_DONE();
+}
