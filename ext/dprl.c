@@ -8,6 +8,7 @@
 **   dp_lsw_from_stats(state, visits, return_sum, options)   aggregate
 **   dp_lsl_from_stats(state, visits, return_sum, options)   aggregate
 **   dp_first_visit(trajectories_sql, options)      table-valued, NOT private
+**   dp_prefix_stable(trajectories_sql, policies_sql, options)  table-valued
 **
 **   sqlite> .load ./dprl
 **   sqlite> SELECT dprl_version();
@@ -66,6 +67,7 @@ int sqlite3_dprl_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_routines *
   } features[] = {
       {"dp_lsw/dp_lsl", dprl_register_policy_eval},
       {"dp_first_visit", dprl_register_first_visit},
+      {"dp_prefix_stable", dprl_register_prefix_stable},
   };
   int rc = sqlite3_create_function_v2(db, "dprl_version", 0,
                                       SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS,

@@ -26,6 +26,8 @@ int dprl_key_compare(const dprl_key *a, const dprl_key *b) {
 
 /* ---- episode index ---------------------------------------------------- */
 
+static void index_free(dprl_episode_index *x);
+
 static uint64_t hash_key(const dprl_key *k) {
   uint64_t h;
   if (!k->is_text) {
@@ -174,6 +176,30 @@ static int index_intern(dprl_episode_index *x, const dprl_key *k, uint32_t *out,
   }
   return rc;
 }
+
+int dprl_key_intern(dprl_episode_index *x, const dprl_key *k, uint32_t *out,
+                    dprl_error *err) {
+  return index_intern(x, k, out, err);
+}
+
+int dprl_key_find(dprl_episode_index *x, const dprl_key *k, uint32_t *out) {
+  if (!k->is_text && k->ival >= 0 && (size_t)k->ival < x->dsize && x->dmap[k->ival]) {
+    *out = x->dmap[k->ival] - 1;
+    return 1;
+  }
+  size_t slot;
+  if (x->hashed && index_lookup_hash(x, k, hash_key(k), &slot)) {
+    *out = x->slots[slot].e1 - 1;
+    return 1;
+  }
+  return 0;
+}
+
+void dprl_key_get(const dprl_episode_index *x, uint32_t i, dprl_key *out) {
+  index_key(x, i, out);
+}
+
+void dprl_key_index_free(dprl_episode_index *x) { index_free(x); }
 
 static void index_free(dprl_episode_index *x) {
   dprl_free(x->slots);

@@ -62,6 +62,14 @@ typedef struct dprl_episode_index {
   size_t hashed; /* keys in the hash table */
 } dprl_episode_index;
 
+/* The same index for any keys (experts, states, actions): intern assigns
+** 0, 1, 2, ... in order of first appearance; find never inserts. */
+int dprl_key_intern(dprl_episode_index *x, const dprl_key *k, uint32_t *out,
+                    dprl_error *err);
+int dprl_key_find(dprl_episode_index *x, const dprl_key *k, uint32_t *out);
+void dprl_key_get(const dprl_episode_index *x, uint32_t i, dprl_key *out);
+void dprl_key_index_free(dprl_episode_index *x);
+
 /* Steps live in fixed chunks of 2^16 (1.5 MB): no realloc slack, no copy
 ** when the buffer grows. */
 #define DPRL_CHUNK_BITS 16
