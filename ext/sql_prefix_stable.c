@@ -172,6 +172,7 @@ static int ps_flatten(ps_state *ps, char **pzErr) {
       ps->t[at] = steps[j].t;
     }
     ps->offsets[e + 1] = (int64_t)at;
+    dprl_step_buffer_drop_before(&ps->buf, ps->buf.start[e + 1]);
   }
   return SQLITE_OK;
 }

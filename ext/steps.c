@@ -217,7 +217,7 @@ static void index_free(dprl_episode_index *x) {
 #define STEP(b, i) (&(b)->chunks[(i) >> DPRL_CHUNK_BITS][(i) & (DPRL_CHUNK - 1)])
 
 void dprl_step_buffer_free(dprl_step_buffer *b) {
-  for (size_t c = 0; c < b->n_chunks; c++) dprl_free(b->chunks[c]);
+  for (size_t c = 0; c < b->n_chunks; c++) dprl_free(b->chunks[c]); /* NULL is fine */
   dprl_free(b->chunks);
   dprl_free(b->start);
   dprl_free(b->order);
@@ -357,6 +357,13 @@ int dprl_step_buffer_group(dprl_step_buffer *b, dprl_error *err) {
 }
 
 size_t dprl_step_buffer_episodes(const dprl_step_buffer *b) { return b->ep.n; }
+
+void dprl_step_buffer_drop_before(dprl_step_buffer *b, size_t upto) {
+  for (size_t c = 0; c < b->n_chunks && (c + 1) * DPRL_CHUNK <= upto; c++) {
+    dprl_free(b->chunks[c]);
+    b->chunks[c] = NULL;
+  }
+}
 
 void dprl_step_buffer_episode_key(const dprl_step_buffer *b, size_t e, dprl_key *out) {
   index_key(&b->ep, b->order ? b->order[e] : (uint32_t)e, out);

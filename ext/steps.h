@@ -102,6 +102,10 @@ void dprl_step_buffer_episode_key(const dprl_step_buffer *b, size_t e,
 int dprl_step_buffer_episode(dprl_step_buffer *b, size_t e,
                              const dprl_step **steps, size_t *n,
                              dprl_error *err);
+/* After grouping, when episodes are consumed in order: free the chunks
+** holding only steps before index upto (= start[e] of the next episode),
+** so a copy of the data never coexists with the whole buffer. */
+void dprl_step_buffer_drop_before(dprl_step_buffer *b, size_t upto);
 /* Bytes held, for the benchmark's accounting. */
 size_t dprl_step_buffer_bytes(const dprl_step_buffer *b);
 

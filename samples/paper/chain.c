@@ -267,40 +267,44 @@ static void emit(const char *feat, const char *method, int64_t m, int run,
          sigma, lambda);
 }
 
-/* The six estimates of one batch for one feature form: LSW and LSL (exact),
-** and DP-LSW, DP-LSL with the default bound rmax/(1-gamma) = 100 on the
-** returns and with the public bound fmax = 1. */
-static void evaluate(sqlite3 *db, int run, int size_idx, int64_t m, int agg,
-                     double lambda_c, const double V[N], const batch_stats *b) {
+/* One method on one batch and one feature form: the exact estimate (LSW or
+** LSL), and the private one (DP-LSW or DP-LSL) both with the default bound
+** rmax/(1-gamma) = 100 on the returns and with the public bound fmax = 1. */
+static void evaluate(sqlite3 *db, int64_t seed, int64_t m, int run, int agg,
+                     int mi, double lambda, const double V[N],
+                     const batch_stats *b) {
   static const char *fns[2] = {"dp_lsw", "dp_lsl"};
   static const char *names[2][3] = {{"LSW", "DP-LSW", "DP-LSW (fmax=1)"},
                                     {"LSL", "DP-LSL", "DP-LSL (fmax=1)"}};
   const char *feat = agg ? "aggregate2" : "tabular";
-  for (int mi = 0; mi < 2; mi++) {
-    double lambda = mi ? lambda_c * sqrt((double)m) : 0.0, est[N];
-    release r0, r1;
-    int64_t seed = 1 + (((int64_t)run * MAX_SIZES + size_idx) * 2 + agg) * 4 + mi * 2;
-    call(db, fns[mi], agg, lambda, 0, seed, &r0);
-    call(db, fns[mi], agg, lambda, 1, seed + 1, &r1);
-    for (int j = 0; j < r0.d; j++) /* fmax = 1 clamps nothing on this chain */
-      if (r0.theta_exact[j] != r1.theta_exact[j]) die(db, "fmax changed theta_exact");
-    if (!agg && !mi) check_lsw(&r0, b);
-    phi_theta(r0.theta_exact, r0.d, est);
-    emit(feat, names[mi][0], m, run, rmse(est, V), 0.0, lambda);
-    emit(feat, names[mi][1], m, run, rmse(r0.values, V), r0.sigma, lambda);
-    emit(feat, names[mi][2], m, run, rmse(r1.values, V), r1.sigma, lambda);
-  }
+  double est[N];
+  release r0, r1;
+  call(db, fns[mi], agg, lambda, 0, seed, &r0);
+  call(db, fns[mi], agg, lambda, 1, seed + 1, &r1);
+  for (int j = 0; j < r0.d; j++) /* fmax = 1 clamps nothing on this chain */
+    if (r0.theta_exact[j] != r1.theta_exact[j]) die(db, "fmax changed theta_exact");
+  if (!agg && !mi) check_lsw(&r0, b);
+  phi_theta(r0.theta_exact, r0.d, est);
+  emit(feat, names[mi][0], m, run, rmse(est, V), 0.0, lambda);
+  emit(feat, names[mi][1], m, run, rmse(r0.values, V), r0.sigma, lambda);
+  emit(feat, names[mi][2], m, run, rmse(r1.values, V), r1.sigma, lambda);
+}
+
+/* Every noise draw gets its own seed: (run, batch size, lambda index,
+** features, method, fmax) -> a distinct integer. */
+static int64_t noise_seed(int run, int k, int li, int agg, int mi) {
+  return 1 + ((((int64_t)run * MAX_SIZES + k) * MAX_SIZES + li) * 4 + agg * 2 + mi) * 2;
 }
 
 /* ---- main ---------------------------------------------------------------- */
 
-static int parse_sizes(const char *arg, int64_t *sizes) {
+static int parse_list(const char *arg, double *out) {
   int n = 0;
   char *end;
   while (*arg && n < MAX_SIZES) {
-    sizes[n++] = strtoll(arg, &end, 10);
-    if (end == arg || sizes[n - 1] < 1) {
-      fprintf(stderr, "chain: bad batch sizes: %s\n", arg);
+    out[n++] = strtod(arg, &end);
+    if (end == arg || !(out[n - 1] > 0)) {
+      fprintf(stderr, "chain: bad list: %s\n", arg);
       exit(2);
     }
     arg = *end == ',' ? end + 1 : end;
@@ -321,50 +325,74 @@ static sqlite3 *open_db(const char *ext) {
   return db;
 }
 
-int main(int argc, char **argv) {
-  const char *ext = "../../dprl.so";
-  int first = 0, last = 20, start_first = 0, nsizes;
-  double lambda_c = 1.0, V[N];
-  int64_t sizes[MAX_SIZES];
-  nsizes = parse_sizes("100,316,1000,3162,10000,31623,100000", sizes);
-  exact_values(V);
+typedef struct {
+  const char *ext;
+  int first, last, start_first, nsizes, nlambdas;
+  double lambda_c, sizes[MAX_SIZES], lambdas[MAX_SIZES];
+} config;
+
+static void parse_args(int argc, char **argv, config *c, const double V[N]) {
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "-V")) {
       for (int s = 0; s < N; s++) printf("%d,%.17g\n", s, V[s]);
-      return 0;
+      exit(0);
     }
-    if (!v) { fprintf(stderr, "chain: %s needs a value\n", a); return 2; }
+    if (!v) { fprintf(stderr, "chain: %s needs a value\n", a); exit(2); }
     i++;
-    if (!strcmp(a, "-e")) ext = v;
+    if (!strcmp(a, "-e")) c->ext = v;
     else if (!strcmp(a, "-r")) {
-      if (sscanf(v, "%d:%d", &first, &last) != 2 || first < 0 || last <= first) {
+      if (sscanf(v, "%d:%d", &c->first, &c->last) != 2 || c->first < 0 ||
+          c->last <= c->first) {
         fprintf(stderr, "chain: bad -r %s (want first:last)\n", v);
-        return 2;
+        exit(2);
       }
-    } else if (!strcmp(a, "-m")) nsizes = parse_sizes(v, sizes);
-    else if (!strcmp(a, "-c")) lambda_c = atof(v);
-    else if (!strcmp(a, "-s")) start_first = !strcmp(v, "first");
-    else { fprintf(stderr, "chain: unknown option %s\n", a); return 2; }
+    } else if (!strcmp(a, "-m")) c->nsizes = parse_list(v, c->sizes);
+    else if (!strcmp(a, "-c")) c->lambda_c = atof(v);
+    else if (!strcmp(a, "-L")) c->nlambdas = parse_list(v, c->lambdas);
+    else if (!strcmp(a, "-s")) c->start_first = !strcmp(v, "first");
+    else { fprintf(stderr, "chain: unknown option %s\n", a); exit(2); }
   }
-  sqlite3 *db = open_db(ext);
-  double t_data = 0, t_sql = 0, t0;
+}
+
+/* Default: the four methods on both feature forms, lambda = c sqrt(m).
+** With -L: only LSL / DP-LSL, tabular, once per lambda in the list. */
+static void evaluate_batch(sqlite3 *db, const config *c, int run, int k,
+                           const double V[N], const batch_stats *b) {
+  int64_t m = (int64_t)c->sizes[k];
+  if (c->nlambdas) {
+    for (int li = 0; li < c->nlambdas; li++)
+      evaluate(db, noise_seed(run, k, li + 1, 0, 1), m, run, 0, 1,
+               c->lambdas[li], V, b);
+    return;
+  }
+  for (int agg = 0; agg < 2; agg++)
+    for (int mi = 0; mi < 2; mi++)
+      evaluate(db, noise_seed(run, k, 0, agg, mi), m, run, agg, mi,
+               mi ? c->lambda_c * sqrt((double)m) : 0.0, V, b);
+}
+
+int main(int argc, char **argv) {
+  config c = {.ext = "../../dprl.so", .first = 0, .last = 20, .lambda_c = 1.0};
+  double V[N], t_data = 0, t_sql = 0, t0;
   int64_t rows = 0;
-  for (int run = first; run < last; run++)
-    for (int k = 0; k < nsizes; k++) {
+  exact_values(V);
+  c.nsizes = parse_list("100,316,1000,3162,10000,31623,100000", c.sizes);
+  parse_args(argc, argv, &c, V);
+  sqlite3 *db = open_db(c.ext);
+  for (int run = c.first; run < c.last; run++)
+    for (int k = 0; k < c.nsizes; k++) {
       batch_stats b;
       t0 = now();
-      make_batch(db, run, sizes[k], start_first, &b);
+      make_batch(db, run, (int64_t)c.sizes[k], c.start_first, &b);
       t_data += now() - t0;
       rows += b.rows;
       t0 = now();
-      for (int agg = 0; agg < 2; agg++)
-        evaluate(db, run, k, sizes[k], agg, lambda_c, V, &b);
+      evaluate_batch(db, &c, run, k, V, &b);
       t_sql += now() - t0;
     }
   fprintf(stderr, "chain: runs %d..%d: %lld steps; simulate+insert %.1f s, "
-          "8 dprl calls per batch %.1f s\n", first, last - 1, (long long)rows,
-          t_data, t_sql);
+          "dprl calls %.1f s\n", c.first, c.last - 1, (long long)rows, t_data, t_sql);
   sqlite3_close(db);
   return 0;
 }
