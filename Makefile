@@ -24,8 +24,10 @@ LIBS     = -llapacke -lopenblas -lm
 SAN_FLAGS = -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
             -fno-sanitize-recover=undefined
 
-PREFIX  ?= /usr/local
-LIBDIR  ?= $(PREFIX)/lib
+# `.load dprl` asks the dynamic loader for "dprl.so" by name: it must be in
+# a directory the loader searches without ldconfig, the multiarch libdir.
+MULTIARCH := $(shell $(CC) -print-multiarch 2>/dev/null)
+LIBDIR  ?= /usr/lib/$(MULTIARCH)
 
 DEB_PKGS = libsqlite3-dev sqlite3 liblapacke-dev libopenblas-dev python3 gnuplot-nox
 
@@ -117,7 +119,7 @@ install: all
 	install -d $(DESTDIR)$(LIBDIR)
 	install -m 0644 dprl.so $(DESTDIR)$(LIBDIR)/dprl.so
 	@echo "installed $(DESTDIR)$(LIBDIR)/dprl.so: '.load dprl' now works from any directory"
-	@echo "(SQLite tries the name as given, then with .so, through the dynamic loader's path)"
+	@echo "(SQLite tries the name as given, then with .so; entry point sqlite3_dprl_init)"
 
 uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/dprl.so
