@@ -108,7 +108,7 @@ unit-san: $(UNIT_BIN)
 bench: deps check-deps dprl.so $(B)/dprl_bench
 	@$(B)/dprl_bench
 
-$(B)/dprl_bench: tests/bench/bench.c | $(B)
+$(B)/dprl_bench: tests/bench/bench.c tests/bench/bench_q.c | $(B)
 	$(CC) $(ALL_CFLAGS) -o $@ $< -lsqlite3 -lm
 
 demo: deps

@@ -68,6 +68,7 @@ int sqlite3_dprl_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_routines *
       {"dp_lsw/dp_lsl", dprl_register_policy_eval},
       {"dp_first_visit", dprl_register_first_visit},
       {"dp_prefix_stable", dprl_register_prefix_stable},
+      {"dp_q_*", dprl_register_q},
   };
   int rc = sqlite3_create_function_v2(db, "dprl_version", 0,
                                       SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS,

@@ -101,6 +101,6 @@ static const dprl_tvf_spec fv_spec = {
     "dp_first_visit",
     "CREATE TABLE x(episode, state INTEGER, t_first INTEGER, first_visit_return REAL,"
     " trajectories_sql HIDDEN, options HIDDEN)",
-    4, 2, 2, fv_args, fv_compute};
+    4, 2, 2, fv_args, fv_compute, 0};
 
 int dprl_register_first_visit(sqlite3 *db) { return dprl_tvf_register(db, &fv_spec); }

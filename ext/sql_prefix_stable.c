@@ -271,6 +271,6 @@ static const dprl_tvf_spec ps_spec = {
     FN,
     "CREATE TABLE x(episode, t INTEGER, state INTEGER, action INTEGER, next_state INTEGER,"
     " trajectories_sql HIDDEN, policies_sql HIDDEN, options HIDDEN)",
-    5, 3, 3, ps_args, ps_compute};
+    5, 3, 3, ps_args, ps_compute, 0};
 
 int dprl_register_prefix_stable(sqlite3 *db) { return dprl_tvf_register(db, &ps_spec); }

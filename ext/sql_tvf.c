@@ -140,7 +140,7 @@ static int tvf_connect(sqlite3 *db, void *aux, int argc, const char *const *argv
   v->db = db;
   v->spec = spec;
   *out = &v->base;
-  sqlite3_vtab_config(db, SQLITE_VTAB_INNOCUOUS);
+  sqlite3_vtab_config(db, spec->writes ? SQLITE_VTAB_DIRECTONLY : SQLITE_VTAB_INNOCUOUS);
   (void)pzErr;
   return SQLITE_OK;
 }

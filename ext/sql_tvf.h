@@ -64,6 +64,11 @@ typedef struct dprl_tvf_spec {
   int n_required;     /* the first n_required arguments are required */
   const char *const *arg_names;
   dprl_tvf_compute compute;
+  /* 1 if the function may write (dp_q_noise's path table): it is then
+  ** SQLITE_VTAB_DIRECTONLY, usable only from top-level SQL, never from a
+  ** view or trigger in a database schema someone else wrote.  Otherwise
+  ** SQLITE_VTAB_INNOCUOUS. */
+  int writes;
 } dprl_tvf_spec;
 
 int dprl_tvf_register(sqlite3 *db, const dprl_tvf_spec *spec);

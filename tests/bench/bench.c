@@ -234,6 +234,8 @@ static void prefix_bench(sqlite3 *db) {
          PS_EXPERTS * PS_TRAJ * PS_LEN);
 }
 
+#include "bench_q.c" /* dp_q_noise and dp_q_learn */
+
 int main(int argc, char **argv) {
   const char *path = argc > 1 ? argv[1] : "build/bench.db";
   const char *ext = argc > 2 ? argv[2] : "./dprl";
@@ -253,6 +255,7 @@ int main(int argc, char **argv) {
   const char *only = getenv("DPRL_BENCH");
   if (!only || strstr(only, "lsw")) policy_eval_bench(db);
   if (!only || strstr(only, "prefix")) prefix_bench(db);
+  if (!only || strstr(only, "q")) bench_q(db);
   sqlite3_close(db);
   return 0;
 }

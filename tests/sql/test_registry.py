@@ -13,6 +13,7 @@ FUNCTIONS = {  # name: (number of arguments, deterministic?)
     "dp_lsl_from_stats": (4, False),
     "dp_q_calibrate": (1, True),
     "dp_q_learn": (5, False),
+    "dp_q_value": (3, True),
 }
 MODULES = {"dp_first_visit", "dp_prefix_stable", "dp_q_noise"}
 DETERMINISTIC = 0x800
@@ -42,4 +43,26 @@ def test_registry():
           f"{m1 - m0}")
 
 
-run([test_registry])
+def test_direct_only():
+    # dp_q_noise may write (its path table): not usable from a view, so a
+    # database someone else wrote cannot make it write; the read-only
+    # table-valued functions are.
+    con = connect()
+    con.execute("CREATE TABLE pts(state, action, q)")
+    con.execute("INSERT INTO pts VALUES (0.5, 0, 1.0)")
+    con.execute("CREATE VIEW v AS SELECT * FROM dp_q_noise('SELECT * FROM pts', "
+                "'{\"sigma\": 1, \"beta\": 1, \"n_actions\": 1}')")
+    try:
+        con.execute("SELECT * FROM v").fetchall()
+        ok = False
+    except sqlite3.Error as e:
+        ok = "unsafe use of virtual table" in str(e)
+    check(ok, "dp_q_noise is DIRECTONLY: refused inside a view")
+    con.execute("CREATE TABLE st(episode, t, state, reward)")
+    con.execute("CREATE VIEW w AS SELECT * FROM dp_first_visit('SELECT * FROM st', "
+                "'{\"n_states\": 1, \"gamma\": 0.5}')")
+    check(con.execute("SELECT count(*) FROM w").fetchone()[0] == 0,
+          "read-only table-valued functions work inside a view")
+
+
+run([test_registry, test_direct_only])

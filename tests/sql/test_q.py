@@ -1,0 +1,833 @@
+"""dp_q_calibrate, dp_q_noise, dp_q_learn and dp_q_value: Q-learning with
+functional (Gaussian-process) noise, Wang & Hegde 2019 (ALGORITHMS.md §8).
+
+Expected values are computed here, independently of the C code: the
+calibration formulas by hand, the GDP sigma by bisection, the grid from its
+definition, Q* by value iteration, Q_theta from the feature definitions.
+Randomised checks use fixed seeds and bounds of >= 5 standard errors derived
+from the distribution, so the run is deterministic and never flaky."""
+import json
+import math
+import random
+import sqlite3
+
+from harness import check, check_close, check_error, close, connect, run, sql_error
+
+NOISE = "SELECT * FROM dp_q_noise(?, ?)"
+LEARN = "SELECT dp_q_learn(s, a, r, s_next, ?) FROM transitions"
+
+
+def J(**kw):
+    return json.dumps(kw)
+
+
+def calib(con, **kw):
+    return json.loads(con.execute("SELECT dp_q_calibrate(?)", (J(**kw),)).fetchone()[0])
+
+
+def grid_for(sigma):
+    """2^(ceil(log2 sigma) - 26), by its definition (noise.h)."""
+    m, e = math.frexp(sigma)
+    return math.ldexp(1.0, (e - 1 if m == 0.5 else e) - 26)
+
+
+def round_half_away(x):
+    return math.floor(x + 0.5) if x >= 0 else -math.floor(-x + 0.5)
+
+PAPER_NOTE = ("sigma from the formula PRINTED in Theorem 5 (C outside the square root): NOT the "
+              "proven bound, no privacy guarantee, for comparison only")
+REUSE_NOTE = ("J < T/B reuses a noise path over several batches; the accountant composes T/B "
+              "batches with a fresh path each, so this run is not covered")
+
+
+# ---- calibration by hand ---------------------------------------------------
+
+def hand(eps, delta, T, B, lr, k, L, Jr):
+    v = 4 * lr * (k + 1) / B
+    C = (v * v + v) * L * L
+    beta = 1 / v
+    sigma = math.sqrt(2 * (T / B) * C * math.log(math.e + eps / delta)) / eps
+    margin = 2 * k - 8.68 * math.sqrt(beta) * sigma
+    return dict(v=v, C=C, beta=beta, sigma=sigma, margin=margin,
+                delta_total=delta + Jr * math.exp(-margin * margin / 2))
+
+
+def gdp_delta(eps, mu):
+    p1 = 0.5 * math.erfc((eps / mu - mu / 2) / math.sqrt(2))
+    p2 = 0.5 * math.erfc((eps / mu + mu / 2) / math.sqrt(2))
+    return p1 - math.exp(eps) * p2
+
+
+def gdp_sigma(eps, delta, nb, C):
+    """Smallest sigma with delta(eps; sqrt(nb C) / sigma) <= delta, by
+    bisection on [1e-6, 1e6] x sens (delta(eps) falls as sigma grows)."""
+    sens = math.sqrt(nb * C)
+    lo, hi = 1e-6 * sens, 1e6 * sens
+    for _ in range(400):
+        mid = math.sqrt(lo * hi)
+        if gdp_delta(eps, sens / mid) <= delta:
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def L_tent(K, lr, k, B, rmin=0.0, rmax=1.0):
+    """P = 1, D = 1/h = K - 1 (q_learn.h); L = dr max(lr D, P B / (4 (k+1)))."""
+    dr = min(1.0, rmax - rmin)
+    return dr * max(lr * (K - 1), B / (4 * (k + 1)))
+
+
+def L_rbf(K, lr, k, B, rmin=0.0, rmax=1.0):
+    h = 1 / (K - 1)
+    q = math.exp(-math.pi ** 2)
+    P = min(K, math.sqrt(math.pi) * (1 + 2 * q / (1 - q)))
+    D = min(K * math.exp(-0.5) / h, 2 * (math.exp(-0.5) + 1) / h)
+    dr = min(1.0, rmax - rmin)
+    return dr * max(lr * D, P * B / (4 * (k + 1)))
+
+
+WORKED = dict(epsilon=1, delta=1e-5, T=6400, B=64, lr=0.01, k=30, L=0.1, J=10)
+
+
+def test_calibrate_proof():
+    con = connect()
+    r = calib(con, **WORKED)
+    h = hand(1, 1e-5, 6400, 64, 0.01, 30, 0.1, 10)
+    for key in ("sigma", "beta", "delta_total", "v", "C", "margin"):
+        check_close(r[key], h[key], f"calibrate proof: {key} = hand computation", rel=1e-12)
+    check_close(r["sigma"], 0.67436683197448919, "calibrate proof: sigma = 0.674366832 (by hand)",
+                rel=1e-12)
+    check_close(r["mu"], math.sqrt(100 * h["C"]) / h["sigma"], "calibrate: mu = sqrt(T/B C)/sigma")
+    check(r["accountant"] == "proof" and r["proven"] is True, "calibrate proof: named, proven", r)
+    check((r["epsilon"], r["delta"], r["T"], r["B"], r["J"], r["lr"], r["k"], r["L"])
+          == (1, 1e-5, 6400, 64, 10, 0.01, 30, 0.1), "calibrate echoes its public inputs", r)
+    check(r["note"] == "sigma from the proof of Theorem 5 (C under the square root, "
+          "ALGORITHMS.md section 8); J < T/B reuses a noise path over several batches; the "
+          "accountant composes T/B batches with a fresh path each, so this run is not covered",
+          "calibrate: J < T/B is flagged in the note", r["note"])
+    # J defaults to T/B (a fresh path every batch): no reuse remark
+    kw = dict(WORKED)
+    del kw["J"]
+    r = calib(con, **kw)
+    h = hand(1, 1e-5, 6400, 64, 0.01, 30, 0.1, 100)
+    check(r["J"] == 100 and r["note"] == "sigma from the proof of Theorem 5 (C under the "
+          "square root, ALGORITHMS.md section 8)", "calibrate: J defaults to T/B = 100", r)
+    check_close(r["delta_total"], h["delta_total"], "calibrate: delta_total with J = 100")
+    # T not a multiple of B: T/B = 78.125 in sigma, J = floor(T/B) = 78
+    r = calib(con, epsilon=0.5, delta=1e-6, T=5000, B=64, lr=3e-4, k=120, L=0.2)
+    h = hand(0.5, 1e-6, 5000, 64, 3e-4, 120, 0.2, 78)
+    check(r["J"] == 78, "calibrate: J = floor(5000/64) = 78", r["J"])
+    check_close(r["sigma"], h["sigma"], "calibrate: T/B = 78.125 in sigma", rel=1e-12)
+    # k = 22.5: the path term shows in delta_total
+    r = calib(con, **dict(WORKED, k=22.5))
+    check_close(r["delta_total"], 0.097273093338657058, "calibrate: k = 22.5, delta_total = 0.0972731",
+                rel=1e-9)
+    # deterministic (allowed in a generated column); the noisy ones are not
+    con.execute("CREATE TABLE cfg(o TEXT, c TEXT AS (dp_q_calibrate(o)))")
+    con.execute("INSERT INTO cfg(o) VALUES (?)", (J(**WORKED),))
+    check(json.loads(con.execute("SELECT c FROM cfg").fetchone()[0])["sigma"] == calib(con, **WORKED)["sigma"],
+          "dp_q_calibrate is deterministic (usable in a generated column)")
+    flags = dict(con.execute("SELECT name, flags FROM pragma_function_list "
+                             "WHERE name IN ('dp_q_calibrate', 'dp_q_learn', 'dp_q_value')"))
+    check(flags["dp_q_calibrate"] & 0x800 and flags["dp_q_value"] & 0x800
+          and not flags["dp_q_learn"] & 0x800,
+          "SQLITE_DETERMINISTIC: dp_q_calibrate, dp_q_value yes; dp_q_learn no", flags)
+
+
+def test_calibrate_gdp_and_paper():
+    con = connect()
+    for case, kw in enumerate([WORKED, dict(epsilon=0.5, delta=1e-6, T=5000, B=64, lr=3e-4, k=60, L=0.1, J=78),
+                               dict(epsilon=3, delta=1e-8, T=100000, B=100, lr=1e-3, k=40, L=0.05, J=1)]):
+        g = calib(con, accountant="gdp", **kw)
+        p = calib(con, **kw)
+        h = hand(kw["epsilon"], kw["delta"], kw["T"], kw["B"], kw["lr"], kw["k"], kw["L"], kw["J"])
+        want = gdp_sigma(kw["epsilon"], kw["delta"], kw["T"] / kw["B"], h["C"])
+        check_close(g["sigma"], want, f"gdp case {case}: sigma = Python bisection", rel=1e-9)
+        sens = math.sqrt(kw["T"] / kw["B"] * h["C"])
+        check(gdp_delta(kw["epsilon"], sens / g["sigma"]) <= kw["delta"] * (1 + 1e-9)
+              and gdp_delta(kw["epsilon"], sens / (g["sigma"] * (1 - 1e-8))) > kw["delta"],
+              f"gdp case {case}: delta(eps) <= delta at sigma, > delta just below")
+        check(g["sigma"] < p["sigma"] and g["accountant"] == "gdp" and g["proven"] is True,
+              f"gdp case {case}: below the proof's sigma, proven")
+        m = 2 * kw["k"] - 8.68 * math.sqrt(h["beta"]) * g["sigma"]
+        check_close(g["delta_total"], kw["delta"] + kw["J"] * math.exp(-m * m / 2),
+                    f"gdp case {case}: delta_total at the gdp sigma", rel=1e-9)
+    # paper: C outside the square root, not proven
+    r = calib(con, accountant="paper", **WORKED)
+    h = hand(**{"eps": 1, "delta": 1e-5, "T": 6400, "B": 64, "lr": 0.01, "k": 30, "L": 0.1, "Jr": 10})
+    want = math.sqrt(2 * 100 * math.log(math.e + 1e5)) * h["C"] / 1
+    check_close(r["sigma"], want, "paper: printed formula sqrt(2 T/B ln(e + eps/delta)) C / eps",
+                rel=1e-12)
+    check(r["proven"] is False and r["accountant"] == "paper" and r["note"] == PAPER_NOTE + "; " + REUSE_NOTE,
+          "paper: says it is not the proven one", r)
+
+
+def test_calibrate_from_approximator():
+    con = connect()
+    for feat, Lf in (("tent", L_tent), ("rbf", L_rbf)):
+        # the last case has L = lr D (the derivative bound), the others P B / (4 (k+1))
+        for K, lr, k, rmin, rmax in ((21, 3e-4, 100, 0, 1), (11, 1e-3, 150, -0.2, 0.3), (5, 0.01, 600, 0, 4)):
+            r = calib(con, epsilon=1, delta=1e-5, T=5000, B=64, lr=lr, k=k, K=K, features=feat,
+                      rmin=rmin, rmax=rmax)
+            L = Lf(K, lr, k, 64, rmin, rmax)
+            check_close(r["L"], L, f"L from {feat} K={K} lr={lr} k={k} r=[{rmin},{rmax}]", rel=1e-13)
+            h = hand(1, 1e-5, 5000, 64, lr, k, L, 78)
+            check_close(r["sigma"], h["sigma"], f"sigma from the computed L ({feat}, K={K})", rel=1e-12)
+            check(r["features"] == {"kind": feat, "K": K} and (r["rmin"], r["rmax"]) == (rmin, rmax),
+                  f"calibrate reports the approximator ({feat}, K={K})", r)
+    r = calib(con, epsilon=1, delta=1e-5, T=5000, B=64, lr=3e-4, k=60, K=21)
+    check(r["features"]["kind"] == "tent", "features default to tent")
+
+
+def test_calibrate_refusals():
+    con = connect()
+    fn = "SELECT dp_q_calibrate(?)"
+    # 2k <= 8.68 sqrt(beta) sigma
+    h = hand(1, 1e-5, 6400, 64, 0.01, 20, 0.1, 10)
+    reach = 8.68 * math.sqrt(h["beta"]) * h["sigma"]
+    check(40 <= reach, "precondition: k = 20 has no guarantee")
+    check_error(con, fn, "dp_q_calibrate: no privacy guarantee: Theorem 5 needs 2k > 8.68 "
+                "sqrt(beta) sigma, got 2k = 40 <= %g (sigma = %g, beta = %g); raise k"
+                % (reach, h["sigma"], h["beta"]), "refused: 2k <= 8.68 sqrt(beta) sigma",
+                (J(**dict(WORKED, k=20)),))
+    # the paper's E.3 example (L^2 = 16) fails the condition with every accountant;
+    # "paper" reproduces its sigma ~ 0.313 in the message
+    h = hand(0.9, 5e-5, 5000, 64, 3e-4, 23, 4, 78)
+    sig = {"proof": h["sigma"], "gdp": gdp_sigma(0.9, 5e-5, 5000 / 64, h["C"]),
+           "paper": math.sqrt(2 * 5000 / 64 * math.log(math.e + 0.9 / 5e-5)) * h["C"] / 0.9}
+    check(abs(sig["paper"] - 0.313) < 5e-4, "E.3: the printed formula gives the paper's sigma 0.313")
+    for acc in ("proof", "gdp", "paper"):
+        check_error(con, fn, "dp_q_calibrate: no privacy guarantee: Theorem 5 needs 2k > 8.68 sqrt(beta) "
+                    "sigma, got 2k = 46 <= %g (sigma = %g, beta = %g); raise k"
+                    % (8.68 * math.sqrt(h["beta"]) * sig[acc], sig[acc], h["beta"]),
+                    f"E.3 parameters refused ({acc})",
+                    (J(epsilon=0.9, delta=5e-5, T=5000, B=64, lr=3e-4, k=23, L=4, accountant=acc),))
+    # delta_total >= 1: a positive but small margin, many paths
+    k = 21.2
+    h = hand(1, 1e-5, 6400, 64, 0.01, k, 0.1, 50)
+    check(0 < h["margin"] < 2 and h["delta_total"] >= 1, "precondition: k = 21.2, J = 50: delta_total >= 1",
+          h)
+    check_error(con, fn, "dp_q_calibrate: no privacy guarantee: delta_total = delta + J exp(-(2k - "
+                "8.68 sqrt(beta) sigma)^2 / 2) = %g >= 1 (J = 50, 2k - 8.68 sqrt(beta) sigma = %g); "
+                "raise k" % (h["delta_total"], h["margin"]), "refused: delta_total >= 1",
+                (J(**dict(WORKED, k=k, J=50)),))
+    bad = [
+        (dict(WORKED, epsilon=0), "dp_q_calibrate: option epsilon must be > 0, got 0"),
+        (dict(WORKED, delta=1), "dp_q_calibrate: option delta must be in (0, 1), got 1"),
+        ({k_: v for k_, v in WORKED.items() if k_ != "epsilon"}, "dp_q_calibrate: option epsilon is required"),
+        ({k_: v for k_, v in WORKED.items() if k_ != "k"}, "dp_q_calibrate: option k is required"),
+        (dict(WORKED, T=2.5), "dp_q_calibrate: option T must be an integer, got 2.5"),
+        (dict(WORKED, B=10000), "dp_q_calibrate: option B must be <= T = 6400, got 10000"),
+        (dict(WORKED, J=0), "dp_q_calibrate: option J must be in [1, 1e+09], got 0"),
+        (dict(WORKED, lr=-1), "dp_q_calibrate: option lr must be > 0, got -1"),
+        (dict(WORKED, L=0), "dp_q_calibrate: option L must be > 0, got 0"),
+        (dict(WORKED, accountant="rdp"),
+         'dp_q_calibrate: option accountant must be one of "proof", "gdp", "paper", got "rdp"'),
+        (dict(WORKED, K=21), "dp_q_calibrate: give option L or the approximator it is computed "
+         "from (K, features, rmin, rmax), not both"),
+        ({k_: v for k_, v in WORKED.items() if k_ != "L"}, "dp_q_calibrate: option L is required "
+         "(or K, to compute L for dp_q_learn's approximator)"),
+        (dict({k_: v for k_, v in WORKED.items() if k_ != "L"}, features="rbf"),
+         "dp_q_calibrate: option K is required"),
+        (dict({k_: v for k_, v in WORKED.items() if k_ != "L"}, K=21, rmin=1, rmax=1),
+         "dp_q_calibrate: option rmax must be > rmin = 1, got 1"),
+        (dict(WORKED, sigma=1), 'dp_q_calibrate: unknown option "sigma" (known: epsilon, delta, '
+         'T, B, lr, k, L, J, accountant, K, features, rmin, rmax)'),
+    ]
+    for kw, msg in bad:
+        check_error(con, fn, msg, "refused: " + msg, (J(**kw),))
+    check_error(con, fn, "dp_q_calibrate: options must be JSON text, got NULL", "refused: NULL options",
+                (None,))
+
+
+# ---- dp_q_noise ---------------------------------------------------------------
+
+SB = dict(sigma=0.5, beta=2.0)
+
+
+def pts_table(con, rows, name="pts"):
+    con.execute(f"CREATE TABLE {name}(s, a, q)")
+    con.executemany(f"INSERT INTO {name} VALUES (?,?,?)", rows)
+
+
+def noise(con, opts, sql="SELECT s, a, q FROM pts"):
+    return con.execute(NOISE, (sql, J(**opts))).fetchall()
+
+
+def test_noise_basics():
+    con = connect()
+    rows = [(0.1, 0, 1.0), (0.5, 1, 2.0), (0.1, 0, 1.0), (0.9, 0, 0.3), (0.1, 1, -1.0), (0.5, 1, 2.0)]
+    pts_table(con, rows)
+    o = dict(n_actions=2, seed=7, **SB)
+    a = noise(con, o)
+    cols = [d[0] for d in con.execute(NOISE, ("SELECT s, a, q FROM pts", J(**o))).description]
+    check(cols == ["state", "action", "q", "noisy_q"], "dp_q_noise columns", cols)
+    check([r[:3] for r in a] == rows, "rows in input order, state/action/q echoed", a)
+    check(a == noise(con, o), "seeded: reproducible")
+    check(a[0][3] == a[2][3] and a[1][3] == a[5][3], "repeated points get the same noise", a)
+    check(a[0][3] != a[4][3], "the two actions have different paths at one state", a)
+    g = grid_for(0.5)
+    check(g == 2.0 ** -27, "grid for sigma 0.5 is 2^-27")
+    check(all((r[3] / g) == math.floor(r[3] / g) for r in a), "noisy_q is on the grid")
+    u1 = noise(con, dict(n_actions=2, **SB))
+    u2 = noise(con, dict(n_actions=2, **SB))
+    check(all(x[3] != y[3] for x, y in zip(u1, u2)), "unseeded: two calls differ at every point")
+    check(noise(con, dict(o, seed=8)) != a, "another seed, other noise")
+    # per-action streams: rows of another action do not change action 0's noise
+    b = noise(con, o, "SELECT s, a, q FROM pts WHERE a = 0")
+    check([r for r in a if r[1] == 0] == b, "seeded noise of an action does not depend on the others")
+
+
+def test_noise_rounds_q_to_grid():
+    con = connect()
+    g = grid_for(0.5)
+    qs = [0.1, 1 / 3, -2.718281828459045, 1e-12, 12345.678901234567, 2.5 * g, -2.5 * g, 3 * g + g / 3]
+    states = [i / (len(qs) - 1) for i in range(len(qs))]
+    pts_table(con, [(s, 0, q) for s, q in zip(states, qs)])
+    pts_table(con, [(s, 0, 0.0) for s in states], "zero")
+    o = dict(n_actions=1, seed=11, **SB)
+    out = noise(con, o)
+    g0 = [r[3] for r in noise(con, o, "SELECT s, a, q FROM zero")]
+    ok = all(r[3] == g * round_half_away(q / g) + z for r, q, z in zip(out, qs, g0))
+    check(ok, "noisy_q = g round(q / g) + g_a(state): q rounded to the grid first",
+          [(r[3], g * round_half_away(q / g) + z) for r, q, z in zip(out, qs, g0)])
+    # the low bits of q do not reach the output
+    pts_table(con, [(s, 0, g * round_half_away(q / g)) for s, q in zip(states, qs)], "rounded")
+    check([r[3] for r in noise(con, o, "SELECT s, a, q FROM rounded")] == [r[3] for r in out],
+          "q and q rounded to the grid give identical noisy_q")
+
+
+def test_noise_covariance():
+    """2000 independent paths (one per action) at 5 states: covariance
+    sigma^2 exp(-beta |x - y|) on the rescaled states, each entry within 5
+    standard errors ((sigma^4 + c^2) / N for a known zero mean)."""
+    con = connect()
+    sigma, beta, lo, hi, N = 0.7, 3.0, -2.0, 3.0, 2000
+    states = [-2.0, -1.5, 0.0, 0.1, 3.0]
+    xs = [(s - lo) / (hi - lo) for s in states]
+    pts_table(con, [(s, a, 0.0) for a in range(N) for s in states])
+    out = noise(con, dict(n_actions=N, sigma=sigma, beta=beta, lo=lo, hi=hi, seed=2024))
+    vals = {}
+    for s, a, _, v in out:
+        vals.setdefault(a, {})[s] = v
+    worst = 0.0
+    for i in range(5):
+        mean = sum(vals[a][states[i]] for a in range(N)) / N
+        worst = max(worst, abs(mean) / (sigma / math.sqrt(N)))
+        for j in range(i, 5):
+            c = sigma ** 2 * math.exp(-beta * abs(xs[i] - xs[j]))
+            est = sum(vals[a][states[i]] * vals[a][states[j]] for a in range(N)) / N
+            worst = max(worst, abs(est - c) / math.sqrt((sigma ** 4 + c * c) / N))
+    check(worst <= 5, "means and 15 covariances within 5 standard errors", f"worst {worst:.2f} se")
+    # independent paths across actions: covariance of actions 2i, 2i+1 at one state ~ 0
+    worst = 0.0
+    for s in states:
+        est = sum(vals[2 * i][s] * vals[2 * i + 1][s] for i in range(N // 2)) / (N // 2)
+        worst = max(worst, abs(est) / (sigma ** 2 / math.sqrt(N // 2)))
+    check(worst <= 5, "paths of different actions uncorrelated (5 se)", f"worst {worst:.2f} se")
+
+
+def test_noise_path_table():
+    con = connect()
+    con.isolation_level = None
+    A = [(0.2, 0, 1.0), (0.6, 0, 2.0), (0.6, 1, 0.5), (0.2, 0, 1.0)]
+    pts_table(con, A)
+    o = dict(n_actions=2, path="gp", **SB)
+    first = noise(con, o)
+    g = grid_for(0.5)
+    stored = {(a, s): v for a, s, v in con.execute("SELECT action, state, g FROM gp")}
+    check(len(stored) == 3, "path table holds the 3 distinct points", stored)
+    check(all(close(r[3], g * round_half_away(r[2] / g) + stored[(r[1], r[0])], 0, 0) for r in first),
+          "path table holds the noise values: noisy_q = q + g stored")
+    check(con.execute("SELECT sigma, beta, lo, hi, seeded FROM gp_params").fetchall() == [(0.5, 2.0, 0.0, 1.0, 0)],
+          "parameters recorded in gp_params")
+    schema = con.execute("SELECT sql FROM sqlite_master WHERE name = 'gp'").fetchone()[0]
+    check(schema == 'CREATE TABLE "gp"(action INTEGER, state REAL, g REAL, PRIMARY KEY(action, state))',
+          "path table schema", schema)
+    # a second call (new noise draws) sees the stored values at old points
+    again = noise(con, o)
+    check(again == first, "a second call returns the stored values (one consistent path)")
+    # new points: one extremely close to a stored one, one between two stored ones
+    d = 1e-9
+    con.execute("INSERT INTO pts VALUES (?, 0, 0), (0.4, 0, 0), (0.9, 1, 0)", (0.2 + d,))
+    third = noise(con, o)
+    check(third[:4] == first, "old points keep their values when new ones are drawn")
+    new = {(r[1], r[0]): r[3] for r in third[4:]}
+    g02 = stored[(0, 0.2)]
+    # conditional of an OU path given its neighbour at distance d (scaled by beta):
+    # mean within (1 - e^{-beta d}) |g| of it, sd sigma sqrt(1 - e^{-2 beta d})
+    sd = 0.5 * math.sqrt(-math.expm1(-2 * 2.0 * d))
+    bound = 8 * sd + (-math.expm1(-2.0 * d)) * abs(g02) + 2 * g
+    check(abs(new[(0, 0.2 + d)] - g02) <= bound,
+          "a new point 1e-9 from a stored one gets a value within 8 conditional sd of it",
+          f"{new[(0, 0.2 + d)]} vs {g02}, bound {bound:.3g}")
+    check(con.execute("SELECT count(*) FROM gp").fetchone()[0] == 6, "the 3 new points are stored")
+    # deterministic version of the same, seeded (a seeded path table)
+    o2 = dict(n_actions=1, path="gp2", seed=5, **SB)
+    pts_table(con, [(0.3, 0, 0.0), (0.7, 0, 0.0)], "p2")
+    before = noise(con, o2, "SELECT s, a, q FROM p2")
+    eps = 1e-12
+    after = noise(con, o2, f"SELECT s, a, q FROM p2 UNION ALL SELECT 0.3 + {eps!r}, 0, 0 "
+                  "UNION ALL SELECT 0.5, 0, 0")
+    check(after[:2] == before, "seeded path: stored values come back")
+    sd = 0.5 * math.sqrt(-math.expm1(-2 * 2.0 * eps))
+    check(abs(after[2][3] - before[0][3]) <= 8 * sd + 2.0 * eps * abs(before[0][3]) + 2 * g,
+          "seeded path: a point 1e-12 away gets (nearly) the same value",
+          f"{after[2][3]} vs {before[0][3]}")
+    # conditioning in the middle: the bridge mean lies between the neighbours' values
+    # up to a few conditional sd (sd of the bridge at x = 0.5 between 0.3 and 0.7)
+    E = lambda t: -math.expm1(-2 * t)  # noqa: E731
+    a_, b_ = 2.0 * 0.2, 2.0 * 0.2
+    mean = (math.exp(-a_) * E(b_) * before[0][3] + math.exp(-b_) * E(a_) * before[1][3]) / E(a_ + b_)
+    sdb = 0.5 * math.sqrt(E(a_) * E(b_) / E(a_ + b_))
+    check(abs(after[3][3] - mean) <= 5 * sdb, "bridge draw within 5 sd of the exact conditional mean",
+          f"{after[3][3]} vs {mean} (sd {sdb:.3g})")
+
+
+def test_noise_path_refusals():
+    con = connect()
+    con.isolation_level = None
+    pts_table(con, [(0.1, 0, 1.0), (0.5, 1, 2.0)])
+    src = "SELECT s, a, q FROM pts"
+    o = dict(n_actions=2, **SB)
+    con.execute("CREATE TABLE bad(action INTEGER, state REAL)")
+    check_error(con, NOISE, 'dp_q_noise: path table "bad" must have the schema (action INTEGER, '
+                'state REAL, g REAL, PRIMARY KEY(action, state)), got (action INTEGER, state REAL)',
+                "wrong path schema: clear error naming the table", (src, J(path="bad", **o)))
+    con.execute("CREATE TABLE bad2(action INTEGER, state REAL, g REAL, PRIMARY KEY(state, action))")
+    check_error(con, NOISE, 'dp_q_noise: path table "bad2" must have the schema (action INTEGER, '
+                'state REAL, g REAL, PRIMARY KEY(action, state)), got (action INTEGER, state REAL, '
+                'g REAL, PRIMARY KEY(state, action))', "wrong primary key order refused",
+                (src, J(path="bad2", **o)))
+    # nothing written on error: the path table is created, then its parameters
+    # table turns out wrong; the SAVEPOINT takes the creation back
+    con.execute("CREATE TABLE fresh_params(x)")
+    check_error(con, NOISE, 'dp_q_noise: path table "fresh": its parameters table "fresh_params" '
+                'must have the schema (sigma REAL, beta REAL, lo REAL, hi REAL, seeded INTEGER), '
+                'got (x)', "wrong parameters table refused", (src, J(path="fresh", **o)))
+    check(con.execute("SELECT count(*) FROM sqlite_master WHERE name = 'fresh'").fetchone()[0] == 0,
+          "nothing written on error: the path table created in the call is rolled back")
+    # an error half-way through the inserts (a trigger) rolls back every insert
+    noise(con, dict(path="p", **o))
+    before = con.execute("SELECT * FROM p ORDER BY action, state").fetchall()
+    con.execute("CREATE TRIGGER stop BEFORE INSERT ON p WHEN NEW.state > 0.75 "
+                "BEGIN SELECT RAISE(ABORT, 'no states above 0.75'); END")
+    many = "SELECT s, a, q FROM pts UNION ALL SELECT v / 10.0, 0, 0 FROM (SELECT 1 AS v UNION ALL " + \
+           " UNION ALL ".join(f"SELECT {v}" for v in range(2, 10)) + ")"
+    check_error(con, NOISE, 'dp_q_noise: path table "p": storing new points: no states above 0.75',
+                "an insert failing half-way is an error", (many, J(path="p", **o)))
+    check(con.execute("SELECT * FROM p ORDER BY action, state").fetchall() == before
+          and con.execute("SELECT count(*) FROM p_params").fetchone()[0] == 1,
+          "nothing written on error: the inserts before the failing one are rolled back")
+    con.execute("DROP TRIGGER stop")
+    # a point that cannot be stored is an error, never skipped (its value would be released)
+    con.execute("CREATE TABLE chk(action INTEGER, state REAL, g REAL CHECK (state < 0.75), "
+                "PRIMARY KEY(action, state))")
+    check_error(con, NOISE, 'dp_q_noise: path table "chk": storing new points: CHECK constraint failed: '
+                'state < 0.75', "a CHECK constraint on the path table: error, not a silent skip",
+                (many, J(path="chk", **o)))
+    check(con.execute("SELECT count(*) FROM chk").fetchone()[0] == 0
+          and con.execute("SELECT count(*) FROM sqlite_master WHERE name = 'chk_params'").fetchone()[0] == 0,
+          "nothing written on error: no points, no parameters table")
+    # inside the caller's transaction: only dp_q_noise's part is undone
+    con.execute("BEGIN")
+    con.execute("INSERT INTO pts VALUES (0.3, 0, 0)")
+    check(sql_error(con, NOISE, (src, J(path="bad", **o))) is not None, "error inside BEGIN")
+    check(con.in_transaction is True and con.execute("SELECT count(*) FROM pts").fetchone()[0] == 3,
+          "the caller's transaction and its changes survive a dp_q_noise error")
+    con.execute("COMMIT")
+    # parameters must match the stored path
+    check_error(con, NOISE, 'dp_q_noise: path table "p" holds a path with sigma = 0.5, beta = 2, '
+                'interval [0, 1]; this call has sigma = 0.5, beta = 3, interval [0, 1]: use another '
+                'path table', "other beta refused", (src, J(path="p", n_actions=2, sigma=0.5, beta=3)))
+    check_error(con, NOISE, 'dp_q_noise: path table "p" holds a path with sigma = 0.5, beta = 2, '
+                'interval [0, 1]; this call has sigma = 0.5, beta = 2, interval [0, 2]: use another '
+                'path table', "other interval refused", (src, J(path="p", hi=2, **o)))
+    check_error(con, NOISE, 'dp_q_noise: path table "p" holds private noise: a seeded call would add '
+                'reproducible values to it; use another path table', "seeded call on a private path refused",
+                (src, J(path="p", seed=1, **o)))
+    noise(con, dict(path="ps", seed=1, **o))
+    check_error(con, NOISE, 'dp_q_noise: path table "ps" was drawn with a seed (reproducible, not '
+                'private): use another path table for private noise', "unseeded call on a seeded path refused",
+                (src, J(path="ps", **o)))
+    con.execute("CREATE TABLE orphan(action INTEGER, state REAL, g REAL, PRIMARY KEY(action, state))")
+    con.execute("INSERT INTO orphan VALUES (0, 0.5, 1)")
+    check_error(con, NOISE, 'dp_q_noise: path table "orphan" holds 1 points but "orphan_params" has no '
+                'parameters row: its sigma, beta and interval are unknown', "points without parameters refused",
+                (src, J(path="orphan", **o)))
+    check(con.execute("SELECT count(*) FROM sqlite_master WHERE name = 'orphan_params'").fetchone()[0] == 0,
+          "nothing written on error: the parameters table created in the call is rolled back")
+    con.execute("DELETE FROM orphan")
+    noise(con, dict(path="orphan", **o))
+    con.execute("UPDATE orphan SET g = 0.1 WHERE action = 0")
+    check_error(con, NOISE, 'dp_q_noise: path table "orphan": stored row (action 0, state 0.1, g 0.1) is '
+                'not a point of this path (state in [lo, hi], g a finite multiple of the grid)',
+                "a tampered value (off the grid) refused", (src, J(path="orphan", **o)))
+    # a statement that writes itself cannot store new noise, but can read a stored path
+    check_error(con, "CREATE TABLE r AS SELECT * FROM dp_q_noise(?, ?)",
+                'dp_q_noise: path table "w": cannot store new noise from inside a statement that '
+                'writes (cannot open savepoint - SQL statements in progress); run the same call in a '
+                'plain SELECT first: once its points are stored, it writes nothing',
+                "CREATE TABLE AS with new points: clear error", (src, J(path="w", **o)))
+    first = noise(con, dict(path="w", **o))
+    con.execute("CREATE TABLE r AS SELECT * FROM dp_q_noise(?, ?)", (src, J(path="w", **o)))
+    check(con.execute("SELECT * FROM r").fetchall() == first,
+          "CREATE TABLE AS over stored points works and returns the stored noise")
+
+
+def test_noise_errors():
+    con = connect()
+    pts_table(con, [(0.1, 0, 1.0), (0.5, 1, 2.0)])
+    src = "SELECT s, a, q FROM pts"
+    o = dict(n_actions=2, **SB)
+    cases = [
+        ("SELECT NULL, 0, 1", o, "dp_q_noise: state must be a number, got NULL (row 1 of points_sql)"),
+        ("SELECT 0.5, 0, 1 UNION ALL SELECT 1.5, 0, 1", o,
+         "dp_q_noise: state must be in [lo, hi] = [0, 1], got 1.5 (row 2 of points_sql)"),
+        ("SELECT -3, 0, 1", dict(o, lo=-2, hi=2),
+         "dp_q_noise: state must be in [lo, hi] = [-2, 2], got -3 (row 1 of points_sql)"),
+        ("SELECT 1e999, 0, 1", o, "dp_q_noise: state must be a finite number, got inf (row 1 of points_sql)"),
+        ("SELECT 0.5, 2, 1", o, "dp_q_noise: action must be in 0..n_actions-1 = 0..1, got 2 (row 1 of points_sql)"),
+        ("SELECT 0.5, -1, 1", o, "dp_q_noise: action must be in 0..n_actions-1 = 0..1, got -1 (row 1 of points_sql)"),
+        ("SELECT 0.5, 0.5, 1", o, "dp_q_noise: action must be an integer, got 0.5 (row 1 of points_sql)"),
+        ("SELECT 0.5, 'left', 1", o, "dp_q_noise: action must be an integer, got text 'left' (row 1 of points_sql)"),
+        ("SELECT 0.5, 0, NULL", o, "dp_q_noise: q must be a number, got NULL (row 1 of points_sql)"),
+        ("SELECT 0.5, 0, 1e300", o, "dp_q_noise: q must be below 2^52 grid steps (grid 7.450580596923828e-09), "
+         "got 1e+300 (row 1 of points_sql)"),
+        ("SELECT s, a FROM pts", o, "dp_q_noise: points_sql must return 3 columns, got 2"),
+        ("DELETE FROM pts", o, "dp_q_noise: points_sql must not write (a read-only SELECT)"),
+        (src, dict(o, sigma=0), "dp_q_noise: option sigma must be > 0, got 0"),
+        (src, dict(o, sigma=-1), "dp_q_noise: option sigma must be > 0, got -1"),
+        (src, dict(o, beta=0), "dp_q_noise: option beta must be > 0, got 0"),
+        (src, {"n_actions": 2, "sigma": 0.5}, "dp_q_noise: option beta is required"),
+        (src, {"sigma": 0.5, "beta": 2}, "dp_q_noise: option n_actions is required"),
+        (src, dict(o, n_actions=0), "dp_q_noise: option n_actions must be in [1, 1e+06], got 0"),
+        (src, {"n_actions": 2, "beta": 2},
+         "dp_q_noise: option beta goes with sigma; without sigma both come from the calibration inputs"),
+        (src, {"n_actions": 2}, "dp_q_noise: option epsilon is required"),
+        (src, dict(n_actions=2, epsilon=1, delta=1e-5, T=6400, B=64, lr=0.01, k=30),
+         "dp_q_noise: option L is required (or K, to compute L for dp_q_learn's approximator)"),
+        (src, dict(o, epsilon=1), "dp_q_noise: option epsilon is a calibration input; give either sigma "
+         "and beta, or the calibration inputs, not both"),
+        (src, dict(n_actions=2, accountant="paper", **WORKED),
+         'dp_q_noise: accountant "paper" has no privacy guarantee (the printed formula of Theorem 5); '
+         "use it with dp_q_calibrate or dp_q_learn to compare"),
+        (src, dict(o, hi=0), "dp_q_noise: option hi must be > lo = 0, got 0"),
+        (src, dict(o, path=""), 'dp_q_noise: option path must be a table name, got ""'),
+        (src, dict(o, path=3), "dp_q_noise: option path must be a table name, got 3"),
+        (src, dict(o, seed=-1), "dp_q_noise: option seed must be in [0, 9.0072e+15], got -1"),
+        (src, dict(o, sigmaa=1), 'dp_q_noise: unknown option "sigmaa" (known: n_actions, lo, hi, path, seed, '
+         'sigma, beta, epsilon, delta, T, B, lr, k, L, J, accountant, K, features, rmin, rmax)'),
+        (None, o, "dp_q_noise: points_sql must be the text of a SELECT, got NULL"),
+    ]
+    for sql, opts, msg in cases:
+        check_error(con, NOISE, msg, "refused: " + msg, (sql, J(**opts)))
+    check_error(con, "SELECT * FROM dp_q_noise(?)", "dp_q_noise: argument options is required",
+                "refused: options missing", (src,))
+    check_error(con, NOISE, "dp_q_noise: options must be JSON text, got NULL", "refused: NULL options",
+                (src, None))
+    check(con.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 1, "errors write nothing")
+    # calibrated: sigma and beta are dp_q_calibrate's
+    o = dict(n_actions=1, seed=3, **WORKED)
+    c = calib(con, **WORKED)
+    con.execute("CREATE TABLE one(s, a, q)")
+    con.execute("INSERT INTO one VALUES (0.5, 0, 0)")
+    a = noise(con, o, "SELECT s, a, q FROM one")
+    b = noise(con, dict(n_actions=1, seed=3, sigma=c["sigma"], beta=c["beta"]), "SELECT s, a, q FROM one")
+    check(a == b, "calibration options give the same noise as dp_q_calibrate's sigma and beta")
+    check(noise(con, dict(o, n_actions=1), "SELECT s, a, q FROM one WHERE 0") == [], "no points, no rows")
+
+
+# ---- dp_q_learn: the paper's task (Appendix E.1) -----------------------------
+
+GAMMA = 0.9
+
+
+def task_reward(s):
+    return 0.5 - abs(s - 0.5)
+
+
+def task_move(s, a, u):
+    return min(1.0, s + u) if a else max(0.0, s - u)
+
+
+def make_data(episodes, seed):
+    rng = random.Random(seed)
+    rows = []
+    for _ in range(episodes):
+        x = rng.random()
+        for _ in range(50):
+            a = rng.randrange(2)
+            xn = task_move(x, a, 0.25 * rng.random())
+            rows.append((x, a, task_reward(xn), xn))
+            x = xn
+    return rows
+
+
+def value_iteration(NG=401):
+    """Q*(s, a) = 4 int_0^{1/4} h(clip(s +- u)) du, h = r + gamma V*, V*
+    piecewise linear on NG nodes (integral of the interpolant exact by
+    cumulative trapezoids; s +- 1/4 falls on nodes)."""
+    dx, w = 1.0 / (NG - 1), (NG - 1) // 4
+    V = [0.0] * NG
+    for _ in range(1000):
+        h = [task_reward(i * dx) + GAMMA * V[i] for i in range(NG)]
+        F = [0.0] * NG
+        for i in range(1, NG):
+            F[i] = F[i - 1] + 0.5 * dx * (h[i] + h[i - 1])
+        ql, qr = [0.0] * NG, [0.0] * NG
+        for i in range(NG):
+            hi, lo = i + w, i - w
+            qr[i] = 4 * (F[hi] - F[i]) if hi <= NG - 1 else 4 * (F[NG - 1] - F[i] + (hi - NG + 1) * dx * h[NG - 1])
+            ql[i] = 4 * (F[i] - F[lo]) if lo >= 0 else 4 * (F[i] + (-lo) * dx * h[0])
+        newV = [max(a, b) for a, b in zip(ql, qr)]
+        diff = max(abs(a - b) for a, b in zip(newV, V))
+        V = newV
+        if diff < 1e-12:
+            break
+    def qstar(a, x):
+        u = x * (NG - 1)
+        j = min(int(u), NG - 2)
+        t = u - j
+        arr = qr if a else ql
+        return arr[j] * (1 - t) + arr[j + 1] * t
+    return qstar
+
+
+def q_theta(model, a, s):
+    """Q_theta from the released JSON, by the feature definitions (q_learn.h)."""
+    f = model["features"]
+    K, th = f["K"], model["theta"][a]
+    x = min(1.0, max(0.0, (s - f["lo"]) / (f["hi"] - f["lo"])))
+    u = x * (K - 1)
+    if f["kind"] == "tent":
+        j = min(int(math.floor(u)), K - 2) if u >= 1 else 0
+        w = u - j
+        return th[j] * (1 - w) + th[j + 1] * w
+    return sum(th[i] * math.exp(-0.5 * (u - i) ** 2) for i in range(K))
+
+
+def episode_returns(policy, n=2000):
+    """Mean-50-step returns of n episodes; common random numbers: the same
+    starts and step sizes for every policy (the coin only for random)."""
+    g, coin = random.Random(4242), random.Random(4243)
+    out = []
+    for _ in range(n):
+        x, tot = g.random(), 0.0
+        for _ in range(50):
+            u = 0.25 * g.random()
+            a = coin.randrange(2) if policy is None else policy(x)
+            x = task_move(x, a, u)
+            tot += task_reward(x)
+        out.append(tot)
+    return out
+
+
+def paired(x, y):
+    d = [a - b for a, b in zip(x, y)]
+    m = sum(d) / len(d)
+    se = math.sqrt(sum((v - m) ** 2 for v in d) / (len(d) - 1) / len(d))
+    return m, se
+
+
+def transitions(con, rows):
+    con.execute("CREATE TABLE transitions(s, a, r, s_next)")
+    con.executemany("INSERT INTO transitions VALUES (?,?,?,?)", rows)
+
+
+def learn(con, **kw):
+    return json.loads(con.execute(LEARN, (J(**kw),)).fetchone()[0])
+
+
+def test_learn_noise_free():
+    """sigma = 0 (not private): 1000 episodes (50,000 transitions), 21 tents
+    per action, lr 0.3, 20,000 batches of 64.  Q_theta must approach Q*
+    within 0.1 (2.4% of max Q* = 4.125): the interpolation error of 21 nodes
+    (~0.004, at most that / (1 - gamma) for the fixed point), the sampling
+    error of ~1,200 transitions per feature and action (~0.3 / sqrt(1200) /
+    (1 - gamma) ~ 0.09 at worst, far less in practice) and the SGD spread
+    (~0.01).  The unit test (500,000 transitions) holds 0.05."""
+    con = connect()
+    transitions(con, make_data(1000, 31))
+    m = learn(con, n_actions=2, gamma=GAMMA, lr=0.3, T=64 * 20000, B=64, K=21, sigma=0, seed=4)
+    check(m["private"] is False and m["seeded"] is True and m["sigma"] == 0
+          and m["note"] == "sigma was given, not calibrated: no privacy guarantee is claimed",
+          "sigma = 0: the result says private: false", m.get("note"))
+    qstar = value_iteration()
+    err = max(abs(q_theta(m, a, i / 200) - qstar(a, i / 200)) for a in (0, 1) for i in range(201))
+    check(err <= 0.1, "noise-free: max |Q_theta - Q*| <= 0.1", f"max error {err:.4f}")
+    opt = episode_returns(lambda x: int(qstar(1, x) > qstar(0, x)))
+    lrn = episode_returns(lambda x: int(q_theta(m, 1, x) > q_theta(m, 0, x)))
+    d, se = paired(opt, lrn)
+    mean_opt = sum(opt) / len(opt)
+    check(d <= 0.02 * mean_opt, "noise-free: greedy return within 2% of the optimal one",
+          f"optimal {mean_opt:.3f}, optimal - learned {d:.4f} (se {se:.4f})")
+    # dp_q_value agrees with the feature definitions
+    con.execute("CREATE TABLE model(m)")
+    con.execute("INSERT INTO model VALUES (?)", (json.dumps(m),))
+    got = con.execute("SELECT dp_q_value(m, ?, ?) FROM model", (0.37, 1)).fetchone()[0]
+    check_close(got, q_theta(m, 1, 0.37), "dp_q_value = theta . phi(x) (tent)", rel=1e-13)
+    grid = con.execute("WITH RECURSIVE g(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM g WHERE i < 100) "
+                       "SELECT i, dp_q_value((SELECT m FROM model), i / 100.0, i % 2) FROM g").fetchall()
+    check(all(close(v, q_theta(m, i % 2, i / 100.0), 1e-13, 1e-15) for i, v in grid),
+          "dp_q_value over a grid (one parsed model per statement)")
+
+
+def test_learn_private_beats_random():
+    """The paper's setting: 100 episodes (5,000 transitions), T = 5000, B =
+    64, lr = 3e-4, 21 tents; epsilon = 1, delta = 1e-5, k = 60 (the smallest
+    round k with a guarantee is ~55): sigma = 0.376, beta = 874.  The greedy
+    policy must beat the uniformly random one by more than 5 standard errors
+    of the paired difference of returns (2000 episodes, common random
+    numbers); seeded, so deterministic."""
+    con = connect()
+    transitions(con, make_data(100, 12))
+    o = dict(n_actions=2, gamma=GAMMA, lr=3e-4, T=5000, B=64, K=21, k=60, epsilon=1, delta=1e-5)
+    m = learn(con, seed=8, **o)
+    c = calib(con, epsilon=1, delta=1e-5, T=5000, B=64, lr=3e-4, k=60, K=21)
+    L = L_tent(21, 3e-4, 60, 64)
+    h = hand(1, 1e-5, 5000, 64, 3e-4, 60, L, 78)
+    check(m["private"] is True and m["seeded"] is True, "calibrated: private, and marked seeded")
+    check_close(m["sigma"], h["sigma"], "dp_q_learn sigma = hand calibration with the computed L", rel=1e-12)
+    check(m["sigma"] == c["sigma"] and m["beta"] == c["beta"] and m["L"] == c["L"]
+          and m["delta_total"] == c["delta_total"], "dp_q_learn and dp_q_calibrate agree")
+    check(set(m) == {"mechanism", "private", "seeded", "sigma", "beta", "delta_total", "accountant", "proven",
+                     "epsilon", "delta", "T", "B", "J", "lr", "k", "L", "v", "C", "mu", "margin", "grid",
+                     "n_actions", "transitions", "gamma", "rmin", "rmax", "features", "theta"},
+          "private result keys (public parameters and theta only)", sorted(m))
+    check(m["features"] == {"kind": "tent", "K": 21, "lo": 0, "hi": 1} and len(m["theta"]) == 2
+          and all(len(t) == 21 for t in m["theta"]) and m["J"] == 78 and m["transitions"] == 5000,
+          "features, theta shape, J = T/B, transitions")
+    check(m["grid"] == grid_for(m["sigma"]), "grid = 2^(ceil(log2 sigma) - 26)")
+    lrn = episode_returns(lambda x: int(q_theta(m, 1, x) > q_theta(m, 0, x)))
+    rnd = episode_returns(None)
+    d, se = paired(lrn, rnd)
+    check(d > 5 * se, "private (sigma 0.376) greedy policy beats a random one by > 5 se",
+          f"learned - random {d:.3f} (se {se:.3f})")
+    check(learn(con, seed=8, **o)["theta"] == m["theta"], "seeded: reproducible")
+    u1, u2 = learn(con, **o), learn(con, **o)
+    check("seeded" not in u1 and u1["theta"] != u2["theta"], "unseeded: not marked, two runs differ")
+    # the noise matters: the same seed without noise gives another theta
+    z = learn(con, seed=8, n_actions=2, gamma=GAMMA, lr=3e-4, T=5000, B=64, K=21, sigma=0)
+    check(z["theta"] != m["theta"], "sigma 0 and the calibrated sigma differ (same batches)")
+    # rbf features, gdp accountant
+    r = learn(con, seed=9, **dict(o, features="rbf", K=11, k=90, accountant="gdp"))
+    cg = calib(con, epsilon=1, delta=1e-5, T=5000, B=64, lr=3e-4, k=90, K=11, features="rbf", accountant="gdp")
+    check(r["sigma"] == cg["sigma"] and r["private"] is True and r["features"]["kind"] == "rbf",
+          "rbf + gdp: sigma from the gdp accountant")
+    con.execute("CREATE TABLE model(m)")
+    con.execute("INSERT INTO model VALUES (?)", (json.dumps(r),))
+    got = con.execute("SELECT dp_q_value(m, 0.61, 0) FROM model").fetchone()[0]
+    check_close(got, q_theta(r, 0, 0.61), "dp_q_value = theta . phi(x) (rbf)", rel=1e-12)
+
+
+def test_learn_more():
+    con = connect()
+    rows = make_data(10, 5)
+    transitions(con, rows)
+    base = dict(n_actions=2, gamma=GAMMA, lr=0.1, T=640, B=64, sigma=0, seed=1)
+    # rewards are clamped to [rmin, rmax]: scaling rewards above rmax changes nothing
+    con.execute("CREATE TABLE big AS SELECT s, a, r * 100 + 2 AS r, s_next FROM transitions")
+    m1 = learn(con, **base)
+    m2 = json.loads(con.execute("SELECT dp_q_learn(s, a, r, s_next, ?) FROM big",
+                                (J(**dict(base, rmin=1, rmax=1.5)),)).fetchone()[0])
+    con.execute("CREATE TABLE ones AS SELECT s, a, 1.5 AS r, s_next FROM transitions")
+    m3 = json.loads(con.execute("SELECT dp_q_learn(s, a, r, s_next, ?) FROM ones",
+                                (J(**dict(base, rmin=1, rmax=1.5)),)).fetchone()[0])
+    check(m2["theta"] == m3["theta"] and m1["theta"] != m2["theta"],
+          "rewards clamped to [rmin, rmax] (all >= 2 -> same theta as all 1.5)")
+    # interval: states rescaled from [lo, hi]
+    con.execute("CREATE TABLE shifted AS SELECT 10 + 4 * s AS s, a, r, 10 + 4 * s_next AS s_next FROM transitions")
+    m4 = json.loads(con.execute("SELECT dp_q_learn(s, a, r, s_next, ?) FROM shifted",
+                                (J(**dict(base, lo=10, hi=14)),)).fetchone()[0])
+    check(all(close(x, y, 1e-9, 1e-12) for a, b in zip(m1["theta"], m4["theta"]) for x, y in zip(a, b)),
+          "states on [10, 14] with lo/hi give the theta of [0, 1]")
+    # GROUP BY: one release per group; no rows: NULL
+    con.execute("CREATE TABLE grouped AS SELECT rowid % 2 AS grp, * FROM transitions")
+    res = con.execute("SELECT grp, dp_q_learn(s, a, r, s_next, ?) FROM grouped GROUP BY grp",
+                      (J(**base),)).fetchall()
+    check(len(res) == 2 and all(json.loads(r[1])["transitions"] == 250 for r in res), "GROUP BY: one release per group")
+    check(con.execute(LEARN + " WHERE 0", (J(**base),)).fetchone()[0] is None, "no rows: NULL")
+    # J < T/B and the paper accountant: released, but private: false with a note
+    p = dict(n_actions=2, gamma=GAMMA, lr=3e-4, T=5000, B=64, k=60, epsilon=1, delta=1e-5, seed=2)
+    m = learn(con, **dict(p, J=3))
+    check(m["private"] is False and m["J"] == 3 and m["note"] == REUSE_NOTE,
+          "J < T/B: private false, says why", m.get("note"))
+    m = learn(con, **dict(p, k=120, accountant="paper"))
+    check(m["private"] is False and m["proven"] is False and m["note"] == PAPER_NOTE,
+          "accountant paper: private false, says why", m.get("note"))
+
+
+def test_learn_errors():
+    con = connect()
+    transitions(con, make_data(2, 3))
+    base = dict(n_actions=2, gamma=GAMMA, lr=0.1, T=640, B=64, sigma=0)
+    T = "WITH t(s, a, r, s_next) AS (%s) SELECT dp_q_learn(s, a, r, s_next, ?) FROM t"
+    rowsql = [
+        ("SELECT NULL, 0, 0, 0.5", "dp_q_learn: s must be a number, got NULL (row 1 of the transitions)"),
+        ("SELECT 0.5, 0, 0, 0.5 UNION ALL SELECT 1.5, 0, 0, 0.5",
+         "dp_q_learn: s must be in [lo, hi] = [0, 1], got 1.5 (row 2 of the transitions)"),
+        ("SELECT 0.5, 2, 0, 0.5", "dp_q_learn: a must be in 0..n_actions-1 = 0..1, got 2 (row 1 of the transitions)"),
+        ("SELECT 0.5, 'x', 0, 0.5", "dp_q_learn: a must be an integer, got text 'x' (row 1 of the transitions)"),
+        ("SELECT 0.5, 0, NULL, 0.5", "dp_q_learn: r must be a number, got NULL (row 1 of the transitions)"),
+        ("SELECT 0.5, 0, 1e999, 0.5", "dp_q_learn: r must be a finite number, got inf (row 1 of the transitions)"),
+        ("SELECT 0.5, 0, 0, -0.5", "dp_q_learn: s_next must be in [lo, hi] = [0, 1], got -0.5 (row 1 of the transitions)"),
+    ]
+    for sql, msg in rowsql:
+        check_error(con, T % sql, msg, "refused: " + msg, (J(**base),))
+    opt = [
+        (dict(base, gamma=1), "dp_q_learn: option gamma must be in [0, 1), got 1"),
+        ({k: v for k, v in base.items() if k != "gamma"}, "dp_q_learn: option gamma is required"),
+        ({k: v for k, v in base.items() if k != "n_actions"}, "dp_q_learn: option n_actions is required"),
+        ({k: v for k, v in base.items() if k != "lr"}, "dp_q_learn: option lr is required"),
+        (dict(base, sigma=-1), "dp_q_learn: option sigma must be >= 0, got -1"),
+        (dict(base, sigma=0.5), "dp_q_learn: option beta is required"),
+        (dict(base, K=1), "dp_q_learn: option K must be in [2, 100000], got 1"),
+        (dict(base, features="poly"), 'dp_q_learn: option features must be one of "tent", "rbf", got "poly"'),
+        (dict(base, B=1000), "dp_q_learn: option B must be <= T = 640, got 1000"),
+        (dict(base, epsilon=1), "dp_q_learn: option epsilon is a calibration input; give either sigma (and "
+         "beta) or epsilon, delta and k, not both"),
+        (dict({k: v for k, v in base.items() if k != "sigma"}, beta=2),
+         "dp_q_learn: option beta goes with sigma; without sigma both come from the calibration"),
+        ({k: v for k, v in base.items() if k != "sigma"}, "dp_q_learn: option epsilon is required"),
+        (dict({k: v for k, v in base.items() if k != "sigma"}, epsilon=1, delta=1e-5),
+         "dp_q_learn: option k is required"),
+        (dict(base, L=1), 'dp_q_learn: unknown option "L" (known: n_actions, gamma, lr, T, B, J, K, features, '
+         'lo, hi, rmin, rmax, k, epsilon, delta, accountant, sigma, beta, seed)'),
+    ]
+    for o, msg in opt:
+        check_error(con, LEARN, msg, "refused: " + msg, (J(**o),))
+    check_error(con, "SELECT dp_q_learn(s, a, r, s_next, CASE WHEN rowid = 3 THEN ? ELSE ? END) FROM transitions",
+                "dp_q_learn: options must be the same for every row", "options differing between rows",
+                (J(**dict(base, seed=1)), J(**base)))
+    check_error(con, LEARN, "dp_q_learn: options must be JSON text, got NULL", "NULL options", (None,))
+    p = dict(n_actions=2, gamma=GAMMA, lr=3e-4, T=5000, B=64, k=20, epsilon=1, delta=1e-5)
+    h = hand(1, 1e-5, 5000, 64, 3e-4, 20, L_tent(21, 3e-4, 20, 64), 78)
+    check_error(con, LEARN, "dp_q_learn: no privacy guarantee: Theorem 5 needs 2k > 8.68 sqrt(beta) sigma, "
+                "got 2k = 40 <= %g (sigma = %g, beta = %g); raise k"
+                % (8.68 * math.sqrt(h["beta"]) * h["sigma"], h["sigma"], h["beta"]),
+                "dp_q_learn: no guarantee (k = 20): refused", (J(**p),))
+    # dp_q_value
+    model = J(features={"kind": "tent", "K": 3, "lo": 0, "hi": 2}, theta=[[1, 2, 3], [0, 0, 1]])
+    check(con.execute("SELECT dp_q_value(?, 1.5, 0), dp_q_value(?, 2, 1)", (model, model)).fetchone() == (2.5, 1.0),
+          "dp_q_value on a hand-made model")
+    vcases = [
+        ((model, 2.5, 0), "dp_q_value: state must be in [lo, hi] = [0, 2], got 2.5"),
+        ((model, 1, 2), "dp_q_value: action must be in 0..n_actions-1 = 0..1, got 2"),
+        ((model, None, 0), "dp_q_value: state must be a number, got NULL"),
+        (("{}", 1, 0), 'dp_q_value: model must be a result of dp_q_learn: it needs "features" and "theta"'),
+        ((None, 1, 0), "dp_q_value: model must be the JSON text of a dp_q_learn result, got NULL"),
+        ((J(features={"kind": "tent", "K": 3, "lo": 0, "hi": 2}, theta=[[1, 2]]), 1, 0),
+         "dp_q_value: model must be a result of dp_q_learn: theta must hold one array of K numbers per action"),
+        ((J(features={"kind": "cubic", "K": 3, "lo": 0, "hi": 2}, theta=[[1, 2, 3]]), 1, 0),
+         'dp_q_value: model must be a result of dp_q_learn: features.kind must be "tent" or "rbf"'),
+    ]
+    for args, msg in vcases:
+        check_error(con, "SELECT dp_q_value(?, ?, ?)", msg, "refused: " + msg, args)
+
+
+run([test_calibrate_proof, test_calibrate_gdp_and_paper, test_calibrate_from_approximator,
+     test_calibrate_refusals, test_noise_basics, test_noise_rounds_q_to_grid, test_noise_covariance,
+     test_noise_path_table, test_noise_path_refusals, test_noise_errors, test_learn_noise_free,
+     test_learn_private_beats_random, test_learn_more, test_learn_errors])
