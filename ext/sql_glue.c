@@ -125,3 +125,26 @@ int dprl_sql_read_step(sqlite3_value **argv, int64_t n_states, dprl_key *episode
   *state = (uint32_t)s;
   return DPRL_OK;
 }
+
+int dprl_sql_pin_options(dprl_sql_pinned *p, sqlite3_value *v, dprl_error *err) {
+  const char *text = (const char *)sqlite3_value_text(v);
+  int len = sqlite3_value_bytes(v);
+  if (!text) text = ""; /* NULL options: refused by the parser before this */
+  p->text = sqlite3_malloc(len + 1);
+  if (!p->text) return dprl_nomem(err);
+  memcpy(p->text, text, (size_t)len + 1);
+  p->len = len;
+  return DPRL_OK;
+}
+
+int dprl_sql_same_options(const dprl_sql_pinned *p, sqlite3_value *v, dprl_error *err) {
+  const char *text = (const char *)sqlite3_value_text(v);
+  if (text && sqlite3_value_bytes(v) == p->len && memcmp(text, p->text, (size_t)p->len) == 0)
+    return DPRL_OK;
+  return dprl_fail(err, DPRL_EINVAL, "options must be the same for every row");
+}
+
+void dprl_sql_unpin(dprl_sql_pinned *p) {
+  sqlite3_free(p->text);
+  p->text = NULL;
+}

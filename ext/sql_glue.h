@@ -41,6 +41,16 @@ int dprl_sql_real(sqlite3_value *v, const char *what, double *out,
 int dprl_sql_read_step(sqlite3_value **argv, int64_t n_states, dprl_key *episode,
                        int64_t *t, uint32_t *state, double *reward, dprl_error *err);
 
+/* An aggregate's options argument, pinned on its first row: every later
+** row must pass the same text ("options must be the same for every row"). */
+typedef struct dprl_sql_pinned {
+  char *text;
+  int len;
+} dprl_sql_pinned;
+int dprl_sql_pin_options(dprl_sql_pinned *p, sqlite3_value *v, dprl_error *err);
+int dprl_sql_same_options(const dprl_sql_pinned *p, sqlite3_value *v, dprl_error *err);
+void dprl_sql_unpin(dprl_sql_pinned *p);
+
 /* Registration of each feature (one per sql_*.c). */
 int dprl_register_policy_eval(sqlite3 *db);
 int dprl_register_first_visit(sqlite3 *db);

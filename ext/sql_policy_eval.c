@@ -23,8 +23,7 @@
 typedef struct pe_agg {
   int failed;
   dprl_pe_config cfg;
-  char *options; /* the options text of the first row, to compare */
-  int options_len;
+  dprl_sql_pinned options; /* the options of the first row */
   int64_t rows;
   dprl_step_buffer buf;         /* rows in any order */
   dprl_episode_stream stream;   /* grouped: true */
@@ -34,7 +33,7 @@ typedef struct pe_agg {
 
 static void pe_agg_free(pe_agg *a) {
   dprl_pe_config_free(&a->cfg);
-  sqlite3_free(a->options);
+  dprl_sql_unpin(&a->options);
   dprl_step_buffer_free(&a->buf);
   dprl_episode_stream_free(&a->stream);
   dprl_fv_stats_free(&a->st);
@@ -48,20 +47,9 @@ static int pe_agg_start(pe_agg *a, dprl_mechanism mech, const char *fn,
   if (!text && sqlite3_value_type(opt) != SQLITE_NULL) return dprl_nomem(err);
   int rc = dprl_pe_config_parse(&a->cfg, mech, fn, text, (size_t)len, 0, err);
   if (rc) return rc;
-  a->options = sqlite3_malloc(len + 1);
-  if (!a->options) return dprl_nomem(err);
-  memcpy(a->options, text, (size_t)len + 1);
-  a->options_len = len;
+  if ((rc = dprl_sql_pin_options(&a->options, opt, err))) return rc;
   if ((rc = dprl_fv_stats_init(&a->st, a->cfg.n_states, err))) return rc;
   return dprl_fv_scratch_init(&a->sc, a->cfg.n_states, err);
-}
-
-static int same_options(const pe_agg *a, sqlite3_value *opt, dprl_error *err) {
-  const char *text = (const char *)sqlite3_value_text(opt);
-  if (text && sqlite3_value_bytes(opt) == a->options_len &&
-      memcmp(text, a->options, (size_t)a->options_len) == 0)
-    return DPRL_OK;
-  return dprl_fail(err, DPRL_EINVAL, "options must be the same for every row");
 }
 
 /* One row: checks, then buffer or stream. */
@@ -111,7 +99,7 @@ static void pe_step(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     memset(*slot, 0, sizeof **slot);
     rc = pe_agg_start(*slot, f->mech, fn, argv[4], &err);
   } else {
-    rc = same_options(*slot, argv[4], &err);
+    rc = dprl_sql_same_options(&(*slot)->options, argv[4], &err);
   }
   if (!rc) rc = pe_agg_row(*slot, argv, &err);
   if (rc) {
@@ -195,8 +183,7 @@ typedef struct stats_agg {
   int failed;
   dprl_pe_config cfg;
   dprl_fv_stats st;
-  char *options;
-  int options_len;
+  dprl_sql_pinned options;
 } stats_agg;
 
 static int stats_row(stats_agg *a, sqlite3_value **argv, dprl_error *err) {
@@ -268,16 +255,9 @@ static void stats_step(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     int len = sqlite3_value_bytes(argv[3]);
     rc = dprl_pe_config_parse(&a->cfg, f->mech, f->name, text, (size_t)len, 1, &err);
     if (!rc) rc = dprl_fv_stats_init(&a->st, a->cfg.n_states, &err);
-    if (!rc && !(a->options = sqlite3_malloc(len + 1))) rc = dprl_nomem(&err);
-    if (!rc) {
-      memcpy(a->options, text, (size_t)len + 1);
-      a->options_len = len;
-    }
+    if (!rc) rc = dprl_sql_pin_options(&a->options, argv[3], &err);
   } else {
-    const char *text = (const char *)sqlite3_value_text(argv[3]);
-    if (!text || sqlite3_value_bytes(argv[3]) != (*slot)->options_len ||
-        memcmp(text, (*slot)->options, (size_t)(*slot)->options_len) != 0)
-      rc = dprl_fail(&err, DPRL_EINVAL, "options must be the same for every row");
+    rc = dprl_sql_same_options(&(*slot)->options, argv[3], &err);
   }
   if (!rc) rc = stats_row(*slot, argv, &err);
   if (rc) {
@@ -305,7 +285,7 @@ static void stats_final(sqlite3_context *ctx) {
   dprl_buf_free(&out);
   dprl_pe_config_free(&a->cfg);
   dprl_fv_stats_free(&a->st);
-  sqlite3_free(a->options);
+  dprl_sql_unpin(&a->options);
   sqlite3_free(a);
   *slot = NULL;
 }

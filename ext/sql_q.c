@@ -935,15 +935,14 @@ static int learn_options(const char *text, size_t len, ql_cfg *c, dprl_error *er
 typedef struct ql_agg {
   int failed;
   ql_cfg cfg;
-  char *options;
-  int options_len;
+  dprl_sql_pinned options;
   double *s, *r, *sn;
   int64_t *a;
   size_t n, cap;
 } ql_agg;
 
 static void ql_agg_free(ql_agg *g) {
-  sqlite3_free(g->options);
+  dprl_sql_unpin(&g->options);
   dprl_free(g->s);
   dprl_free(g->r);
   dprl_free(g->sn);
@@ -1014,14 +1013,9 @@ static void learn_step(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     }
     memset(g, 0, sizeof *g);
     rc = learn_options(text, (size_t)len, &g->cfg, &err);
-    if (!rc && !(g->options = sqlite3_malloc(len + 1))) rc = dprl_nomem(&err);
-    if (!rc) {
-      memcpy(g->options, text, (size_t)len + 1);
-      g->options_len = len;
-    }
-  } else if (!text || len != (*slot)->options_len ||
-             memcmp(text, (*slot)->options, (size_t)len) != 0) {
-    rc = dprl_fail(&err, DPRL_EINVAL, "options must be the same for every row");
+    if (!rc) rc = dprl_sql_pin_options(&g->options, argv[4], &err);
+  } else {
+    rc = dprl_sql_same_options(&(*slot)->options, argv[4], &err);
   }
   if (!rc) {
     rc = ql_row(*slot, argv, &err);
