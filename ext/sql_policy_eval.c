@@ -157,7 +157,8 @@ static void pe_final(sqlite3_context *ctx) {
 static int dprl_register_policy_eval_stats(sqlite3 *db);
 
 int dprl_register_policy_eval(sqlite3 *db) {
-  /* Noisy: never SQLITE_DETERMINISTIC, so two calls draw independent noise. */
+  /* Noisy, so registered without the deterministic flag: two calls in one
+  ** statement must draw independent noise (tests/sql/test_registry.py). */
   static const pe_fn fns[] = {{"dp_lsw", DPRL_LSW}, {"dp_lsl", DPRL_LSL}};
   for (int i = 0; i < 2; i++) {
     int rc = sqlite3_create_function_v2(db, fns[i].name, 5, SQLITE_UTF8 | SQLITE_INNOCUOUS,
