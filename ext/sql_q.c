@@ -322,16 +322,24 @@ static void qn_points_free(qn_points *p) {
   memset(p, 0, sizeof *p);
 }
 
+/* Grow n parallel arrays to nc elements each; arrays already grown stay
+** grown on failure (harmless: the caller keeps its old capacity). */
+static int grow_parallel(size_t nc, int n, void **arrays[], const size_t sizes[],
+                         dprl_error *err) {
+  for (int i = 0; i < n; i++) {
+    void *p = dprl_realloc(*arrays[i], nc * sizes[i]);
+    if (!p) return dprl_nomem(err);
+    *arrays[i] = p;
+  }
+  return DPRL_OK;
+}
+
 static int qn_points_push(qn_points *p, double s, int64_t a, double q, dprl_error *err) {
   if (p->n == p->cap) {
     size_t nc = p->cap ? 2 * p->cap : 1024;
-    double *ns = dprl_realloc(p->s, nc * sizeof *ns);
-    if (ns) p->s = ns;
-    double *nq = ns ? dprl_realloc(p->q, nc * sizeof *nq) : NULL;
-    if (nq) p->q = nq;
-    int64_t *na = nq ? dprl_realloc(p->a, nc * sizeof *na) : NULL;
-    if (!na) return dprl_nomem(err);
-    p->a = na;
+    void **arrays[] = {(void **)&p->s, (void **)&p->q, (void **)&p->a};
+    const size_t sizes[] = {sizeof *p->s, sizeof *p->q, sizeof *p->a};
+    if (grow_parallel(nc, 3, arrays, sizes, err)) return DPRL_ENOMEM;
     p->cap = nc;
   }
   p->s[p->n] = s;
@@ -952,15 +960,9 @@ static void ql_agg_free(ql_agg *g) {
 static int ql_push(ql_agg *g, double s, int64_t a, double r, double sn, dprl_error *err) {
   if (g->n == g->cap) {
     size_t nc = g->cap ? 2 * g->cap : 1024;
-    double *p1 = dprl_realloc(g->s, nc * sizeof *p1);
-    if (p1) g->s = p1;
-    double *p2 = p1 ? dprl_realloc(g->r, nc * sizeof *p2) : NULL;
-    if (p2) g->r = p2;
-    double *p3 = p2 ? dprl_realloc(g->sn, nc * sizeof *p3) : NULL;
-    if (p3) g->sn = p3;
-    int64_t *p4 = p3 ? dprl_realloc(g->a, nc * sizeof *p4) : NULL;
-    if (!p4) return dprl_nomem(err);
-    g->a = p4;
+    void **arrays[] = {(void **)&g->s, (void **)&g->r, (void **)&g->sn, (void **)&g->a};
+    const size_t sizes[] = {sizeof *g->s, sizeof *g->r, sizeof *g->sn, sizeof *g->a};
+    if (grow_parallel(nc, 4, arrays, sizes, err)) return DPRL_ENOMEM;
     g->cap = nc;
   }
   g->s[g->n] = s;
