@@ -7,6 +7,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "noise.h"
+
 #ifndef M_E
 #define M_E 2.718281828459045235360287471352662498
 #endif
@@ -26,7 +28,7 @@ const char *dprl_q_accountant_name(dprl_q_accountant a) {
 int dprl_q_accountant_parse(const char *name, dprl_q_accountant *out,
                             dprl_error *err) {
   if (!name) {
-    *out = DPRL_QACC_PROOF;
+    *out = DPRL_QACC_GDP;
     return DPRL_OK;
   }
   for (int i = 0; i < 3; i++)
@@ -128,7 +130,8 @@ static int validate(const dprl_q_calib_in *in, dprl_error *err) {
 
 static const char *const acc_notes[] = {
     "sigma from the proof of Theorem 5 (C under the square root, "
-    "ALGORITHMS.md section 8)",
+    "ALGORITHMS.md section 8), raised to the exact Gaussian-DP requirement "
+    "where that is larger (section 10)",
     "sigma from Gaussian DP composition of T/B Gaussian mechanisms with "
     "sensitivity sqrt(C) (Dong-Roth-Su 2019; delta(eps) of Balle-Wang 2018)",
     "sigma from the formula PRINTED in Theorem 5 (C outside the square "
@@ -142,8 +145,18 @@ int dprl_q_calibrate(const dprl_q_calib_in *in, dprl_q_calib_out *out,
   switch (in->accountant) {
     case DPRL_QACC_GDP: sigma = dprl_q_sigma_gdp(in->epsilon, in->delta, nb, C); break;
     case DPRL_QACC_PAPER: sigma = dprl_q_sigma_paper(in->epsilon, in->delta, nb, C); break;
-    default: sigma = dprl_q_sigma_proof(in->epsilon, in->delta, nb, C); break;
+    default: /* never below the exact requirement (ALGORITHMS.md §10) */
+      sigma = fmax(dprl_q_sigma_proof(in->epsilon, in->delta, nb, C),
+                   dprl_q_sigma_gdp(in->epsilon, in->delta, nb, C));
+      break;
   }
+  /* Extreme public inputs (lr = 1e-300, k = 1e300) can underflow C, and
+  ** with it sigma, to 0: noise-free output must never pass as private. */
+  if (!(isfinite(sigma) && sigma > 0 && isfinite(C) && C > 0 && isfinite(beta)))
+    return dprl_fail(err, DPRL_EINVAL,
+                     "no usable noise level: lr = %g, k = %g, B = %g, L = %g give "
+                     "C = %g and sigma = %g (must be finite and > 0)",
+                     in->lr, in->k, in->B, in->L, C, sigma);
   /* Theorem 5 needs 2k > 8.68 sqrt(beta) sigma (Lemma 8's tail bound), and
   ** adds J exp(-(2k - 8.68 sqrt(beta) sigma)^2 / 2) to delta, as §8 states.
   ** (For the linear model of q_learn.c the paths cancel out of the
@@ -165,5 +178,33 @@ int dprl_q_calibrate(const dprl_q_calib_in *in, dprl_q_calib_out *out,
   out->accountant = acc_names[in->accountant];
   out->proven = in->accountant != DPRL_QACC_PAPER;
   out->note = acc_notes[in->accountant];
+  return DPRL_OK;
+}
+
+int dprl_q_theta_calibrate(double eps, double delta, int64_t nb, double sens,
+                           size_t d, dprl_q_theta_noise *out, dprl_error *err) {
+  if (!(eps > 0 && isfinite(eps) && delta > 0 && delta < 1 && nb >= 1 && d >= 1))
+    return dprl_fail(err, DPRL_EINVAL,
+                     "theta noise: needs epsilon > 0, delta in (0, 1), at least "
+                     "one update and one coordinate");
+  if (!(isfinite(sens) && sens > 0))
+    return dprl_fail(err, DPRL_EINVAL,
+                     "theta noise: the update sensitivity lr (rmax - rmin) sqrt(P) "
+                     "= %g must be finite and > 0", sens);
+  double s0 = dprl_q_sigma_gdp(eps, delta, (double)nb, sens * sens);
+  /* The grid must be a normal power of two far above the smallest double,
+  ** so that sigma / g and value / g are exact (noise.c). */
+  if (!(isfinite(s0) && s0 > 0x1p-900 && s0 < 0x1p900))
+    return dprl_fail(err, DPRL_EINVAL,
+                     "theta noise: sigma = %g is outside [2^-900, 2^900], where "
+                     "the noise grid is exact; change lr or the reward bounds",
+                     s0);
+  double g = dprl_grid_for(s0);
+  double eff = sens + sqrt((double)d) * g; /* rounding to the grid */
+  double sigma = dprl_q_sigma_gdp(eps, delta, (double)nb, eff * eff);
+  out->sigma = sigma;
+  out->grid = g;
+  out->sens = eff;
+  out->mu = sqrt((double)nb) * eff / sigma;
   return DPRL_OK;
 }

@@ -8,13 +8,15 @@
 ** the number J of noise paths (resets).  Common to all accountants:
 **   v = 4 lr (k + 1) / B,  beta = 1 / v,  C = (v^2 + v) L^2 >= ||f||_H^2
 ** Accountants:
-**   "proof" (default): sigma = sqrt(2 (T/B) C ln(e + eps/delta)) / eps
-**           (the last line of the proof of Theorem 5: C under the root);
-**   "gdp":   the smallest sigma with delta(eps) <= delta for one Gaussian
+**   "gdp" (default): the smallest sigma with delta(eps) <= delta for one Gaussian
 **           mechanism with mu = sqrt(T/B) sqrt(C) / sigma (Gaussian DP
 **           composition, Dong-Roth-Su 2019) and
 **           delta(eps) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)
 **           (Balle & Wang 2018); bisection on log sigma, rounded up;
+**   "proof": max(sqrt(2 (T/B) C ln(e + eps/delta)) / eps, the gdp sigma):
+**           the last line of the proof of Theorem 5 (C under the root),
+**           which falls below the exact requirement for eps >~ 13
+**           (ALGORITHMS.md §10), so it is never allowed below gdp's;
 **   "paper": the printed sigma = sqrt(2 (T/B) ln(e + eps/delta)) C / eps,
 **           NOT a proven bound (under-noises when C < 1), comparison only.
 ** Refused (no guarantee) unless 2k > 8.68 sqrt(beta) sigma; then
@@ -49,7 +51,7 @@ typedef struct dprl_q_calib_out {
   const char *note;       /* one sentence saying where sigma comes from */
 } dprl_q_calib_out;
 
-/* "proof" / "gdp" / "paper" (NULL = "proof"). */
+/* "proof" / "gdp" / "paper" (NULL = "gdp"). */
 int dprl_q_accountant_parse(const char *name, dprl_q_accountant *out,
                             dprl_error *err);
 const char *dprl_q_accountant_name(dprl_q_accountant a);
@@ -57,6 +59,21 @@ const char *dprl_q_accountant_name(dprl_q_accountant a);
 /* Validate, calibrate, refuse without a guarantee. */
 int dprl_q_calibrate(const dprl_q_calib_in *in, dprl_q_calib_out *out,
                      dprl_error *err);
+
+/* The noise that makes theta of Q-learning private (ALGORITHMS.md §10):
+** nb noisy SGD updates, each with l2 sensitivity `sens` (public, from
+** dprl_q_theta_sensitivity) in d coordinates, released on a grid.  The
+** grid g is the power of two for the noise scale without rounding; the
+** rounding of each update to g adds at most sqrt(d) g to its sensitivity,
+** and sigma is then the exact Gaussian-DP requirement for the nb updates:
+**   mu = sqrt(nb) (sens + sqrt(d) g) / sigma,  delta_GDP(eps; mu) <= delta.
+** DPRL_EINVAL (public values only in the message) when the scale is not
+** usable (not finite, or too small for an exact grid). */
+typedef struct dprl_q_theta_noise {
+  double sigma, grid, mu, sens;
+} dprl_q_theta_noise;
+int dprl_q_theta_calibrate(double eps, double delta, int64_t nb, double sens,
+                           size_t d, dprl_q_theta_noise *out, dprl_error *err);
 
 /* Building blocks (no validation; exposed for tests). nb = T/B. */
 double dprl_q_v(double lr, double k, double B);

@@ -119,6 +119,13 @@ int dprl_q_sensitivity_L(const dprl_q_features *f, double lr, double k,
   return DPRL_OK;
 }
 
+double dprl_q_theta_sensitivity(const dprl_q_features *f, double lr, double rmin,
+                                double rmax) {
+  double P, D;
+  dprl_q_feature_bounds(f, &P, &D);
+  return lr * (rmax - rmin) * sqrt(P);
+}
+
 /* ---- validation -------------------------------------------------------- */
 
 static int check_opts(const dprl_q_learn_opts *o, dprl_error *err) {
@@ -152,6 +159,19 @@ static int check_opts(const dprl_q_learn_opts *o, dprl_error *err) {
   if (!(o->beta > 0) || !isfinite(o->beta))
     return dprl_fail(err, DPRL_EINVAL, "beta must be finite and > 0, got %g",
                      o->beta);
+  if (!(o->sigma_theta >= 0) || !isfinite(o->sigma_theta))
+    return dprl_fail(err, DPRL_EINVAL,
+                     "sigma_theta must be finite and >= 0, got %g", o->sigma_theta);
+  if (o->sigma_theta > 0) {
+    int e;
+    double g = o->grid_theta;
+    if (!(isfinite(g) && g >= 0x1p-1000 && frexp(g, &e) == 0.5 &&
+          o->sigma_theta / g <= 0x1p27))
+      return dprl_fail(err, DPRL_EINVAL,
+                       "grid_theta must be a normal power of two with sigma_theta "
+                       "<= 2^27 grid steps, got %g (sigma_theta %g)", g,
+                       o->sigma_theta);
+  }
   return DPRL_OK;
 }
 
@@ -333,6 +353,30 @@ static void sgd_step(qrun *r) {
   for (size_t j = 0; j < (size_t)o->m * K; j++) r->theta[j] -= step * r->grad[j];
 }
 
+/* Clamp to +-2^51 grid steps: a 1-Lipschitz projection, and it keeps
+** value / g and every sum below exact in a double and an int64. */
+static int64_t grid_units(double v, double g) {
+  double q = v / g;
+  if (!(q > -0x1p51)) return -(INT64_C(1) << 51); /* also NaN: cannot occur */
+  if (q > 0x1p51) return INT64_C(1) << 51;
+  return llround(q);
+}
+
+/* The private release of theta after an update (ALGORITHMS.md §10):
+** round to the public grid, add discrete Gaussian noise, project.  Only
+** public values decide what happens: no error can depend on the data. */
+static void theta_noise(qrun *r) {
+  const dprl_q_learn_opts *o = r->o;
+  double g = o->grid_theta;
+  uint64_t s = (uint64_t)ceil(o->sigma_theta / g);
+  if ((double)s * g < o->sigma_theta) s++; /* never round the scale down */
+  for (size_t j = 0; j < (size_t)o->m * (size_t)o->feat.K; j++) {
+    int64_t k = grid_units(r->theta[j], g) + dprl_discrete_gaussian(r->rng, s);
+    const int64_t lim = INT64_C(1) << 51; /* post-processing of the noisy k */
+    r->theta[j] = g * (double)(k < -lim ? -lim : k > lim ? lim : k);
+  }
+}
+
 int dprl_q_learn(const dprl_q_learn_opts *o, const dprl_q_transitions *d,
                  dprl_rng *rng, double *theta, dprl_gp_path **paths_out,
                  dprl_error *err) {
@@ -356,6 +400,7 @@ int dprl_q_learn(const dprl_q_learn_opts *o, const dprl_q_transitions *d,
     draw_batch(&r);
     if ((rc = batch_noise(&r, err))) break;
     sgd_step(&r);
+    if (o->sigma_theta > 0) theta_noise(&r);
   }
   if (rc == DPRL_OK && paths_out) {
     for (int a = 0; a < o->m; a++) paths_out[a] = r.paths[a];

@@ -74,6 +74,16 @@ int dprl_q_sensitivity_L(const dprl_q_features *f, double lr, double k,
                          double B, double rmin, double rmax, double *L,
                          dprl_error *err);
 
+/* The l2 sensitivity of one SGD update of theta (ALGORITHMS.md §10):
+** neighbouring data may change every reward, each within [rmin, rmax], so
+** the B rewards of a batch move the update by at most
+**   (lr / B) sum_t (rmax - rmin) ||phi(x_t)||_2 <= lr (rmax - rmin) sqrt(P)
+** (P >= sup ||phi||^2, dprl_q_feature_bounds); the batch, the noise paths
+** and theta before the step are the same on both sides (data-independent
+** randomness and the previous, already noisy, release). */
+double dprl_q_theta_sensitivity(const dprl_q_features *f, double lr, double rmin,
+                                double rmax);
+
 typedef struct dprl_q_learn_opts {
   dprl_q_features feat;
   int m;              /* actions 0..m-1, m >= 1 */
@@ -82,6 +92,12 @@ typedef struct dprl_q_learn_opts {
   int64_t T, B, J;    /* T >= B >= 1, J >= 1: floor(T/B) SGD steps */
   double rmin, rmax;  /* public reward clamp, rmin < rmax */
   double sigma, beta; /* from dprl_q_calibrate; sigma = 0: noise off */
+  /* Gaussian noise on every update of theta (dprl_q_theta_calibrate):
+  ** after each step theta = g (round(theta / g) + Z), Z discrete Gaussian
+  ** with scale ceil(sigma_theta / g) grid steps, each coordinate kept
+  ** within 2^51 grid steps (a 1-Lipschitz projection: the sensitivity
+  ** holds).  sigma_theta = 0: off (then theta is not private). */
+  double sigma_theta, grid_theta;
 } dprl_q_learn_opts;
 
 typedef struct dprl_q_transitions {

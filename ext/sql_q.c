@@ -109,7 +109,7 @@ static int read_privacy(const dprl_options *o, int learn, q_cal *c) {
   if (!rc) rc = read_schedule(o, c);
   if (!rc) rc = dprl_opt_number(o, "lr", 1, 0, DPRL_POSITIVE, &c->lr);
   if (!rc) rc = dprl_opt_number(o, "k", 1, 0, DPRL_POSITIVE, &c->k);
-  if (!rc) rc = dprl_opt_choice(o, "accountant", acc_choices, 0, &c->acc);
+  if (!rc) rc = dprl_opt_choice(o, "accountant", acc_choices, DPRL_QACC_GDP, &c->acc);
   if (rc) return rc;
   if (learn) {
     c->L_computed = 1;
@@ -888,6 +888,7 @@ static const char *const learn_keys[] = {
 typedef struct ql_cfg {
   dprl_q_learn_opts lo;
   q_cal cal;
+  dprl_q_theta_noise th; /* the noise that makes theta private */
   int explicit_sigma; /* sigma given: no calibration, not private */
   int has_seed;
   uint64_t seed;
@@ -926,6 +927,19 @@ static int learn_options(const char *text, size_t len, ql_cfg *c, dprl_error *er
     if (!rc) {
       c->lo.sigma = c->cal.out.sigma;
       c->lo.beta = c->cal.out.beta;
+    }
+    /* Theorem 5 covers Q + g, not theta: theta gets its own noise on every
+    ** update, calibrated from public values only (ALGORITHMS.md §10). */
+    if (!rc) {
+      double sens = dprl_q_theta_sensitivity(&c->cal.feat, c->cal.lr, c->cal.rmin, c->cal.rmax);
+      dprl_error terr = {0};
+      if (dprl_q_theta_calibrate(c->cal.epsilon, c->cal.delta, c->cal.T / c->cal.B, sens,
+                                 (size_t)m * (size_t)c->cal.feat.K, &c->th, &terr))
+        rc = dprl_fail(err, terr.code, "%s: %s", fn, terr.msg);
+    }
+    if (!rc) {
+      c->lo.sigma_theta = c->th.sigma;
+      c->lo.grid_theta = c->th.grid;
     }
   }
   dprl_options_close(&o);
@@ -1029,26 +1043,62 @@ static void learn_step(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   }
 }
 
+/* The calibration of the functional noise (Theorem 5), as an object. */
+static void put_paths(dprl_buf *b, const ql_cfg *c) {
+  const dprl_q_learn_opts *o = &c->lo;
+  put_key(b, "paths");
+  dprl_buf_puts(b, "{\"role\":\"the functional noise of Algorithm 1 (Theorem 5 covers Q + g); "
+                   "theta's guarantee does not rest on it\"");
+  put_num(b, "sigma", o->sigma);
+  put_num(b, "beta", o->beta);
+  if (o->sigma > 0) put_num(b, "grid", dprl_grid_for(o->sigma));
+  if (!c->explicit_sigma) {
+    const dprl_q_calib_out *q = &c->cal.out;
+    put_key(b, "accountant");
+    dprl_json_put_string(b, q->accountant);
+    dprl_buf_printf(b, ",\"proven\":%s", q->proven ? "true" : "false");
+    put_num(b, "delta_total", q->delta_total);
+    put_num(b, "k", c->cal.k);
+    put_num(b, "L", c->cal.L);
+    put_num(b, "v", q->v);
+    put_num(b, "C", q->C);
+    put_num(b, "mu", q->mu);
+    put_num(b, "margin", q->margin);
+    if (!q->proven || !fresh_paths(&c->cal)) {
+      put_key(b, "note");
+      dprl_json_put_string(b, !q->proven ? q->note : reuse_note);
+    }
+  }
+  dprl_buf_puts(b, "}");
+}
+
+/* Private: theta (noisy), the public parameters, the public noise levels.
+** Never the number of transitions or anything else computed from data. */
 static void learn_json(const ql_agg *g, const double *theta, dprl_buf *b) {
   const ql_cfg *c = &g->cfg;
   const dprl_q_learn_opts *o = &c->lo;
-  int private_ = !c->explicit_sigma && c->cal.out.proven && fresh_paths(&c->cal);
+  int private_ = !c->explicit_sigma && !c->has_seed;
   dprl_buf_puts(b, "{\"mechanism\":\"dp_q_learn\"");
   dprl_buf_printf(b, ",\"private\":%s", private_ ? "true" : "false");
   if (c->has_seed) dprl_buf_puts(b, ",\"seeded\":true");
-  if (c->explicit_sigma) {
-    put_num(b, "sigma", o->sigma);
-    put_num(b, "beta", o->beta);
-    put_int(b, "T", o->T);
-    put_int(b, "B", o->B);
-    put_int(b, "J", o->J);
-    put_num(b, "lr", o->lr);
-  } else {
-    put_calibration(b, &c->cal);
+  if (!c->explicit_sigma) {
+    put_num(b, "epsilon", c->cal.epsilon);
+    put_num(b, "delta", c->cal.delta);
+    put_key(b, "theta_noise");
+    dprl_buf_puts(b, "{\"accountant\":\"gdp\"");
+    put_num(b, "sigma", c->th.sigma);
+    put_num(b, "grid", c->th.grid);
+    put_num(b, "sensitivity", c->th.sens);
+    put_num(b, "mu", c->th.mu);
+    put_int(b, "updates", o->T / o->B);
+    dprl_buf_puts(b, "}");
   }
-  if (o->sigma > 0) put_num(b, "grid", dprl_grid_for(o->sigma));
+  put_paths(b, c);
+  put_int(b, "T", o->T);
+  put_int(b, "B", o->B);
+  put_int(b, "J", o->J);
+  put_num(b, "lr", o->lr);
   put_int(b, "n_actions", o->m);
-  put_int(b, "transitions", (int64_t)g->n);
   put_num(b, "gamma", o->gamma);
   put_num(b, "rmin", o->rmin);
   put_num(b, "rmax", o->rmax);
@@ -1065,11 +1115,13 @@ static void learn_json(const ql_agg *g, const double *theta, dprl_buf *b) {
   }
   dprl_buf_puts(b, "]");
   if (!private_) {
+    put_int(b, "transitions", (int64_t)g->n); /* a count: diagnostic only */
     put_key(b, "note");
     dprl_json_put_string(
         b, c->explicit_sigma
                ? "sigma was given, not calibrated: no privacy guarantee is claimed"
-               : !c->cal.out.proven ? c->cal.out.note : reuse_note);
+               : "seeded: the noise is reproducible from the seed, so the result is not "
+                 "private (for tests and examples)");
   }
   dprl_buf_puts(b, "}");
 }
