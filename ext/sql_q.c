@@ -536,11 +536,51 @@ static int record_params(qn_store *st, const qn_cfg *c, dprl_error *err) {
   return rc == SQLITE_OK ? DPRL_OK : db_fail(st, "recording its parameters", err);
 }
 
+/* A trigger on the path table (or its parameters) could skip, change or
+** delete stored noise behind our back: a later call would then release q
+** with other noise, or none.  Refused, in every schema of the connection. */
+static int no_triggers(qn_store *st, const char *table, dprl_error *err) {
+  sqlite3_stmt *dbs = NULL;
+  int rc = DPRL_OK, step;
+  if (sqlite3_prepare_v2(st->db, "SELECT name FROM pragma_database_list", -1, &dbs, NULL) !=
+      SQLITE_OK)
+    return db_fail(st, "listing the schemas", err);
+  while (!rc && (step = sqlite3_step(dbs)) == SQLITE_ROW) {
+    const char *schema = (const char *)sqlite3_column_text(dbs, 0);
+    sqlite3_stmt *t = NULL;
+    char *sql = sqlite3_mprintf("SELECT name FROM \"%w\".sqlite_schema WHERE type = 'trigger' "
+                                "AND tbl_name = ?1 COLLATE NOCASE", schema ? schema : "main");
+    if (!sql) rc = dprl_nomem(err);
+    else if (sqlite3_prepare_v2(st->db, sql, -1, &t, NULL) != SQLITE_OK)
+      rc = db_fail(st, "reading its triggers", err);
+    sqlite3_free(sql);
+    if (!rc) {
+      sqlite3_bind_text(t, 1, table, -1, SQLITE_STATIC);
+      int r = sqlite3_step(t);
+      if (r == SQLITE_ROW)
+        rc = dprl_fail(err, DPRL_EINVAL,
+                       "path table \"%s\": table \"%s\" has a trigger (\"%s\" in schema %s); "
+                       "stored noise must not be changed behind dprl's back: drop the trigger "
+                       "or use another path table",
+                       st->name, table, (const char *)sqlite3_column_text(t, 0),
+                       schema ? schema : "main");
+      else if (r != SQLITE_DONE)
+        rc = db_fail(st, "reading its triggers", err);
+    }
+    sqlite3_finalize(t);
+  }
+  if (!rc && step != SQLITE_DONE) rc = db_fail(st, "listing the schemas", err);
+  sqlite3_finalize(dbs);
+  return rc;
+}
+
 /* Create the tables if missing, check their schema, record or compare the
 ** parameters.  Inside the caller's SAVEPOINT. */
 static int store_open(qn_store *st, const qn_cfg *c, dprl_error *err) {
   char got[400];
   int ncol, ok, rc;
+  if ((rc = no_triggers(st, st->name, err)) || (rc = no_triggers(st, st->params, err)))
+    return rc;
   if ((rc = table_shape(st, st->name, 3, path_names, path_types, path_pk, &ncol, &ok, got,
                         sizeof got, err)))
     return rc;
@@ -724,6 +764,11 @@ static int store_new(qn_store *st, int64_t a, dprl_gp_point *pts, size_t n, dprl
     sqlite3_bind_double(st->ins, 2, pts[j].x);
     sqlite3_bind_double(st->ins, 3, pts[j].g);
     if (sqlite3_step(st->ins) != SQLITE_DONE) rc = db_fail(st, "storing new points", err);
+    else if (sqlite3_changes(st->db) != 1) /* e.g. a trigger's RAISE(IGNORE) */
+      rc = dprl_fail(err, DPRL_EINVAL,
+                     "path table \"%s\": a new point was not stored (the insert changed %d "
+                     "rows); its noise is not released",
+                     st->name, sqlite3_changes(st->db));
     sqlite3_reset(st->ins);
   }
   return rc;
@@ -794,6 +839,24 @@ static int noise_sample(const qn_cfg *c, const qn_points *p, qn_store *st, doubl
   return rc;
 }
 
+/* After a failure: nothing of this call stays written, and the connection
+** is left as it was found.  A transaction our SAVEPOINT opened is rolled
+** back whole (a failed commit leaves it open, and later autocommit writes
+** would then be lost on close); inside the caller's transaction, ROLLBACK
+** TO and RELEASE (which cannot commit there). */
+static void undo_savepoint(sqlite3 *db, int outermost, dprl_error *err) {
+  int ok;
+  if (outermost && !sqlite3_get_autocommit(db))
+    ok = sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL) == SQLITE_OK;
+  else
+    ok = sqlite3_exec(db, "ROLLBACK TO dprl_q_noise", NULL, NULL, NULL) == SQLITE_OK &&
+         sqlite3_exec(db, "RELEASE dprl_q_noise", NULL, NULL, NULL) == SQLITE_OK;
+  if (!ok && err->code == DPRL_EINVAL) { /* say so: the caller must roll back */
+    const char *tail = "; undoing it failed too: roll back the transaction";
+    if (strlen(err->msg) + strlen(tail) < sizeof err->msg) strcat(err->msg, tail);
+  }
+}
+
 /* The same with the path kept in the table c->path, atomically: a
 ** SAVEPOINT around everything written; any error rolls it back. */
 static int noise_sample_stored(sqlite3 *db, const qn_cfg *c, const qn_points *p, double *vals,
@@ -803,7 +866,11 @@ static int noise_sample_stored(sqlite3 *db, const qn_cfg *c, const qn_points *p,
   st.db = db;
   st.name = c->path;
   /* Fails while another statement of this connection writes; the path can
-  ** then still be read, and a call whose points are all stored succeeds. */
+  ** then still be read, and a call whose points are all stored succeeds.
+  ** Outside a transaction our SAVEPOINT opens one, and releasing it
+  ** commits: that can fail (a reader holds the lock), and then the
+  ** connection must not be left inside it. */
+  int outermost = sqlite3_get_autocommit(db);
   st.writable = sqlite3_exec(db, "SAVEPOINT dprl_q_noise", NULL, NULL, NULL) == SQLITE_OK;
   if (!st.writable) snprintf(st.why, sizeof st.why, "%s", sqlite3_errmsg(db));
   int rc = DPRL_OK;
@@ -829,10 +896,7 @@ static int noise_sample_stored(sqlite3 *db, const qn_cfg *c, const qn_points *p,
   if (!st.writable) return rc;
   if (!rc && sqlite3_exec(db, "RELEASE dprl_q_noise", NULL, NULL, NULL) != SQLITE_OK)
     rc = db_fail(&st, "committing", err);
-  if (rc) {
-    sqlite3_exec(db, "ROLLBACK TO dprl_q_noise", NULL, NULL, NULL);
-    sqlite3_exec(db, "RELEASE dprl_q_noise", NULL, NULL, NULL);
-  }
+  if (rc) undo_savepoint(db, outermost, err);
   return rc;
 }
 

@@ -450,19 +450,27 @@ def test_noise_path_refusals():
                 'got (x)', "wrong parameters table refused", (src, J(path="fresh", **o)))
     check(con.execute("SELECT count(*) FROM sqlite_master WHERE name = 'fresh'").fetchone()[0] == 0,
           "nothing written on error: the path table created in the call is rolled back")
-    # an error half-way through the inserts (a trigger) rolls back every insert
+    # an error half-way through the inserts (a CHECK) rolls back every insert
+    con.execute("CREATE TABLE p(action INTEGER, state REAL CHECK (state <= 0.75), g REAL, "
+                "PRIMARY KEY(action, state))")
     noise(con, dict(path="p", **o))
     before = con.execute("SELECT * FROM p ORDER BY action, state").fetchall()
-    con.execute("CREATE TRIGGER stop BEFORE INSERT ON p WHEN NEW.state > 0.75 "
-                "BEGIN SELECT RAISE(ABORT, 'no states above 0.75'); END")
     many = "SELECT s, a, q FROM pts UNION ALL SELECT v / 10.0, 0, 0 FROM (SELECT 1 AS v UNION ALL " + \
            " UNION ALL ".join(f"SELECT {v}" for v in range(2, 10)) + ")"
-    check_error(con, NOISE, 'dp_q_noise: path table "p": storing new points: no states above 0.75',
-                "an insert failing half-way is an error", (many, J(path="p", **o)))
+    check_error(con, NOISE, 'dp_q_noise: path table "p": storing new points: CHECK constraint failed: '
+                'state <= 0.75', "an insert failing half-way is an error", (many, J(path="p", **o)))
     check(con.execute("SELECT * FROM p ORDER BY action, state").fetchall() == before
           and con.execute("SELECT count(*) FROM p_params").fetchone()[0] == 1,
           "nothing written on error: the inserts before the failing one are rolled back")
-    con.execute("DROP TRIGGER stop")
+    # an insert that stores nothing without an error (here a UNIQUE ... ON
+    # CONFLICT IGNORE the schema check cannot see) is an error too: its
+    # noise would be released without being kept (trust issue item 14)
+    con.execute("CREATE TABLE ign(action INTEGER, state REAL UNIQUE ON CONFLICT IGNORE, g REAL, "
+                "PRIMARY KEY(action, state))")
+    check_error(con, NOISE, 'dp_q_noise: path table "ign": a new point was not stored (the insert '
+                'changed 0 rows); its noise is not released', "an ignored insert is an error",
+                ("SELECT 0.5, 0, 1.0 UNION ALL SELECT 0.5, 1, 1.0", J(path="ign", **o)))
+    check(con.execute("SELECT count(*) FROM ign").fetchone() == (0,), "ignored insert: nothing kept")
     # a point that cannot be stored is an error, never skipped (its value would be released)
     con.execute("CREATE TABLE chk(action INTEGER, state REAL, g REAL CHECK (state < 0.75), "
                 "PRIMARY KEY(action, state))")
@@ -516,6 +524,87 @@ def test_noise_path_refusals():
     con.execute("CREATE TABLE r AS SELECT * FROM dp_q_noise(?, ?)", (src, J(path="w", **o)))
     check(con.execute("SELECT * FROM r").fetchall() == first,
           "CREATE TABLE AS over stored points works and returns the stored noise")
+
+
+def test_noise_failed_commit():
+    """Trust issue item 13: the commit of new points fails (rollback
+    journal, another connection holds a read lock).  Before, the call
+    failed but left the connection inside a write transaction, and later
+    autocommit writes were lost on close.  Now the call fails, nothing of
+    it is kept, and the connection is as it was."""
+    import os
+    import tempfile
+    d = tempfile.mkdtemp()
+    f = os.path.join(d, "locked.db")
+    a = connect(f)
+    a.isolation_level = None
+    a.execute("CREATE TABLE pts(s, a, q)")
+    a.execute("INSERT INTO pts VALUES (0.3, 0, 1)")
+    a.execute("CREATE TABLE log(x)")
+    b = sqlite3.connect(f, isolation_level=None)
+    b.execute("BEGIN")
+    b.execute("SELECT * FROM pts").fetchall()  # holds a SHARED lock
+    err = sql_error(a, NOISE, ("SELECT s, a, q FROM pts", J(n_actions=1, path="gp", **SB)))
+    check(err == 'dp_q_noise: path table "gp": committing: database is locked',
+          "failed commit: the call fails with SQLite's reason", err)
+    check(not a.in_transaction, "failed commit: the connection is left outside any transaction")
+    b.execute("COMMIT")
+    b.close()
+    a.execute("INSERT INTO log VALUES (1)")
+    a.close()
+    c = sqlite3.connect(f)
+    check(c.execute("SELECT count(*) FROM log").fetchone() == (1,),
+          "failed commit: a later autocommit write survives close")
+    check(c.execute("SELECT count(*) FROM sqlite_master WHERE name LIKE 'gp%'").fetchone() == (0,),
+          "failed commit: nothing of the failed call was kept")
+    c.close()
+    # inside the caller's transaction: the caller's own writes are untouched
+    a = connect(f)
+    a.isolation_level = None
+    a.execute("BEGIN")
+    a.execute("INSERT INTO log VALUES (2)")
+    a.execute("CREATE TABLE gp(action INTEGER, state REAL, g REAL, PRIMARY KEY(action, state))")
+    a.execute("CREATE TABLE gp_params(sigma REAL, beta REAL, lo REAL, hi REAL, seeded INTEGER)")
+    a.execute("INSERT INTO gp_params VALUES (9, 9, 0, 1, 0)")  # mismatch: the call fails
+    err = sql_error(a, NOISE, ("SELECT s, a, q FROM pts", J(n_actions=1, path="gp", **SB)))
+    check(err is not None and a.in_transaction and
+          a.execute("SELECT count(*) FROM log").fetchone() == (2,),
+          "failure inside a transaction: it stays open with the caller's writes", err)
+    a.execute("ROLLBACK")
+    a.close()
+
+
+def test_noise_path_triggers():
+    """Trust issue item 14: a BEFORE INSERT ... RAISE(IGNORE) trigger on the
+    path table made dp_q_noise release noise it never stored (five calls at
+    one state gave five values); an AFTER INSERT trigger could zero the
+    stored noise so that the next call released q exactly.  A path table or
+    its parameters table with a trigger (in any schema) is refused before
+    anything is drawn."""
+    con = connect()
+    con.isolation_level = None
+    pts_table(con, [(0.3, 0, 1.0)])
+    src = "SELECT s, a, q FROM pts"
+    o = J(n_actions=1, path="gp", **SB)
+    con.execute("CREATE TABLE gp(action INTEGER, state REAL, g REAL, PRIMARY KEY(action, state))")
+    con.execute("CREATE TRIGGER skip BEFORE INSERT ON gp BEGIN SELECT RAISE(IGNORE); END")
+    errs = {sql_error(con, NOISE, (src, o)) for _ in range(5)}
+    want = ('dp_q_noise: path table "gp": table "gp" has a trigger ("skip" in schema main); stored '
+            'noise must not be changed behind dprl\'s back: drop the trigger or use another path table')
+    check(errs == {want}, "RAISE(IGNORE) trigger: refused every time, nothing released", errs)
+    con.execute("DROP TRIGGER skip")
+    con.execute("CREATE TEMP TRIGGER zero AFTER INSERT ON gp BEGIN UPDATE gp SET g = 0; END")
+    check(sql_error(con, NOISE, (src, o)) == want.replace('"skip" in schema main', '"zero" in schema temp'),
+          "a TEMP trigger that zeroes stored noise: refused")
+    con.execute("DROP TRIGGER zero")
+    con.execute("CREATE TABLE gp_params(sigma REAL, beta REAL, lo REAL, hi REAL, seeded INTEGER)")
+    con.execute("CREATE TRIGGER p AFTER INSERT ON gp_params BEGIN DELETE FROM gp_params; END")
+    check(sql_error(con, NOISE, (src, o)) == want.replace('table "gp" has', 'table "gp_params" has')
+          .replace('"skip"', '"p"'), "a trigger on the parameters table: refused")
+    con.execute("DROP TRIGGER p")
+    rows = [con.execute(NOISE, (src, o)).fetchall() for _ in range(3)]
+    check(rows[0] == rows[1] == rows[2] and con.execute("SELECT count(*) FROM gp").fetchone() == (1,),
+          "without triggers: one stored point, the same value every call")
 
 
 def test_noise_errors():
@@ -934,5 +1023,6 @@ if __name__ == "__main__":
     run([test_calibrate_proof, test_calibrate_gdp_and_paper, test_calibrate_never_below_gdp,
          test_sigma_underflow, test_calibrate_from_approximator,
          test_calibrate_refusals, test_noise_basics, test_noise_rounds_q_to_grid, test_noise_covariance,
-         test_noise_path_table, test_noise_path_refusals, test_noise_errors, test_learn_noise_free,
+         test_noise_path_table, test_noise_path_refusals, test_noise_failed_commit,
+         test_noise_path_triggers, test_noise_errors, test_learn_noise_free,
          test_learn_private, test_learn_theta_attack, test_learn_more, test_learn_errors])
