@@ -46,8 +46,9 @@ INSERT INTO models
 SELECT name, (SELECT dp_q_learn(s, a, r, s_next, o) FROM transitions) FROM opts;
 
 SELECT kind, json_extract(model, '$.private') AS private,
-       json_extract(model, '$.sigma') AS sigma, json_extract(model, '$.epsilon') AS epsilon,
-       json_extract(model, '$.delta_total') AS delta_total
+       json_extract(model, '$.theta_noise.sigma') AS sigma_theta,
+       json_extract(model, '$.paths.sigma') AS path_sigma, json_extract(model, '$.epsilon') AS epsilon,
+       json_extract(model, '$.delta') AS delta
 FROM models;
 
 -- Q on a grid of states (dp_q_value evaluates a released model).  With
