@@ -7,21 +7,38 @@
 int dprl_return_rule_parse(const dprl_options *o, dprl_return_rule *r) {
   int rc;
   r->has_fmax = dprl_opt_has(o, "fmax");
+  r->has_fmin = dprl_opt_has(o, "fmin");
   if ((rc = dprl_opt_number(o, "gamma", 1, 0, DPRL_CLOSED(0, 1), &r->gamma)) ||
-      (rc = dprl_opt_number(o, "rmax", 0, 1.0, DPRL_POSITIVE, &r->rmax)) ||
+      (rc = dprl_opt_number(o, "rmin", 0, 0.0, DPRL_ANY, &r->rmin)) ||
+      (rc = dprl_opt_number(o, "rmax", 0, 1.0, DPRL_ANY, &r->rmax)) ||
+      (rc = dprl_opt_number(o, "fmin", 0, 0, DPRL_AT_MOST(0), &r->fmin)) ||
       (rc = dprl_opt_number(o, "fmax", 0, 0, DPRL_POSITIVE, &r->fmax)))
     return rc;
+  if (!(r->rmax > r->rmin))
+    return dprl_fail(o->err, DPRL_EINVAL, "%s: option rmax must be > rmin = %.17g, got %.17g",
+                     o->fn, r->rmin, r->rmax);
   if (r->gamma == 1.0 && !r->has_fmax)
     return dprl_fail(o->err, DPRL_EINVAL,
                      "%s: option gamma = 1 needs option fmax (a public bound on returns), "
                      "got gamma 1 without fmax",
                      o->fn);
+  if (r->gamma == 1.0 && r->rmin < 0 && !r->has_fmin)
+    return dprl_fail(o->err, DPRL_EINVAL,
+                     "%s: option gamma = 1 with rmin < 0 needs option fmin (a public lower "
+                     "bound on returns), got rmin %.17g without fmin",
+                     o->fn, r->rmin);
+  /* Every return lies in [min(0, rmin), max(0, rmax)] / (1 - gamma). */
+  if (!r->has_fmin) r->fmin = r->rmin < 0 ? r->rmin / (1.0 - r->gamma) : 0.0;
+  if (!r->has_fmax) r->fmax = r->rmax > 0 ? r->rmax / (1.0 - r->gamma) : 0.0;
+  if (!(r->fmax > r->fmin) || !isfinite(r->fmax - r->fmin))
+    return dprl_fail(o->err, DPRL_EINVAL,
+                     "%s: the return range [fmin, fmax] = [%.17g, %.17g] must be finite and "
+                     "not empty",
+                     o->fn, r->fmin, r->fmax);
   return DPRL_OK;
 }
 
-double dprl_return_bound(const dprl_return_rule *r) {
-  return r->has_fmax ? r->fmax : r->rmax / (1.0 - r->gamma);
-}
+double dprl_return_bound(const dprl_return_rule *r) { return r->fmax - r->fmin; }
 
 int dprl_fv_stats_init(dprl_fv_stats *st, int64_t n_states, dprl_error *err) {
   memset(st, 0, sizeof *st);
@@ -74,17 +91,16 @@ int dprl_fv_add_episode(dprl_fv_stats *st, dprl_fv_scratch *sc,
   /* Backward pass: G_t = r_t + gamma G_{t+1} (clamped rewards: §1). */
   double g = 0.0;
   for (size_t i = n; i-- > 0;) {
-    g = clamp(steps[i].reward, 0.0, rule->rmax) + rule->gamma * g;
+    g = clamp(steps[i].reward, rule->rmin, rule->rmax) + rule->gamma * g;
     sc->G[i] = g;
   }
   /* Forward pass: the first time each state is seen is its first visit. */
   uint64_t mark = ++sc->episode_no;
-  double fmax = rule->has_fmax ? rule->fmax : HUGE_VAL;
   for (size_t i = 0; i < n; i++) {
     uint32_t s = steps[i].state;
     if (sc->stamp[s] == mark) continue;
     sc->stamp[s] = mark;
-    double F = rule->has_fmax ? clamp(sc->G[i], 0.0, fmax) : sc->G[i];
+    double F = clamp(sc->G[i], rule->fmin, rule->fmax);
     if (st) {
       st->visits[s]++;
       st->return_sum[s] += F;

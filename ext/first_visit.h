@@ -14,18 +14,24 @@
 #include "options.h"
 #include "steps.h"
 
-/* How returns are computed and clamped; all public constants. */
+/* How returns are computed and clamped; all public constants.  Rewards
+** are clamped to [rmin, rmax]; first-visit returns to [fmin, fmax], by
+** default [min(0, rmin), max(0, rmax)] / (1 - gamma), the range every
+** return lies in.  0 is always inside [fmin, fmax]: an unvisited state's
+** F_X(s) = 0 must lie in the range the sensitivity analysis assumes
+** (ALGORITHMS.md §1, §9). */
 typedef struct dprl_return_rule {
-  double gamma; /* [0,1); 1 only with fmax */
-  double rmax;  /* rewards clamped to [0, rmax] */
-  double fmax;  /* if has_fmax: first-visit returns clamped to [0, fmax] */
-  int has_fmax;
+  double gamma;      /* [0,1); 1 only with fmax (and fmin when rmin < 0) */
+  double rmin, rmax; /* rewards clamped to [rmin, rmax], rmin < rmax */
+  double fmin, fmax; /* first-visit returns clamped to [fmin, fmax] */
+  int has_fmax, has_fmin; /* given as options (else the defaults above) */
 } dprl_return_rule;
 
-/* Options gamma (required), rmax (default 1), fmax (optional). */
+/* Options gamma (required), rmin (default 0), rmax (default 1), fmin and
+** fmax (optional). */
 int dprl_return_rule_parse(const dprl_options *o, dprl_return_rule *r);
 
-/* B of ALGORITHMS.md §1: fmax, or rmax / (1 - gamma). */
+/* B of ALGORITHMS.md §1 and §9: the width fmax - fmin of the range. */
 double dprl_return_bound(const dprl_return_rule *r);
 
 typedef struct dprl_fv_stats {
@@ -57,8 +63,8 @@ typedef int (*dprl_fv_emit)(void *ctx, uint32_t state, int64_t t_first,
 
 /* Add one episode (steps sorted by t, states < n_states) to st (may be NULL
 ** when only emit is wanted).  Returns G_t = r_t + gamma G_{t+1} over the
-** steps in order, rewards clamped to [0, rmax], then F clamped to
-** [0, fmax] when fmax is given. */
+** steps in order, rewards clamped to [rmin, rmax], then F clamped to
+** [fmin, fmax]. */
 int dprl_fv_add_episode(dprl_fv_stats *st, dprl_fv_scratch *sc,
                         const dprl_return_rule *rule, const dprl_step *steps,
                         size_t n, dprl_fv_emit emit, void *ctx, dprl_error *err);

@@ -70,6 +70,7 @@ void dprl_json_describe(const dprl_json *v, char *out, size_t n) {
 void dprl_range_describe(dprl_range r, char *out, size_t n) {
   if (isinf(r.hi) && isinf(r.lo)) snprintf(out, n, "a finite number");
   else if (isinf(r.hi)) snprintf(out, n, "%s %g", r.lo_open ? ">" : ">=", r.lo);
+  else if (isinf(r.lo)) snprintf(out, n, "%s %g", r.hi_open ? "<" : "<=", r.hi);
   else snprintf(out, n, "in %c%g, %g%c", r.lo_open ? '(' : '[', r.lo, r.hi,
                 r.hi_open ? ')' : ']');
 }

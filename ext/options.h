@@ -33,6 +33,7 @@ typedef struct dprl_range {
 #define DPRL_CLOSED(a, b) ((dprl_range){(a), (b), 0, 0})
 #define DPRL_CLOSED_OPEN(a, b) ((dprl_range){(a), (b), 0, 1})
 #define DPRL_AT_LEAST(a) ((dprl_range){(a), HUGE_VAL, 0, 1})
+#define DPRL_AT_MOST(b) ((dprl_range){-HUGE_VAL, (b), 1, 0})
 
 /* Parse text as a JSON object whose keys are all in known[] (NULL-ended).
 ** NULL text is an error naming the options argument. */

@@ -10,10 +10,10 @@
 
 /* "episodes" is only for the from-statistics form; "grouped" only for rows. */
 const char *const dprl_lsw_option_names[] = {
-    "n_states", "gamma", "epsilon", "delta", "rmax", "fmax", "features", "weights",
+    "n_states", "gamma", "epsilon", "delta", "rmin", "rmax", "fmin", "fmax", "features", "weights",
     "calibration", "seed", "release", "grouped", "episodes", NULL};
 const char *const dprl_lsl_option_names[] = {
-    "n_states", "gamma", "epsilon", "delta", "rmax", "fmax", "features", "rho",
+    "n_states", "gamma", "epsilon", "delta", "rmin", "rmax", "fmin", "fmax", "features", "rho",
     "lambda", "calibration", "seed", "release", "grouped", "episodes", NULL};
 
 #define MAX_STATES (1 << 27)

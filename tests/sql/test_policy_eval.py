@@ -257,8 +257,12 @@ def test_bad_input():
     err({"n_states": 3, "gamma": 0.5, "epsilon": 1}, "dp_lsw: option delta is required",
         "delta missing")
     err(dict(B, epsilon_=1), 'dp_lsw: unknown option "epsilon_" (known: n_states, gamma, '
-        'epsilon, delta, rmax, fmax, features, weights, calibration, seed, release, grouped, '
-        'episodes)', "unknown key")
+        'epsilon, delta, rmin, rmax, fmin, fmax, features, weights, calibration, seed, release, '
+        'grouped, episodes)', "unknown key")
+    err(dict(B, rmin=1, rmax=1), "dp_lsw: option rmax must be > rmin = 1, got 1", "rmax <= rmin")
+    err(dict(B, fmin=0.5), "dp_lsw: option fmin must be <= 0, got 0.5", "fmin > 0")
+    err(dict(B, gamma=1, fmax=3, rmin=-1), "dp_lsw: option gamma = 1 with rmin < 0 needs option "
+        "fmin (a public lower bound on returns), got rmin -1 without fmin", "gamma 1, rmin < 0, no fmin")
     err('{"n_states": 3,', "dp_lsw: options: malformed JSON: expected a key string, got end of text",
         "malformed JSON")
     err(None, "dp_lsw: options must be JSON text, got NULL", "NULL options")
