@@ -34,6 +34,10 @@ int dprl_sp_calibrate(const dprl_sp_params *p, dprl_sp_noise *out,
   double g = dprl_grid_for(out->sigma);
   while (top / g >= 0x1p51) g *= 2;
   out->grid = g;
+  /* Rounding to g moves each of the 2 n_eff entries a neighbour can change
+  ** by at most g more (ALGORITHMS.md §9). */
+  out->sens += sqrt(2.0 * (double)out->n_eff) * g;
+  out->sigma = out->sens * out->sigma1;
   return DPRL_OK;
 }
 

@@ -36,7 +36,7 @@ typedef struct dprl_sp_params {
 typedef struct dprl_sp_noise {
   double c;      /* count scale (= B) */
   int64_t n_eff; /* min(N, 2 max_states) or N */
-  double sens;   /* Delta = sqrt(n_eff (B^2 + c^2)) */
+  double sens;   /* Delta = sqrt(n_eff (B^2 + c^2)) + sqrt(2 n_eff) grid */
   double sigma1; /* analytic Gaussian scale for sensitivity 1 */
   double sigma;  /* Delta sigma1: the scale on every entry */
   double grid;   /* public power-of-two grid for sigma */

@@ -35,7 +35,9 @@ static void test_calibrate(void) {
     CHECK(dprl_sp_calibrate(&p, &nz, &err) == DPRL_OK, "calibrate");
     CHECK_REL(nz.sigma1, cases[i].sigma1, 1e-9, "sigma1 = the analytic Gaussian (independent bisection)");
     CHECK(nz.c == 9.0 && nz.n_eff == 10, "c = B = fmax - fmin, n_eff = N");
-    CHECK_REL(nz.sens, sqrt(10 * (81.0 + 81.0)), 1e-15, "Delta = sqrt(N (B^2 + c^2))");
+    CHECK_REL(nz.sens, sqrt(10 * (81.0 + 81.0)) + sqrt(20.0) * nz.grid, 1e-15,
+              "Delta = sqrt(N (B^2 + c^2)) + sqrt(2 N) grid");
+    CHECK(nz.grid == dprl_grid_for(sqrt(10 * (81.0 + 81.0)) * nz.sigma1), "grid from the unrounded scale");
     CHECK_REL(nz.sigma, nz.sens * nz.sigma1, 1e-15, "sigma = Delta sigma1");
     int e;
     CHECK(frexp(nz.grid, &e) == 0.5 && nz.sigma / nz.grid <= 0x1p26 && nz.sigma / nz.grid >= 0x1p25,
