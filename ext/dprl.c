@@ -9,6 +9,7 @@
 **   dp_lsl_from_stats(state, visits, return_sum, options)   aggregate
 **   dp_first_visit(trajectories_sql, options)      table-valued, NOT private
 **   dp_prefix_stable(trajectories_sql, policies_sql, options)  table-valued
+**   dp_prefix_calibrate(options)                   its public parameters (JSON)
 **
 **   sqlite> .load ./dprl
 **   sqlite> SELECT dprl_version();
