@@ -16,6 +16,8 @@
 **
 ** Each feature lives in its own sql_*.c file and registers itself here;
 ** the numerical core (every other file in ext/) knows nothing of SQLite.
+** The table-valued functions run caller SQL and are therefore
+** SQLITE_VTAB_DIRECTONLY (sql_tvf.c): top-level statements only.
 */
 #include <sqlite3ext.h>
 SQLITE_EXTENSION_INIT1
