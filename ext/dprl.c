@@ -9,12 +9,15 @@
 **   dp_lsl_from_stats(state, visits, return_sum, options)   aggregate
 **   dp_first_visit(trajectories_sql, options)      table-valued, NOT private
 **   dp_prefix_stable(trajectories_sql, policies_sql, options)  table-valued
+**   dp_prefix_calibrate(options)                   its public parameters (JSON)
 **
 **   sqlite> .load ./dprl
 **   sqlite> SELECT dprl_version();
 **
 ** Each feature lives in its own sql_*.c file and registers itself here;
 ** the numerical core (every other file in ext/) knows nothing of SQLite.
+** The table-valued functions run caller SQL and are therefore
+** SQLITE_VTAB_DIRECTONLY (sql_tvf.c): top-level statements only.
 */
 #include <sqlite3ext.h>
 SQLITE_EXTENSION_INIT1

@@ -171,14 +171,146 @@ int dprl_policy_validate(const dprl_policy_table *pt, double p_min,
   return dprl_fail(err, DPRL_EINVAL, "policies: invalid table"); /* unreached */
 }
 
+/* ---- Composition (ALGORITHMS.md section 10) ---------------------------- */
+
+/* log of term l of delta_k(eps): C(k,l) (e^{(k-l)e0} - e^{eps+l e0}) /
+** (1+e^{e0})^k = pmf of Binomial(k, 1/(1+e^{e0})) at l times
+** (1 - e^{d}), d = eps - (k-2l) e0; -inf where d >= 0 (a zero term).
+** ln_norm = ln(1 + e^{-e0}), lk1 = lgamma(k+1). */
+static double kov_log_term(int64_t k, int64_t l, double e0, double eps,
+                           double lk1, double ln_norm) {
+  if (l < 0 || l > k) return -HUGE_VAL;
+  double d = eps - (double)(k - 2 * l) * e0;
+  if (!(d < 0)) return -HUGE_VAL;
+  return lk1 - lgamma((double)l + 1) - lgamma((double)(k - l) + 1) -
+         (double)l * e0 - (double)k * ln_norm + log(-expm1(d));
+}
+
+/* Running log-sum-exp: the sum is exp(m) * s. */
+typedef struct lse {
+  double m, s;
+} lse;
+static void lse_add(lse *a, double t) {
+  if (t == -HUGE_VAL) return;
+  if (t > a->m) {
+    a->s = a->s * exp(a->m - t) + 1;
+    a->m = t;
+  } else {
+    a->s += exp(t - a->m);
+  }
+}
+static double lse_log(const lse *a) {
+  return a->s > 0 ? a->m + log(a->s) : -HUGE_VAL;
+}
+
+/* Add terms from l = from in direction step (+1 or -1) while they exist,
+** stopping once the rest is provably negligible. Past the peak a
+** log-concave sequence falls at least geometrically with the ratio r of
+** its last two terms, so the rest is at most t r / (1 - r). */
+static void kov_sum_from(lse *acc, int64_t k, int64_t from, int step,
+                         int64_t lo, int64_t hi, double e0, double eps,
+                         double lk1, double ln_norm) {
+  double prev = -HUGE_VAL;
+  for (int64_t l = from; l >= lo && l <= hi; l += step) {
+    double t = kov_log_term(k, l, e0, eps, lk1, ln_norm);
+    if (t == -HUGE_VAL) break; /* outside the support of the positive part */
+    lse_add(acc, t);
+    if (t < prev) {
+      double r = exp(t - prev);
+      if (t + log(r / (1 - r)) < lse_log(acc) - 46) break; /* < 2^-66 */
+    }
+    prev = t;
+  }
+}
+
+double dprl_composition_delta(int64_t k, double eps0, double delta0,
+                              double eps) {
+  if (k < 1 || k > DPRL_PREFIX_MAX_T || !(eps0 > 0) || !isfinite(eps0) ||
+      !(delta0 >= 0 && delta0 < 1) || !(eps >= 0) || !isfinite(eps))
+    return NAN;
+  /* Term l is positive iff l < k/2 - eps/(2 eps0); the +1 covers rounding
+  ** (kov_log_term checks each term's sign itself). */
+  double lim = 0.5 * (double)k - eps / (2 * eps0);
+  double log_dk = -HUGE_VAL;
+  if (lim > 0) {
+    int64_t hi = lim >= (double)k ? k : (int64_t)ceil(lim);
+    double lk1 = lgamma((double)k + 1), ln_norm = log1p(exp(-eps0));
+    /* The terms are log-concave in l (log C(k,l) and log(1 - e^d) are
+    ** concave, the rest linear): the peak is the last l whose term is not
+    ** below its predecessor's. */
+    int64_t lo = 0, top = hi;
+    while (lo < top) {
+      int64_t mid = lo + (top - lo + 1) / 2;
+      if (kov_log_term(k, mid, eps0, eps, lk1, ln_norm) >=
+          kov_log_term(k, mid - 1, eps0, eps, lk1, ln_norm))
+        lo = mid;
+      else
+        top = mid - 1;
+    }
+    lse acc = {-HUGE_VAL, 0};
+    kov_sum_from(&acc, k, lo, -1, 0, hi, eps0, eps, lk1, ln_norm);
+    kov_sum_from(&acc, k, lo + 1, +1, 0, hi, eps0, eps, lk1, ln_norm);
+    log_dk = lse_log(&acc);
+  }
+  /* 1 - (1-delta0)^k (1 - delta_k), without cancellation. */
+  double dk = exp(log_dk);
+  if (dk >= 1) return 1;
+  return -expm1((double)k * log1p(-delta0) + log1p(-dk));
+}
+
+const char *const dprl_prefix_accountant_names[] = {"optimal", "paper", NULL};
+
+/* T examined trajectories, each (2 eps', delta1/(2T))-DP, compose to
+** (eps1, <= delta1) with the accountant's margin. */
+static int composes(double eps_prime, double eps1, double delta1, int64_t T,
+                    double *delta) {
+  *delta = dprl_composition_delta(T, 2 * eps_prime, delta1 / (2.0 * (double)T),
+                                  eps1);
+  return *delta <= delta1 * (1 - DPRL_PREFIX_DELTA_MARGIN); /* false for NaN */
+}
+
+/* The largest eps' that composes, by bisection on a bracket [lo, hi] with
+** lo composing and hi not. lo = eps1/(2T): then T * 2eps' = eps1, every
+** term of delta_T(eps1) vanishes and the total is 1 - (1 - delta1/(2T))^T
+** <= delta1/2. hi: a single (2eps', delta0)-DP mechanism is already not
+** (eps1, delta1)-DP once 2eps' >= eps1 + 2 atanh(delta1) (then
+** (e^{2eps'} - e^{eps1}) / (1 + e^{2eps'}) >= delta1), and composing more
+** of them only adds to delta; +1 keeps it strictly outside. The result is
+** lo, which composes: the guarantee is never rounded the unsafe way. */
+static int optimal_eps_prime(double eps1, double delta1, int64_t T,
+                             double *eps_prime, double *delta,
+                             dprl_error *err) {
+  double lo = eps1 / (2.0 * (double)T), hi = (eps1 + 2 * atanh(delta1) + 1) / 2;
+  double d_lo, d_hi;
+  if (!composes(lo, eps1, delta1, T, &d_lo) || composes(hi, eps1, delta1, T, &d_hi))
+    return dprl_fail(err, DPRL_EINVAL,
+                     "accountant \"optimal\": no eps' found for epsilon %g, "
+                     "delta %g, T = %lld (delta %g at eps1/(2T))",
+                     eps1, delta1, (long long)T, d_lo);
+  for (int it = 0; it < 200 && hi - lo > lo * 0x1p-45; it++) {
+    double mid = 0.5 * (lo + hi), d;
+    if (composes(mid, eps1, delta1, T, &d)) {
+      lo = mid;
+      d_lo = d;
+    } else {
+      hi = mid;
+    }
+  }
+  *eps_prime = lo;
+  *delta = d_lo;
+  return DPRL_OK;
+}
+
 /* ---- Parameters -------------------------------------------------------- */
 
 int dprl_prefix_params_derive(double eps1, double delta1, double p_min,
                               int64_t n_actions, int64_t T, int64_t L,
+                              dprl_prefix_accountant accountant,
                               dprl_prefix_params *out, dprl_error *err) {
   memset(out, 0, sizeof *out);
-  if (!(eps1 > 0 && isfinite(eps1)))
-    return dprl_fail(err, DPRL_EINVAL, "epsilon must be > 0, got %g", eps1);
+  if (!(eps1 > 0 && eps1 <= DPRL_PREFIX_MAX_EPS))
+    return dprl_fail(err, DPRL_EINVAL, "epsilon must be in (0, %g], got %g",
+                     DPRL_PREFIX_MAX_EPS, eps1);
   if (!(delta1 > 0 && delta1 < 1))
     return dprl_fail(err, DPRL_EINVAL, "delta must be in (0, 1), got %g",
                      delta1);
@@ -190,23 +322,44 @@ int dprl_prefix_params_derive(double eps1, double delta1, double p_min,
   if (!(p_min > 0 && p_min < hi))
     return dprl_fail(err, DPRL_EINVAL,
                      "p_min must be in (0, 1/|A|) = (0, %g), got %g", hi, p_min);
-  if (T < 1)
-    return dprl_fail(err, DPRL_EINVAL, "T must be >= 1, got %lld",
-                     (long long)T);
+  if (T < 1 || T > DPRL_PREFIX_MAX_T)
+    return dprl_fail(err, DPRL_EINVAL, "T must be in 1..%d, got %lld",
+                     DPRL_PREFIX_MAX_T, (long long)T);
   if (L < 1)
     return dprl_fail(err, DPRL_EINVAL, "L must be >= 1, got %lld",
                      (long long)L);
-  out->eps1 = eps1;
-  out->delta1 = delta1;
-  out->p_min = p_min;
-  out->T = T;
-  out->L = L;
+  if (accountant != DPRL_PREFIX_OPTIMAL && accountant != DPRL_PREFIX_PAPER)
+    return dprl_fail(err, DPRL_EINVAL, "unknown accountant %d",
+                     (int)accountant);
   /* Logs of ratios are taken as differences of logs so that a subnormal
   ** delta never overflows 2/delta1 or underflows delta'. */
   double ln_2_over_delta1 = log(2.0) - log(delta1);
   double two_TL = 2.0 * (double)T * (double)L;
   double ln_1_over_delta_p = log(two_TL) - log(delta1);
-  out->eps_prime = eps1 / sqrt(32.0 * (double)T * ln_2_over_delta1);
+  double ep = 0, dcomp = 0;
+  if (accountant == DPRL_PREFIX_PAPER) {
+    ep = eps1 / sqrt(32.0 * (double)T * ln_2_over_delta1);
+    if (!composes(ep, eps1, delta1, T, &dcomp))
+      return dprl_fail(err, DPRL_EINVAL,
+                       "accountant \"paper\": eps' = eps1/sqrt(32 T ln(2/delta1)) "
+                       "= %g does not give (epsilon %g, delta %g): the exact "
+                       "composition of T = %lld examined trajectories, each "
+                       "(2 eps', delta/(2T))-DP, has delta %g at epsilon %g "
+                       "(advanced composition assumes small eps'); use "
+                       "\"accountant\": \"optimal\"",
+                       ep, eps1, delta1, (long long)T, dcomp, eps1);
+  } else {
+    int rc = optimal_eps_prime(eps1, delta1, T, &ep, &dcomp, err);
+    if (rc) return rc;
+  }
+  out->eps1 = eps1;
+  out->delta1 = delta1;
+  out->p_min = p_min;
+  out->T = T;
+  out->L = L;
+  out->accountant = accountant;
+  out->eps_prime = ep;
+  out->delta_composed = dcomp;
   out->delta_prime = delta1 / two_TL;
   /* e^x/(e^x - 1) = 1/(1 - e^-x) = -1/expm1(-x): no cancellation for small
   ** eps', no overflow for large. */
@@ -286,14 +439,6 @@ int dprl_trajectories_check(const dprl_trajectories *tr,
     }
   }
   return DPRL_OK;
-}
-
-int64_t dprl_trajectories_longest(const dprl_trajectories *tr) {
-  int64_t best = 0;
-  for (int64_t j = 0; j < tr->n; j++)
-    if (tr->offsets[j + 1] - tr->offsets[j] > best)
-      best = tr->offsets[j + 1] - tr->offsets[j];
-  return best;
 }
 
 /* ---- count_tau --------------------------------------------------------- */
@@ -427,37 +572,31 @@ int dprl_prefix_release_run(const dprl_policy_table *pt,
   int rc = dprl_policy_validate(pt, pp->p_min, err);
   if (!rc) rc = dprl_trajectories_check(tr, pt, err);
   if (rc) return rc;
-  if (tr->n == 0)
-    return dprl_fail(err, DPRL_EINVAL,
-                     "trajectories: there are none to examine (T = %lld)",
-                     (long long)pp->T);
-  if (pp->T < 1 || pp->T > tr->n)
-    return dprl_fail(err, DPRL_EINVAL,
-                     "T must be in 1..%lld (the number of trajectories), got "
-                     "%lld",
-                     (long long)tr->n, (long long)pp->T);
+  /* T > n examines all n: an error here would reveal n. */
+  int64_t n_exam = pp->T < tr->n ? pp->T : tr->n;
+  if (n_exam <= 0) return DPRL_OK; /* nothing to examine, nothing released */
   if ((uint64_t)tr->n > UINT32_MAX)
     return dprl_fail(err, DPRL_EINVAL,
-                     "trajectories: at most %lu can be shuffled, got %lld",
-                     (unsigned long)UINT32_MAX, (long long)tr->n);
+                     "trajectories: at most %lu can be shuffled, got more",
+                     (unsigned long)UINT32_MAX);
   uint32_t *order = dprl_malloc((size_t)tr->n * sizeof(uint32_t));
   double *prod = dprl_malloc((size_t)pt->n_experts * sizeof(double));
-  out->traj = dprl_malloc((size_t)pp->T * sizeof(int64_t));
-  out->k = dprl_malloc((size_t)pp->T * sizeof(int64_t));
+  out->traj = dprl_malloc((size_t)n_exam * sizeof(int64_t));
+  out->k = dprl_malloc((size_t)n_exam * sizeof(int64_t));
   if (!order || !prod || !out->traj || !out->k) {
     rc = dprl_nomem(err);
     goto done;
   }
   for (int64_t j = 0; j < tr->n; j++) order[j] = (uint32_t)j;
   dprl_rng_shuffle_u32(rng, order, (uint64_t)tr->n);
-  for (int64_t c = 0; c < pp->T; c++) {
+  for (int64_t c = 0; c < n_exam; c++) {
     int64_t j = order[c], lo = tr->offsets[j];
     out->traj[c] = j;
     rc = release_one(pt, pp, rng, tr->states + lo, tr->actions + lo,
                      tr->offsets[j + 1] - lo, prod, &out->k[c], err);
     if (rc) goto done;
   }
-  out->n_examined = pp->T;
+  out->n_examined = n_exam;
 done:
   dprl_free(order);
   dprl_free(prod);

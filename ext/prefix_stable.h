@@ -7,8 +7,8 @@
 **   policy rows -> dprl_policy_set (dense table, duplicates refused)
 **   -> dprl_policy_validate (no missing entry, every prob >= p_min, each
 **      pi_i(.|s) sums to 1 within 1e-9)
-**   -> dprl_prefix_params_derive (eps', delta', c_min, theta from eps1,
-**      delta1, p_min, T, L)
+**   -> dprl_prefix_params_derive (eps' by the accountant, delta', c_min,
+**      theta from the public eps1, delta1, p_min, T, L)
 **   -> dprl_prefix_release (shuffle, then for each of the first T
 **      trajectories a noisy threshold and one PrefixQuery per step until
 **      the first "bottom") -> one prefix length k per examined trajectory.
@@ -79,12 +79,59 @@ int dprl_policy_set(dprl_policy_table *pt, int64_t expert, int64_t state,
 int dprl_policy_validate(const dprl_policy_table *pt, double p_min,
                          dprl_error *err);
 
+/* ---- Composition (ALGORITHMS.md section 10) --------------------------- */
+
+/* The exact privacy profile of the k-fold adaptive composition of
+** (eps0, delta0)-DP mechanisms (Kairouz, Oh, Viswanath 2015, Theorem 3.3):
+** the composition is (eps, delta)-DP for
+**   delta = 1 - (1 - delta0)^k (1 - delta_k(eps)),
+**   delta_k(eps) = sum_{l=0..k} C(k,l) max(0, e^{(k-l) eps0} - e^{eps + l eps0})
+**                  / (1 + e^{eps0})^k,
+** and no smaller delta holds for every choice of such mechanisms. The sum
+** is taken in log space over the terms that matter (they are log-concave
+** in l: a binary search finds the largest, the tails stop once provably
+** below 2^-66 of the total); relative error ~1e-13 for k <= 1000, ~1e-9 at
+** k = 10^6 (lgamma's rounding). k in 1..DPRL_PREFIX_MAX_T, eps0 > 0 finite,
+** delta0 in [0, 1), eps >= 0 finite; NaN otherwise. */
+double dprl_composition_delta(int64_t k, double eps0, double delta0,
+                              double eps);
+
 /* ---- Parameters (Algorithm 2, line 2-3 and 7) ------------------------- */
+
+/* Public bounds on the options (not on the data). */
+#define DPRL_PREFIX_MAX_T 1000000     /* trajectories examined */
+#define DPRL_PREFIX_MAX_EPS 1e6       /* eps1 */
+
+/* How eps' is chosen from (eps1, delta1, T). Either way each examined
+** trajectory is (2 eps', delta1/(2T))-DP (Theorem 5.3) and the T of them
+** must compose to (eps1, <= delta1), checked with dprl_composition_delta:
+**  - OPTIMAL: the largest eps' (bisection) for which the exact composition
+**    is (eps1, <= delta1);
+**  - PAPER: the printed eps' = eps1 / sqrt(32 T ln(2/delta1)) (advanced
+**    composition, Dwork-Roth Cor. 3.21, which assumes eps < 1), refused
+**    where its exact composition exceeds delta1 at eps1. */
+typedef enum dprl_prefix_accountant {
+  DPRL_PREFIX_OPTIMAL = 0,
+  DPRL_PREFIX_PAPER = 1
+} dprl_prefix_accountant;
+
+/* "optimal", "paper", NULL: the option's values, in enum order. */
+extern const char *const dprl_prefix_accountant_names[];
+
+/* Relative margin of the accountant: eps' is accepted only when the
+** computed composed delta is <= delta1 (1 - DPRL_PREFIX_DELTA_MARGIN), far
+** more than the sum's floating-point error (about 1e-9 relative at most,
+** for T = DPRL_PREFIX_MAX_T), so rounding never lands on the unsafe side. */
+#define DPRL_PREFIX_DELTA_MARGIN 1e-6
 
 typedef struct dprl_prefix_params {
   double eps1, delta1, p_min; /* inputs */
   int64_t T, L;               /* inputs */
-  double eps_prime;   /* eps' = eps1 / sqrt(32 T ln(2/delta1)) */
+  dprl_prefix_accountant accountant;
+  double eps_prime;   /* per the accountant (see above) */
+  /* The exact delta at eps1 of T compositions of (2 eps', delta1/(2T)):
+  ** <= delta1 (1 - DPRL_PREFIX_DELTA_MARGIN). */
+  double delta_composed;
   double delta_prime; /* delta' = delta1 / (2 T L) */
   double c_min;       /* e^eps' / (e^eps' - 1) */
   double theta;       /* c_min / p_min */
@@ -95,15 +142,20 @@ typedef struct dprl_prefix_params {
   double grid;        /* dprl_grid_for(2/eps') <= 1, used for both draws */
 } dprl_prefix_params;
 
-/* Validate eps1 > 0, delta1 in (0,1), p_min in (0, 1/n_actions), T >= 1,
-** L >= 1 and derive the rest (ALGORITHMS.md section 7). An eps1 so small
-** that 4/eps' or theta overflows, or that eps' < 2^-25 (the noise grid for
-** 2/eps' would be coarser than the count's sensitivity 1; theta is then
-** > 2^25/p_min, beyond any realistic number of experts), is refused with a
-** message. T <= the number of trajectories is checked by
-** dprl_prefix_release_run. */
+/* Validate eps1 in (0, DPRL_PREFIX_MAX_EPS], delta1 in (0,1), p_min in
+** (0, 1/n_actions), T in 1..DPRL_PREFIX_MAX_T, L >= 1, and derive the rest
+** (ALGORITHMS.md sections 7 and 10). Every input is public: nothing here
+** depends on the data (the SQL layer passes n_actions = 1 before reading
+** any row, and dprl_policy_validate checks p_min < 1/|A| later). Refused
+** with a message: the paper's eps' where its exact composition exceeds
+** delta1; an eps1 so small that 4/eps' or theta overflows, or that
+** eps' < 2^-25 (the noise grid for 2/eps' would be coarser than the count's
+** sensitivity 1; theta is then > 2^25/p_min, beyond any realistic number
+** of experts). T may exceed the number of trajectories: the release
+** examines those that exist (dprl_prefix_release_run). */
 int dprl_prefix_params_derive(double eps1, double delta1, double p_min,
                               int64_t n_actions, int64_t T, int64_t L,
+                              dprl_prefix_accountant accountant,
                               dprl_prefix_params *out, dprl_error *err);
 
 /* ---- Trajectories ----------------------------------------------------- */
@@ -123,8 +175,6 @@ typedef struct dprl_trajectories {
 **    (states 0..9)". */
 int dprl_trajectories_check(const dprl_trajectories *tr,
                             const dprl_policy_table *pt, dprl_error *err);
-/* Length of the longest trajectory (the default L), 0 if n == 0. */
-int64_t dprl_trajectories_longest(const dprl_trajectories *tr);
 
 /* ---- count_tau and the two noisy primitives -------------------------- */
 
@@ -150,18 +200,21 @@ int dprl_prefix_query(dprl_rng *rng, const dprl_prefix_params *pp,
 /* ---- The release (Algorithm 2) --------------------------------------- */
 
 typedef struct dprl_prefix_release {
-  int64_t n_examined; /* = T */
+  int64_t n_examined; /* min(T, number of trajectories) */
   int64_t *traj;      /* traj[c]: index of the c-th examined trajectory */
   int64_t *k;         /* k[c]: released prefix length, 0..min(len, L) */
 } dprl_prefix_release;
 
-/* Validate the policies (with pp->p_min) and trajectories, check
-** T <= n, then shuffle the trajectories with rng and, for each of the
-** first T, release the longest prefix tau_{1:k} whose PrefixQueries all
-** returned "top" (k = 0: nothing). A trajectory longer than L is examined
-** on its first L steps only; one shorter than L stops at its end as if that
-** were L. The released rows for traj[c] are its steps 0..k[c]-1, each with
-** next state s_{j+1} where it exists. On error *out is left empty. */
+/* Validate the policies (with pp->p_min) and trajectories, then shuffle
+** the trajectories with rng and, for each of the first min(T, n), release
+** the longest prefix tau_{1:k} whose PrefixQueries all returned "top"
+** (k = 0: nothing). T > n is not an error (its occurrence would reveal n):
+** all n are examined, and the missing runs release nothing, as a run with
+** k = 0 does (ALGORITHMS.md section 7). n = 0 examines nothing. A trajectory longer than L is examined on its first L
+** steps only (no count or query uses a later step; every step is still
+** range-checked); one shorter than L stops at its end as if that were L. The released rows for traj[c] are its steps
+** 0..k[c]-1, each with next state s_{j+1} where it exists. On error *out
+** is left empty. */
 int dprl_prefix_release_run(const dprl_policy_table *pt,
                             const dprl_trajectories *tr,
                             const dprl_prefix_params *pp, dprl_rng *rng,

@@ -1,33 +1,43 @@
 /*
 ** sql_prefix_stable.c: dp_prefix_stable, expert-level private release of
 ** stable trajectory prefixes (Sharma et al. 2024, Algorithms 1-2;
-** ALGORITHMS.md §7).
+** ALGORITHMS.md sections 7 and 10), and dp_prefix_calibrate, its public
+** calibration.
 **
 **   SELECT * FROM dp_prefix_stable(
 **     'SELECT episode, t, state, action FROM steps',
 **     'SELECT expert, state, action, prob FROM policies',
-**     '{"epsilon": 7.5, "delta": 3e-4, "p_min": 0.02, "T": 100}');
-**   -- episode | t | state | action | next_state   (released transitions)
+**     '{"epsilon": 7.5, "delta": 3e-4, "p_min": 0.02, "T": 100, "L": 200}');
+**   -- release | step | state | action | next_state   (released transitions)
 **
-** Glue only: the two queries are read into dense tables (experts, states
-** and actions interned to 0..n-1), the release runs in prefix_stable.c,
-** and the released prefixes come back with the caller's own ids.
+**   SELECT dp_prefix_calibrate('{"epsilon": 7.5, "delta": 3e-4,
+**                                "p_min": 0.02, "T": 100, "L": 200}');
+**   -- {"mechanism":"dp_prefix_stable","accountant":"optimal","eps_prime":...}
+**
+** Glue only: the options become the public parameters before any row is
+** read (so no option error depends on the data), the two queries are read
+** into dense tables (experts, states and actions interned to 0..n-1), the
+** release runs in prefix_stable.c, and the released prefixes come back
+** numbered by release and step: the caller's episode keys and t are used
+** to group and order the steps and never leave this file.
 */
 #include <string.h>
 
+#include "json.h"
 #include "noise.h"
 #include "options.h"
 #include "prefix_stable.h"
 #include "sql_tvf.h"
 
 #define FN "dp_prefix_stable"
+#define FN_CAL "dp_prefix_calibrate"
 
-static const char *const ps_options[] = {"epsilon", "delta", "p_min", "T", "L", "seed", NULL};
+static const char *const ps_options[] = {"epsilon", "delta", "p_min", "T", "L",
+                                         "accountant", "seed", NULL};
 static const char *const ps_args[] = {"trajectories_sql", "policies_sql", "options"};
 
 typedef struct ps_opts {
-  double epsilon, delta, p_min;
-  int64_t T, L; /* 0 = default */
+  dprl_prefix_params pp; /* from the options alone */
   int has_seed;
   uint64_t seed;
 } ps_opts;
@@ -36,21 +46,36 @@ typedef struct ps_state {
   dprl_episode_index experts, states, actions; /* ids -> dense indices */
   dprl_policy_table pt;
   dprl_step_buffer buf; /* trajectories: action index kept in .reward */
-  int64_t *offsets, *st, *ac, *t;
+  int64_t *offsets, *st, *ac;
   dprl_error err;
 } ps_state;
 
-static int ps_parse(sqlite3_value *v, ps_opts *o, dprl_error *err) {
+/* The options -> the public parameters (eps' by the accountant, threshold,
+** noise scales). Every input is an option: L and T are required, never
+** computed from the data (a default L = longest trajectory would let one
+** expert's long trajectory move the threshold). |A| comes from the policies
+** later: dprl_policy_validate checks p_min < 1/|A|. */
+static int ps_parse(const char *fn, sqlite3_value *v, ps_opts *o, dprl_error *err) {
   dprl_options op;
-  int rc = dprl_options_open(&op, FN, (const char *)sqlite3_value_text(v),
-                             (size_t)sqlite3_value_bytes(v), ps_options, err);
-  if (!rc) rc = dprl_opt_number(&op, "epsilon", 1, 0, DPRL_POSITIVE, &o->epsilon);
-  if (!rc) rc = dprl_opt_number(&op, "delta", 1, 0, DPRL_OPEN(0, 1), &o->delta);
-  if (!rc) rc = dprl_opt_number(&op, "p_min", 1, 0, DPRL_OPEN(0, 1), &o->p_min);
-  if (!rc) rc = dprl_opt_int(&op, "T", 0, 0, DPRL_AT_LEAST(1), &o->T);
-  if (!rc) rc = dprl_opt_int(&op, "L", 0, 0, DPRL_AT_LEAST(1), &o->L);
+  double eps = 0, delta = 0, p_min = 0;
+  int64_t T = 0, L = 0;
+  int acc = 0;
+  const char *text = (const char *)sqlite3_value_text(v);
+  if (!text && sqlite3_value_type(v) != SQLITE_NULL) return dprl_nomem(err);
+  int rc = dprl_options_open(&op, fn, text, (size_t)sqlite3_value_bytes(v), ps_options, err);
+  if (!rc)
+    rc = dprl_opt_number(&op, "epsilon", 1, 0, ((dprl_range){0, DPRL_PREFIX_MAX_EPS, 1, 0}),
+                         &eps);
+  if (!rc) rc = dprl_opt_number(&op, "delta", 1, 0, DPRL_OPEN(0, 1), &delta);
+  if (!rc) rc = dprl_opt_number(&op, "p_min", 1, 0, DPRL_OPEN(0, 1), &p_min);
+  if (!rc) rc = dprl_opt_int(&op, "T", 1, 0, DPRL_CLOSED(1, DPRL_PREFIX_MAX_T), &T);
+  if (!rc) rc = dprl_opt_int(&op, "L", 1, 0, DPRL_AT_LEAST(1), &L);
+  if (!rc) rc = dprl_opt_choice(&op, "accountant", dprl_prefix_accountant_names, 0, &acc);
   if (!rc) rc = dprl_opt_seed(&op, &o->has_seed, &o->seed);
   dprl_options_close(&op);
+  if (!rc)
+    rc = dprl_prefix_params_derive(eps, delta, p_min, 1, T, L, (dprl_prefix_accountant)acc,
+                                   &o->pp, err);
   return rc;
 }
 
@@ -151,14 +176,14 @@ static int ps_read_trajectories(sqlite3 *db, sqlite3_value *sql, ps_state *ps, c
   return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
-/* Episodes in key order, flattened into the core's arrays. */
+/* Episodes flattened into the core's arrays, each sorted by t (the order
+** of the episodes is irrelevant: the release shuffles them). */
 static int ps_flatten(ps_state *ps, char **pzErr) {
   size_t E = dprl_step_buffer_episodes(&ps->buf), n = ps->buf.n;
   ps->offsets = dprl_malloc((E + 1) * sizeof *ps->offsets);
   ps->st = dprl_malloc((n ? n : 1) * sizeof *ps->st);
   ps->ac = dprl_malloc((n ? n : 1) * sizeof *ps->ac);
-  ps->t = dprl_malloc((n ? n : 1) * sizeof *ps->t);
-  if (!ps->offsets || !ps->st || !ps->ac || !ps->t) return SQLITE_NOMEM;
+  if (!ps->offsets || !ps->st || !ps->ac) return SQLITE_NOMEM;
   size_t at = 0;
   ps->offsets[0] = 0;
   for (size_t e = 0; e < E; e++) {
@@ -169,7 +194,6 @@ static int ps_flatten(ps_state *ps, char **pzErr) {
     for (size_t j = 0; j < len; j++, at++) {
       ps->st[at] = steps[j].state;
       ps->ac[at] = (int64_t)steps[j].reward; /* the action index */
-      ps->t[at] = steps[j].t;
     }
     ps->offsets[e + 1] = (int64_t)at;
     dprl_step_buffer_drop_before(&ps->buf, ps->buf.start[e + 1]);
@@ -182,21 +206,20 @@ static void put_key(dprl_rows *out, int col, const dprl_key *k) {
   else dprl_rows_int(out, col, k->ival);
 }
 
-/* One output row per released transition (s_j, a_j, s_{j+1}), examined
-** trajectories in key order. */
+/* One output row per released transition (s_j, a_j, s_{j+1}): release =
+** 1, 2, ... over the examined trajectories that released k >= 1 steps, in
+** the (secure, shuffled) order of examination; step = 1..k. Nothing the
+** caller chose to identify a trajectory (episode key, t) is output. */
 static int ps_emit(ps_state *ps, const dprl_prefix_release *rel, dprl_rows *out) {
-  size_t E = dprl_step_buffer_episodes(&ps->buf);
-  int64_t *k_of = dprl_calloc(E ? E : 1, sizeof *k_of);
-  if (!k_of) return SQLITE_NOMEM;
-  for (int64_t c = 0; c < rel->n_examined; c++) k_of[rel->traj[c]] = rel->k[c];
-  for (size_t e = 0; e < E; e++) {
-    dprl_key ek, sk, ak, nk;
-    dprl_step_buffer_episode_key(&ps->buf, e, &ek);
-    int64_t lo = ps->offsets[e], hi = ps->offsets[e + 1];
-    for (int64_t j = lo; j < lo + k_of[e]; j++) {
+  int64_t release = 0;
+  for (int64_t c = 0; c < rel->n_examined && !out->oom; c++) {
+    int64_t e = rel->traj[c], lo = ps->offsets[e], hi = ps->offsets[e + 1];
+    if (rel->k[c] > 0) release++;
+    for (int64_t j = lo; j < lo + rel->k[c]; j++) {
+      dprl_key sk, ak, nk;
       if (dprl_rows_add(out)) break;
-      put_key(out, 0, &ek);
-      dprl_rows_int(out, 1, ps->t[j]);
+      dprl_rows_int(out, 0, release);
+      dprl_rows_int(out, 1, j - lo + 1);
       dprl_key_get(&ps->states, (uint32_t)ps->st[j], &sk);
       dprl_key_get(&ps->actions, (uint32_t)ps->ac[j], &ak);
       put_key(out, 2, &sk);
@@ -207,31 +230,20 @@ static int ps_emit(ps_state *ps, const dprl_prefix_release *rel, dprl_rows *out)
       }
     }
   }
-  dprl_free(k_of);
   return out->oom ? SQLITE_NOMEM : SQLITE_OK;
 }
 
 static int ps_release(ps_state *ps, const ps_opts *o, dprl_rows *out, char **pzErr) {
   size_t E = dprl_step_buffer_episodes(&ps->buf);
   dprl_trajectories tr = {(int64_t)E, ps->offsets, ps->st, ps->ac};
-  int64_t T = o->T ? o->T : (int64_t)E, L = o->L ? o->L : dprl_trajectories_longest(&tr);
-  dprl_prefix_params pp;
   dprl_prefix_release rel = {0};
   dprl_rng rng;
-  if (E == 0) return SQLITE_OK; /* nothing to examine, nothing to release */
-  if (T > (int64_t)E) {
-    dprl_fail(&ps->err, DPRL_EINVAL,
-              "option T must be at most the number of trajectories (%zu), got %lld", E,
-              (long long)T);
-    return dprl_sql_vtab_error(pzErr, FN, &ps->err);
-  }
-  if (dprl_prefix_params_derive(o->epsilon, o->delta, o->p_min, ps->pt.n_actions, T, L, &pp,
-                                &ps->err))
-    return dprl_sql_vtab_error(pzErr, FN, &ps->err);
   if (o->has_seed) dprl_rng_init_seeded(&rng, o->seed, 3);
   else if (dprl_rng_init_secure(&rng, &ps->err)) return dprl_sql_vtab_error(pzErr, FN, &ps->err);
   int rc = SQLITE_OK;
-  if (dprl_prefix_release_run(&ps->pt, &tr, &pp, &rng, &rel, &ps->err))
+  /* T above the number of trajectories examines them all (no error: it
+  ** would reveal their number); none at all releases nothing. */
+  if (dprl_prefix_release_run(&ps->pt, &tr, &o->pp, &rng, &rel, &ps->err))
     rc = dprl_sql_vtab_error(pzErr, FN, &ps->err);
   else
     rc = ps_emit(ps, &rel, out);
@@ -246,10 +258,11 @@ static int ps_compute(sqlite3 *db, sqlite3_value **args, dprl_rows *out, char **
   memset(&ps, 0, sizeof ps);
   memset(&o, 0, sizeof o);
   int rc;
-  if (ps_parse(args[2], &o, &ps.err)) rc = dprl_sql_vtab_error(pzErr, FN, &ps.err);
+  /* Options first: their errors come before any row is read. */
+  if (ps_parse(FN, args[2], &o, &ps.err)) rc = dprl_sql_vtab_error(pzErr, FN, &ps.err);
   else if (!(rc = ps_read_policies(db, args[1], &ps, pzErr))) {
     /* Assumption 3 is checked before any trajectory is read or released. */
-    if (dprl_policy_validate(&ps.pt, o.p_min, &ps.err)) rc = dprl_sql_vtab_error(pzErr, FN, &ps.err);
+    if (dprl_policy_validate(&ps.pt, o.pp.p_min, &ps.err)) rc = dprl_sql_vtab_error(pzErr, FN, &ps.err);
     else if (!(rc = ps_read_trajectories(db, args[0], &ps, pzErr))) {
       if (dprl_step_buffer_group(&ps.buf, &ps.err)) rc = dprl_sql_vtab_error(pzErr, FN, &ps.err);
       else if (!(rc = ps_flatten(&ps, pzErr))) rc = ps_release(&ps, &o, out, pzErr);
@@ -263,14 +276,60 @@ static int ps_compute(sqlite3 *db, sqlite3_value **args, dprl_rows *out, char **
   dprl_free(ps.offsets);
   dprl_free(ps.st);
   dprl_free(ps.ac);
-  dprl_free(ps.t);
   return rc;
 }
 
 static const dprl_tvf_spec ps_spec = {
     FN,
-    "CREATE TABLE x(episode, t INTEGER, state INTEGER, action INTEGER, next_state INTEGER,"
-    " trajectories_sql HIDDEN, policies_sql HIDDEN, options HIDDEN)",
+    "CREATE TABLE x(release INTEGER, step INTEGER, state INTEGER, action INTEGER,"
+    " next_state INTEGER, trajectories_sql HIDDEN, policies_sql HIDDEN, options HIDDEN)",
     5, 3, 3, ps_args, ps_compute, 0};
 
-int dprl_register_prefix_stable(sqlite3 *db) { return dprl_tvf_register(db, &ps_spec); }
+/* ---- dp_prefix_calibrate(options): the public parameters ---------------- */
+
+static void put_num(dprl_buf *b, const char *k, double x) {
+  dprl_buf_puts(b, ",");
+  dprl_json_put_string(b, k);
+  dprl_buf_puts(b, ":");
+  dprl_json_put_double(b, x);
+}
+
+/* The same options as dp_prefix_stable (seed has no effect here); a JSON
+** object of public values only: what the release will use. */
+static void calibrate_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+  ps_opts o;
+  dprl_error err = {0};
+  (void)argc;
+  memset(&o, 0, sizeof o);
+  if (ps_parse(FN_CAL, argv[0], &o, &err)) {
+    dprl_sql_result_error(ctx, FN_CAL, &err);
+    return;
+  }
+  const dprl_prefix_params *pp = &o.pp;
+  dprl_buf b = {0};
+  dprl_buf_puts(&b, "{\"mechanism\":\"" FN "\",\"accountant\":");
+  dprl_json_put_string(&b, dprl_prefix_accountant_names[pp->accountant]);
+  put_num(&b, "epsilon", pp->eps1);
+  put_num(&b, "delta", pp->delta1);
+  put_num(&b, "p_min", pp->p_min);
+  dprl_buf_printf(&b, ",\"T\":%lld,\"L\":%lld", (long long)pp->T, (long long)pp->L);
+  put_num(&b, "eps_prime", pp->eps_prime);
+  put_num(&b, "delta_composed", pp->delta_composed);
+  put_num(&b, "delta_prime", pp->delta_prime);
+  put_num(&b, "c_min", pp->c_min);
+  put_num(&b, "theta", pp->theta);
+  put_num(&b, "threshold", pp->threshold_base);
+  put_num(&b, "b_threshold", pp->b_threshold);
+  put_num(&b, "b_query", pp->b_query);
+  dprl_buf_puts(&b, "}");
+  if (b.oom) sqlite3_result_error_nomem(ctx);
+  else sqlite3_result_text(ctx, b.data, (int)b.len, SQLITE_TRANSIENT);
+  dprl_buf_free(&b);
+}
+
+int dprl_register_prefix_stable(sqlite3 *db) {
+  int rc = sqlite3_create_function_v2(db, FN_CAL, 1,
+                                      SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS,
+                                      NULL, calibrate_fn, NULL, NULL, NULL);
+  return rc == SQLITE_OK ? dprl_tvf_register(db, &ps_spec) : rc;
+}

@@ -140,7 +140,14 @@ static int tvf_connect(sqlite3 *db, void *aux, int argc, const char *const *argv
   v->db = db;
   v->spec = spec;
   *out = &v->base;
-  sqlite3_vtab_config(db, spec->writes ? SQLITE_VTAB_DIRECTONLY : SQLITE_VTAB_INNOCUOUS);
+  /* Every dprl table-valued function runs SQL text it is given (and
+  ** dp_q_noise may also write): usable only in top-level statements, never
+  ** from a view or trigger stored in a database file someone else wrote,
+  ** whatever PRAGMA trusted_schema says (SQLite's own eval-style functions
+  ** are restricted the same way). Otherwise a view could run, as top-level
+  ** SQL, what SQLite forbids it (writefile(), load_extension() in the
+  ** shell), and a trigger in an ATTACHed file could copy main's tables. */
+  sqlite3_vtab_config(db, SQLITE_VTAB_DIRECTONLY);
   (void)pzErr;
   return SQLITE_OK;
 }
@@ -198,6 +205,12 @@ static int tvf_close(sqlite3_vtab_cursor *cur) {
   return SQLITE_OK;
 }
 
+/* Caller SQL can call a dprl table-valued function again (in its text, or
+** a scalar subquery reading its own text from a table), each level a
+** nested sqlite3_step on this thread's stack: the depth is limited so that
+** such a query fails with a message instead of overflowing the stack. */
+static _Thread_local int tvf_depth;
+
 static int tvf_filter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, int argc,
                       sqlite3_value **argv) {
   tvf_cursor *c = (tvf_cursor *)cur;
@@ -222,7 +235,14 @@ static int tvf_filter(sqlite3_vtab_cursor *cur, int idxNum, const char *idxStr, 
   c->at = 0;
   sqlite3_free(v->base.zErrMsg);
   v->base.zErrMsg = NULL;
+  if (tvf_depth >= DPRL_TVF_MAX_DEPTH) {
+    v->base.zErrMsg = sqlite3_mprintf("%s: caller SQL nested too deeply (> %d levels)",
+                                      spec->name, DPRL_TVF_MAX_DEPTH);
+    return v->base.zErrMsg ? SQLITE_ERROR : SQLITE_NOMEM;
+  }
+  tvf_depth++;
   int rc = spec->compute(v->db, args, &c->rows, &v->base.zErrMsg);
+  tvf_depth--;
   if (rc == SQLITE_OK && c->rows.oom) rc = SQLITE_NOMEM;
   if (rc != SQLITE_OK) dprl_rows_free(&c->rows), c->rows.ncol = ncol;
   return rc;

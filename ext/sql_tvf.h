@@ -11,11 +11,20 @@
 ** compact buffer, which the cursor then walks.  Queries given as text
 ** arguments run on the caller's connection through dprl_query_*: exactly one
 ** read-only SELECT with the expected number of columns, always finalized.
+**
+** Because they run caller SQL, all of them are SQLITE_VTAB_DIRECTONLY:
+** usable in top-level statements only, not in views or triggers (SQLite
+** answers "unsafe use of virtual table"). Calls nested through the SQL
+** text are limited to DPRL_TVF_MAX_DEPTH levels per thread:
+**   "dp_first_visit: caller SQL nested too deeply (> 8 levels)".
 */
 #ifndef DPRL_SQL_TVF_H
 #define DPRL_SQL_TVF_H
 
 #include "sql_glue.h"
+
+/* Table-valued function calls running inside one another's caller SQL. */
+#define DPRL_TVF_MAX_DEPTH 8
 
 /* ---- output rows ---------------------------------------------------------- */
 
@@ -64,10 +73,9 @@ typedef struct dprl_tvf_spec {
   int n_required;     /* the first n_required arguments are required */
   const char *const *arg_names;
   dprl_tvf_compute compute;
-  /* 1 if the function may write (dp_q_noise's path table): it is then
-  ** SQLITE_VTAB_DIRECTONLY, usable only from top-level SQL, never from a
-  ** view or trigger in a database schema someone else wrote.  Otherwise
-  ** SQLITE_VTAB_INNOCUOUS. */
+  /* 1 if the function may write (dp_q_noise's path table).  Informative
+  ** only: every table-valued function here is SQLITE_VTAB_DIRECTONLY
+  ** (above), since each runs caller SQL. */
   int writes;
 } dprl_tvf_spec;
 

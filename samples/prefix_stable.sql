@@ -46,25 +46,40 @@ FROM walk w JOIN policies p ON p.expert = w.expert AND p.state = w.state AND p.a
 SELECT count(DISTINCT expert) AS clinicians, (SELECT count(DISTINCT episode) FROM steps) AS patients,
        (SELECT count(*) FROM steps) AS steps FROM policies;
 
+-- The public calibration: what the release will use, from the options
+-- alone (no data).  T and L are required: the number of patients examined
+-- and the public maximum length (the walks stop after 20 steps).
+SELECT json_extract(c, '$.accountant') AS accountant,
+       round(json_extract(c, '$.eps_prime'), 4) AS eps_prime,
+       round(json_extract(c, '$.threshold'), 1) AS threshold
+FROM (SELECT dp_prefix_calibrate(
+  '{"epsilon": 100, "delta": 1e-3, "p_min": 0.02, "T": 100, "L": 20}') AS c);
+
 -- How much is released as epsilon grows (T = 100 patients examined,
--- delta = 1e-3, p_min = 0.02).  With 300 experts the threshold
+-- L = 20, delta = 1e-3, p_min = 0.02).  With 300 experts the threshold
 -- c_min/p_min + (4/eps') ln(1/delta') only falls below the largest
 -- possible count (300) once epsilon is in the tens: the guarantee is per
--- clinician, and 300 clinicians are few.
+-- clinician, and 300 clinicians are few.  eps' comes from the exact
+-- composition of the T examined trajectories ("accountant": "optimal",
+-- the default); the paper's printed eps' is not valid at epsilon >= 100
+-- here and is refused ("accountant": "paper").
 WITH eps(e) AS (VALUES (10), (30), (100), (300), (1000)),
 released AS (
   SELECT e, (SELECT count(*) FROM dp_prefix_stable(
                 'SELECT episode, t, state, action FROM steps',
                 'SELECT expert, state, action, prob FROM policies',
-                json_object('epsilon', e, 'delta', 1e-3, 'p_min', 0.02, 'T', 100))) AS n
+                json_object('epsilon', e, 'delta', 1e-3, 'p_min', 0.02, 'T', 100, 'L', 20)))
+            AS n
   FROM eps)
 SELECT e AS epsilon, n AS released_transitions,
        round(n / 100.0, 2) AS mean_prefix_length
 FROM released;
 
--- The released transitions at epsilon = 300 (a few patients).
+-- The released transitions at epsilon = 300: release numbers the released
+-- prefixes in the (random) order they were examined, step is 1..k; no
+-- patient id or time comes out.
 SELECT * FROM dp_prefix_stable(
   'SELECT episode, t, state, action FROM steps',
   'SELECT expert, state, action, prob FROM policies',
-  '{"epsilon": 300, "delta": 1e-3, "p_min": 0.02, "T": 100}')
-ORDER BY episode, t LIMIT 12;
+  '{"epsilon": 300, "delta": 1e-3, "p_min": 0.02, "T": 100, "L": 20}')
+ORDER BY release, step LIMIT 12;

@@ -221,7 +221,7 @@ static void prefix_bench(sqlite3 *db) {
                     "SELECT count(*) FROM dp_prefix_stable("
                     "'SELECT episode, t, state, action FROM ps2_steps', "
                     "'SELECT expert, state, action, prob FROM ps_policies', "
-                    "'{\"epsilon\": 1e6, \"delta\": 3e-4, \"p_min\": 0.02, \"T\": 100}')",
+                    "'{\"epsilon\": 1e6, \"delta\": 3e-4, \"p_min\": 0.02, \"T\": 100, \"L\": 200}')",
                     1, res, sizeof res);
   printf("  bare scan of the trajectories      %8.3f s\n", scan.seconds);
   printf("  dp_prefix_stable, whole call       %8.3f s  (%.2fx scan; %s transitions released;"

@@ -1,20 +1,30 @@
-"""dp_prefix_stable through SQL: the released prefixes, T, tiny epsilon,
-exact prefixes of the input, and every policy / input error."""
+"""dp_prefix_stable through SQL: the released prefixes and their columns
+(no caller key or t), the required public L and T, T above the number of
+trajectories, tiny epsilon, the accountant against an independent
+computation (dp_prefix_calibrate), and every option / policy / input error."""
 import json
 import math
+from decimal import Decimal, getcontext
 
-from harness import check, check_error, connect, run, sql_error
+from harness import check, check_close, check_error, connect, run, sql_error
 
-Q = ("SELECT episode, t, state, action, next_state FROM dp_prefix_stable("
+COLS = ["release", "step", "state", "action", "next_state"]
+Q = ("SELECT release, step, state, action, next_state FROM dp_prefix_stable("
      "'SELECT episode, t, state, action FROM steps', "
-     "'SELECT expert, state, action, prob FROM policies', ?) ORDER BY episode, t")
+     "'SELECT expert, state, action, prob FROM policies', ?) ORDER BY release, step")
+T0 = 1700000000  # Unix timestamps as t: a caller's t must never come out
 
 
-def setup(m, n_traj, length, j0, p_min=1e-3):
+def key(ep):
+    return f"patient-{ep} (Dr. {ep % 3})"
+
+
+def setup(m, n_traj, length, j0, p_min=1e-3, lengths=None):
     """m experts, states {0, 1}, actions {0, 1, 2}: every expert plays
     action 0 with prob 1 - 2 p_min and actions 1, 2 with p_min.  Each
     trajectory plays action 0 until step j0 (1-based), where it plays
-    action 1, which every expert gives only p_min."""
+    action 1, which every expert gives only p_min.  Episode keys are text
+    naming a patient and a doctor, t are Unix timestamps."""
     con = connect()
     con.execute("CREATE TABLE policies(expert, state, action, prob)")
     con.executemany("INSERT INTO policies VALUES (?,?,?,?)",
@@ -23,20 +33,104 @@ def setup(m, n_traj, length, j0, p_min=1e-3):
     con.execute("CREATE TABLE steps(episode, t, state, action)")
     rows = []
     for ep in range(n_traj):
-        for j in range(1, length + 1):
-            rows.append((ep, 10 * j, (ep + j) % 2, 1 if j == j0 else 0))
+        for j in range(1, (lengths[ep] if lengths else length) + 1):
+            rows.append((key(ep), T0 + 60 * j, (ep + j) % 2, 1 if j == j0 else 0))
     con.executemany("INSERT INTO steps VALUES (?,?,?,?)", rows)
     return con, rows
 
 
-def margins(m, T, L, eps, delta, p_min, counts_above, count_below):
-    """In units of the query's Laplace scale 4/eps' (ALGORITHMS.md §7)."""
-    ep = eps / math.sqrt(32 * T * math.log(2 / delta))
-    c_min = math.exp(ep) / (math.exp(ep) - 1)
-    base = c_min / p_min + (4 / ep) * math.log(2 * T * L / delta)
-    b = 4 / ep
-    return (counts_above - base) / b, (base - count_below) / b
+def trajectories(rows):
+    """episode -> [(state, action), ...] in t order."""
+    by = {}
+    for e, t, s, a in sorted(rows, key=lambda r: (r[0], r[1])):
+        by.setdefault(e, []).append((s, a))
+    return by
 
+
+def releases(out):
+    """release -> [(step, state, action, next_state), ...]."""
+    per = {}
+    for r, j, s, a, nxt in out:
+        per.setdefault(r, []).append((j, s, a, nxt))
+    return per
+
+
+def numbered_1_to_R(per):
+    return (sorted(per) == list(range(1, len(per) + 1)) and
+            all([x[0] for x in v] == list(range(1, len(v) + 1)) for v in per.values()))
+
+
+def matches_prefix(rel, trajs):
+    """The episodes of which rel (a list of (step, s, a, next)) is an exact
+    prefix, next states included (NULL exactly where the episode ends)."""
+    hits = []
+    for e, tr in trajs.items():
+        k = len(rel)
+        if k > len(tr):
+            continue
+        ok = all((s, a) == tr[j] for j, (_, s, a, _n) in enumerate(rel))
+        ok = ok and all(n == (tr[j + 1][0] if j + 1 < len(tr) else None)
+                        for j, (_, _s, _a, n) in enumerate(rel))
+        if ok:
+            hits.append(e)
+    return hits
+
+
+# ---- an independent accountant (ALGORITHMS.md section 10), in Decimal ----
+
+getcontext().prec = 60
+
+
+def kov_delta(k, eps0, delta0, eps):
+    """1 - (1 - delta0)^k (1 - delta_k(eps)), every term of Kairouz-Oh-
+    Viswanath's sum in 60-digit decimal arithmetic with exact binomials."""
+    e0, ep, d0 = Decimal(eps0), Decimal(eps), Decimal(delta0)
+    s = Decimal(0)
+    for l in range(k + 1):
+        t = ((k - l) * e0).exp() - (ep + l * e0).exp()
+        if t > 0:
+            s += math.comb(k, l) * t
+    dk = s / (1 + e0.exp()) ** k
+    return 1 - (1 - d0) ** k * (1 - dk)
+
+
+def composed(eps_prime, eps1, delta1, T):
+    return kov_delta(T, 2 * eps_prime, delta1 / (2 * T), eps1)
+
+
+def optimal_eps_prime(eps1, delta1, T):
+    """The largest eps' whose T-fold composition is (eps1, <= delta1)."""
+    lo, hi = eps1 / (2 * T), eps1
+    assert composed(lo, eps1, delta1, T) <= Decimal(delta1)
+    while composed(hi, eps1, delta1, T) <= Decimal(delta1):
+        hi *= 2
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        if composed(mid, eps1, delta1, T) <= Decimal(delta1):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def threshold(eps_prime, p_min, T, L, delta1):
+    """theta + (4/eps') ln(1/delta') of section 7."""
+    c_min = math.exp(eps_prime) / (math.exp(eps_prime) - 1)
+    return c_min / p_min + (4 / eps_prime) * math.log(2 * T * L / delta1)
+
+
+def margins(eps, delta, p_min, T, L, count_above, count_below):
+    """In units of the query's Laplace scale 4/eps' (ALGORITHMS.md §7)."""
+    ep = optimal_eps_prime(eps, delta, T)
+    base, b = threshold(ep, p_min, T, L, delta), 4 / ep
+    return (count_above - base) / b, (base - count_below) / b
+
+
+def calibrate(con, **o):
+    return json.loads(con.execute("SELECT dp_prefix_calibrate(?)", (json.dumps(o),)).fetchone()[0])
+
+
+# ---- tests ----------------------------------------------------------------
 
 def test_cliff():
     # m = 20000, j0 = 6: counts before the cliff are >= 20000 * 0.998^5 =
@@ -44,38 +138,62 @@ def test_cliff():
     # of Laplace scales, so a failure has probability < e^-100.
     m, n, L, j0 = 20000, 12, 9, 6
     con, rows = setup(m, n, L, j0)
-    o = {"epsilon": 20, "delta": 0.1, "p_min": 1e-3, "seed": 5}
-    above, below = margins(m, n, L, 20, 0.1, 1e-3, m * 0.998 ** (j0 - 1),
+    o = {"epsilon": 20, "delta": 0.1, "p_min": 1e-3, "T": n, "L": L, "seed": 5}
+    above, below = margins(20, 0.1, 1e-3, n, L, m * 0.998 ** (j0 - 1),
                            m * 0.998 ** (j0 - 1) * 1e-3)
     check(above > 100 and below > 100, "cliff: margins are > 100 Laplace scales",
           f"{above} {below}")
-    out = con.execute(Q, (json.dumps(o),)).fetchall()
-    per = {}
-    for r in out:
-        per.setdefault(r[0], []).append(r)
-    check(sorted(per) == list(range(n)) and all(len(v) == j0 - 1 for v in per.values()),
-          "cliff: every trajectory released with prefix length j0 - 1",
+    cur = con.execute(Q, (json.dumps(o),))
+    cols = [d[0] for d in cur.description]
+    out = cur.fetchall()
+    check(cols == COLS, "columns are release, step, state, action, next_state", cols)
+    per = releases(out)
+    check(numbered_1_to_R(per) and len(per) == n and
+          all(len(v) == j0 - 1 for v in per.values()),
+          "cliff: n releases numbered 1..n, each of prefix length j0 - 1, steps 1..k",
           {k: len(v) for k, v in per.items()})
-    # exact prefixes, with next_state = the state of the following step
-    by = {(e, t): (s, a) for e, t, s, a in rows}
-    exact = all(by[(e, t)] == (s, a) and nxt == by[(e, t + 10)][0] for e, t, s, a, nxt in out)
-    check(exact, "released rows are exact prefixes of the input, next_state included")
-    # unseeded: the same outcome (the margins do not depend on the draw)
+    trajs = trajectories(rows)
+    hits = [matches_prefix(v, trajs) for v in per.values()]
+    check(all(hits), "released rows are exact prefixes of the input, next_state included")
     o2 = dict(o)
     del o2["seed"]
     out2 = con.execute(Q, (json.dumps(o2),)).fetchall()
-    check(out2 == out, "cliff: secure noise gives the same prefixes")
+
+    def canon(rows):  # the released prefixes, whatever their numbering
+        return sorted(tuple(v) for v in releases(rows).values())
+    check(canon(out2) == canon(out), "cliff: secure noise releases the same prefixes")
+
+
+def test_no_caller_ids():
+    # The attack: episode keys such as 'patient-X (Dr. X)' and Unix
+    # timestamps used to come back exactly when their trajectory was
+    # released.  Now no output cell holds a caller key or t.
+    m, n, L = 20000, 10, 5
+    con, rows = setup(m, n, L, j0=99)  # every step stable
+    o = {"epsilon": 20, "delta": 0.1, "p_min": 1e-3, "T": n, "L": L, "seed": 3}
+    out = con.execute(Q, (json.dumps(o),)).fetchall()
+    keys = {r[0] for r in rows}
+    ts = {r[1] for r in rows}
+    cells = [c for r in out for c in r]
+    check(len(out) == n * L, "every trajectory released whole", len(out))
+    check(not any(c in keys for c in cells), "no episode key in the output",
+          [c for c in cells if c in keys][:3])
+    check(not any(c in ts for c in cells if isinstance(c, int)),
+          "no caller t in the output", [c for c in cells if c in ts][:3])
+    check(not any(isinstance(c, str) for c in cells), "no text at all in the output")
+    per = releases(out)
+    check(numbered_1_to_R(per), "release is 1..R and step is 1..k")
 
 
 def test_whole_trajectories_and_T():
     m, n, L = 20000, 10, 5
     con, rows = setup(m, n, L, j0=99)  # no cliff: every step is stable
-    o = {"epsilon": 20, "delta": 0.1, "p_min": 1e-3, "T": 4, "seed": 1}
+    o = {"epsilon": 20, "delta": 0.1, "p_min": 1e-3, "T": 4, "L": L, "seed": 1}
     out = con.execute(Q, (json.dumps(o),)).fetchall()
-    eps = {r[0] for r in out}
-    check(len(eps) == 4 and len(out) == 4 * L, "T = 4: exactly 4 trajectories examined and "
-          "released whole", (len(eps), len(out)))
-    last = [r for r in out if r[1] == 10 * L]
+    per = releases(out)
+    check(len(per) == 4 and len(out) == 4 * L, "T = 4: exactly 4 trajectories examined and "
+          "released whole", (len(per), len(out)))
+    last = [r for r in out if r[1] == L]
     check(len(last) == 4 and all(r[4] is None for r in last),
           "the last step of a whole trajectory has next_state NULL")
     out_l = con.execute(Q, (json.dumps(dict(o, L=3)),)).fetchall()
@@ -83,31 +201,137 @@ def test_whole_trajectories_and_T():
           "L = 3: prefixes stop at 3 steps and keep their next state")
 
 
+def test_T_above_n_and_none():
+    # T above the number of trajectories is not an error (its occurrence or
+    # text would reveal that number): all of them are examined.
+    m, n, L = 20000, 10, 4
+    con, _ = setup(m, n, L, j0=99)
+    o = {"epsilon": 20, "delta": 0.1, "p_min": 1e-3, "T": 100000, "L": L, "seed": 2}
+    msg = sql_error(con, Q, (json.dumps(o),))
+    check(msg is None, "T = 100000 > 10 trajectories: no error", msg)
+    # eps' of the T = 100000 accounting is tiny: release at a large epsilon
+    o = dict(o, epsilon=20000, T=1000)
+    out = con.execute(Q, (json.dumps(o),)).fetchall()
+    check(len(releases(out)) == n and len(out) == n * L,
+          "T = 1000 > 10: every trajectory examined (and released)", len(out))
+    con.execute("DELETE FROM steps")
+    check(con.execute(Q, (json.dumps(o),)).fetchall() == [],
+          "no trajectories at all: nothing released, no error")
+
+
+def test_long_tail_changes_nothing():
+    # One expert's 1000-step trajectory used to move the default L (the
+    # longest trajectory) and with it the threshold by ln(L/L') query-noise
+    # scales.  L is now a required public option: steps past L are never
+    # examined, so the same seed gives the same release with or without
+    # the long tail.
+    m, n, L = 20000, 8, 6
+    lengths = [8] * n
+    con, rows = setup(m, n, L, j0=4, lengths=lengths)
+    o = {"epsilon": 30, "delta": 0.1, "p_min": 1e-3, "T": n, "L": L, "seed": 9}
+    before = con.execute(Q, (json.dumps(o),)).fetchall()
+    con.executemany("INSERT INTO steps VALUES (?,?,?,?)",
+                    [(key(3), T0 + 60 * j, j % 2, 2) for j in range(9, 1009)])
+    after = con.execute(Q, (json.dumps(o),)).fetchall()
+    check(before == after and len(before) > 0,
+          "a 1000-step tail past L changes nothing (same seed, same release)",
+          f"{before[:4]}\n{after[:4]}")
+    for k in ("L", "T"):
+        o2 = {x: v for x, v in o.items() if x != k}
+        check_error(con, Q, f"dp_prefix_stable: option {k} is required",
+                    f"option {k} is required (no default from the data)", (json.dumps(o2),))
+
+
 def test_tiny_epsilon():
     con, _ = setup(20000, 8, 6, j0=99)
-    out = con.execute(Q, (json.dumps({"epsilon": 1e-3, "delta": 0.1, "p_min": 1e-3}),)).fetchall()
+    out = con.execute(Q, (json.dumps({"epsilon": 1e-3, "delta": 0.1, "p_min": 1e-3,
+                                      "T": 8, "L": 6}),)).fetchall()
     check(out == [], "epsilon = 1e-3: nothing is released (threshold far above m)")
+
+
+def test_accountant():
+    con = connect()
+    # The paper's setting (T = 100, eps1 = 7.5, delta1 = 0.9/3000, L = 200,
+    # p_min = 0.02), computed here independently: KOV's sum in Decimal.
+    e1, d1, T, L, p = 7.5, 0.9 / 3000, 100, 200, 0.02
+    want = optimal_eps_prime(e1, d1, T)
+    thr = threshold(want, p, T, L, d1)
+    paper = e1 / math.sqrt(32 * T * math.log(2 / d1))
+    check(abs(want - 0.0905) < 5e-4 and abs(thr - 1405) < 1 and
+          abs(paper - 0.0447) < 1e-4 and abs(threshold(paper, p, T, L, d1) - 2819) < 1,
+          "independent: eps' 0.0447 -> 0.0905, threshold 2819 -> 1405",
+          f"{paper} {want} {thr}")
+    c = calibrate(con, epsilon=e1, delta=d1, p_min=p, T=T, L=L)
+    check(c["accountant"] == "optimal" and c["mechanism"] == "dp_prefix_stable",
+          "the default accountant is optimal, named in dp_prefix_calibrate", c)
+    got = c["eps_prime"]
+    check(composed(got, e1, d1, T) <= Decimal(d1),
+          "eps' is on the safe side: its exact composition is (eps1, <= delta1)",
+          f"{composed(got, e1, d1, T)} vs {d1}")
+    check(got <= want and got > want * (1 - 1e-5),
+          "eps' is the largest such (within 1e-5 of the independent bisection)",
+          f"{got} vs {want}")
+    check_close(c["threshold"], threshold(got, p, T, L, d1), "threshold from eps'", rel=1e-12)
+    check(abs(float(composed(got, e1, d1, T)) - c["delta_composed"]) <= 1e-9 * d1,
+          "delta_composed = the exact composition (independent)",
+          f"{c['delta_composed']} vs {composed(got, e1, d1, T)}")
+    # The paper's accountant keeps the printed eps' where it is valid ...
+    cp = calibrate(con, epsilon=e1, delta=d1, p_min=p, T=T, L=L, accountant="paper")
+    check(cp["accountant"] == "paper" and abs(cp["eps_prime"] - paper) <= 1e-14 * paper and
+          composed(paper, e1, d1, T) <= Decimal(d1),
+          "accountant paper: the printed eps' where its composition is valid", cp)
+    # ... and is refused at the sample's eps1 = 100 and 300 (T = 100,
+    # delta = 1e-3), where its exact composition exceeds delta1.
+    for e in (100, 300):
+        pe = e / math.sqrt(32 * 100 * math.log(2 / 1e-3))
+        over = composed(pe, e, 1e-3, 100)
+        o = {"epsilon": e, "delta": 1e-3, "p_min": 0.02, "T": 100, "L": 20,
+             "accountant": "paper"}
+        msg = sql_error(con, "SELECT dp_prefix_calibrate(?)", (json.dumps(o),))
+        check(over > Decimal(1e-3) and msg is not None and
+              msg.startswith('dp_prefix_calibrate: accountant "paper": eps\' = eps1/sqrt(32 T '
+                             f'ln(2/delta1)) = {pe:.6g} does not give (epsilon {e}, delta '
+                             '0.001)') and msg.endswith('use "accountant": "optimal"'),
+              f"accountant paper refused at eps1 = {e} (independent delta {float(over):.3g})",
+              msg)
+        oo = dict(o, accountant="optimal")
+        ep = calibrate(con, **oo)["eps_prime"]
+        check(composed(ep, e, 1e-3, 100) <= Decimal(1e-3),
+              f"eps1 = {e}: the optimal eps' composes (independent)")
+    check_error(con, "SELECT dp_prefix_calibrate(?)",
+                'dp_prefix_calibrate: option accountant must be one of "optimal", "paper", '
+                'got "rdp"', "unknown accountant",
+                (json.dumps({"epsilon": 1, "delta": 1e-5, "p_min": 0.1, "T": 5, "L": 5,
+                             "accountant": "rdp"}),))
 
 
 def test_errors():
     con, _ = setup(3, 2, 3, j0=2, p_min=0.1)
-    o = {"epsilon": 1, "delta": 0.1, "p_min": 0.1}
+    o = {"epsilon": 1, "delta": 0.1, "p_min": 0.1, "T": 2, "L": 3}
 
     def err(msg, name, opts=o, sql=Q):
         check_error(con, sql, msg, name, (json.dumps(opts),))
     err("dp_prefix_stable: p_min must be in (0, 1/|A|) = (0, 0.333333), got 0.5",
         "p_min >= 1/|A| refused", dict(o, p_min=0.5))
     err("dp_prefix_stable: option epsilon is required", "epsilon required",
-        {"delta": 0.1, "p_min": 0.1})
-    err("dp_prefix_stable: option T must be at most the number of trajectories (2), got 3",
-        "T above the number of trajectories", dict(o, T=3))
-    err('dp_prefix_stable: unknown option "Tmax" (known: epsilon, delta, p_min, T, L, seed)',
-        "unknown option", dict(o, Tmax=3))
+        {"delta": 0.1, "p_min": 0.1, "T": 2, "L": 3})
+    err("dp_prefix_stable: option T must be in [1, 1e+06], got 1000001", "T above its public bound",
+        dict(o, T=1000001))
+    err("dp_prefix_stable: option epsilon must be in (0, 1e+06], got 2000000",
+        "epsilon above its bound", dict(o, epsilon=2e6))
+    err('dp_prefix_stable: unknown option "Tmax" (known: epsilon, delta, p_min, T, L, '
+        'accountant, seed)', "unknown option", dict(o, Tmax=3))
     con.execute("UPDATE policies SET prob = 0.05 WHERE expert = 'dr1' AND state = 0 AND action = 2")
     msg = sql_error(con, Q, (json.dumps(o),))
     check(msg is not None and msg.startswith("dp_prefix_stable: policies: expert 1, state 0, "
                                              "action 2: prob 0.05 < p_min 0.1"),
           "a prob below p_min is an error", msg)
+    # option errors come first, whatever the data: the same message with a
+    # broken policy table as with a valid one
+    bad = dict(o, epsilon=100, delta=1e-3, T=100, accountant="paper")
+    msg = sql_error(con, Q, (json.dumps(bad),))
+    check(msg is not None and msg.startswith('dp_prefix_stable: accountant "paper"'),
+          "option errors come before any row is read", msg)
     con.execute("UPDATE policies SET prob = 0.15 WHERE expert = 'dr1' AND state = 0 AND action = 2")
     msg = sql_error(con, Q, (json.dumps(o),))
     check(msg is not None and "probabilities sum to" in msg and "expert 1, state 0" in msg,
@@ -128,6 +352,8 @@ def test_errors():
           "a duplicate policy row is an error", msg)
     con.execute("DELETE FROM policies WHERE rowid = (SELECT max(rowid) FROM policies)")
     check(sql_error(con, Q, (json.dumps(o),)) is None, "the repaired policy table is accepted")
+    check(sql_error(con, Q, (json.dumps(dict(o, T=3)),)) is None,
+          "T = 3 above the 2 trajectories is no error")
     con.execute("INSERT INTO steps VALUES (7, 0, 5, 0)")
     err("dp_prefix_stable: trajectories_sql: state 5 is not in the policy table (policies_sql)",
         "a trajectory state not in the policies is an error")
@@ -148,4 +374,5 @@ def test_errors():
     check(sql_error(con, "SELECT 1") is None, "statements finalized: DROP TABLE works after errors")
 
 
-run([test_cliff, test_whole_trajectories_and_T, test_tiny_epsilon, test_errors])
+run([test_cliff, test_no_caller_ids, test_whole_trajectories_and_T, test_T_above_n_and_none,
+     test_long_tail_changes_nothing, test_tiny_epsilon, test_accountant, test_errors])
