@@ -5,6 +5,7 @@
 #   make test     install what is missing, run every test, then again under
 #                 AddressSanitizer + UndefinedBehaviorSanitizer
 #   make bench    benchmark against a bare scan and plain SQL
+#   make utility  error of private values against the exact ones (seeded)
 #   make install  install dprl.so where `.load dprl` finds it
 #
 # Core modules (plain C, no SQLite) are ext/*.c except the glue: dprl.c and
@@ -41,7 +42,7 @@ CORE_OBJ  = $(patsubst ext/%.c,$(B)/%.o,$(CORE_SRC))
 GLUE_OBJ  = $(patsubst ext/%.c,$(B)/%.o,$(GLUE_SRC))
 UNIT_BIN  = $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRC))
 
-.PHONY: all check-deps deps demo test test-fast test-san unit bench install \
+.PHONY: all check-deps deps demo test test-fast test-san unit bench utility install \
         uninstall clean samples paper paper-full
 .DEFAULT_GOAL := all
 
@@ -107,6 +108,12 @@ unit-san: $(UNIT_BIN)
 
 bench: deps check-deps dprl.so $(B)/dprl_bench
 	@$(B)/dprl_bench
+
+# Utility: RMSE of private values against exact ones on the ICU sample and
+# the paper's chain, both perturbations; dp_prefix_stable's prefix lengths
+# under both accountants (tests/utility/utility.py; about a minute).
+utility: deps check-deps dprl.so
+	@DPRL_SO=./dprl.so $(PYTHON) tests/utility/utility.py
 
 $(B)/dprl_bench: tests/bench/bench.c tests/bench/bench_q.c | $(B)
 	$(CC) $(ALL_CFLAGS) -o $@ $< -lsqlite3 -lm
