@@ -96,26 +96,40 @@ static void lsl_structured(const dprl_features *f, const double *rho, double lam
   }
 }
 
+/* theta_l minimises sum_s g_s (phi_s^T theta - F_s)^2 + lambda/(2m) ||theta||^2,
+** g_s = rho_s |X_s| / m: least squares with the (d + n) x d matrix
+**   [ sqrt(lambda/2m) I ; Gamma_X^{1/2} Phi ]   (the identity rows FIRST).
+** Solved by Householder QR (dgels), never by Cholesky of the normal
+** equations: those are singular up to lambda/(2m) whenever Gamma_X is (an
+** unvisited state), and whether Cholesky then breaks down in floating point
+** depends on the visit counts, so its failure would be a data-dependent
+** error.  QR cannot fail here: at step j the column still holds
+** sqrt(lambda/2m) in row j, untouched by the earlier reflections (they act
+** on rows i < j and on the last n rows only, because rows i+1..d of column i
+** are zero), so |r_jj| >= sqrt(lambda/2m) > 0.  The matrix has the public
+** size (d + n) x d whatever the data. */
 static int lsl_dense(const dprl_features *f, const double *rho, double lambda,
                      const est_in *st, double *theta, dprl_error *err) {
-  int64_t n = f->n, d = f->d;
+  int64_t n = f->n, d = f->d, rows = d + n;
   double m = st->m;
-  double *A = dprl_calloc((size_t)(d * d), sizeof *A);
-  if (!A) return dprl_nomem(err);
-  memset(theta, 0, (size_t)d * sizeof *theta);
-  for (int64_t s = 0; s < n; s++) {
-    const double *phi = f->phi + s * d;
-    double g = rho[s] * in_count(st, s) / m;
-    double b = rho[s] * in_sum(st, s) / m;
-    for (int64_t i = 0; i < d; i++) {
-      theta[i] += b * phi[i];
-      if (g != 0)
-        for (int64_t j = i; j < d; j++) A[i * d + j] += g * phi[i] * phi[j];
+  double *a = dprl_calloc((size_t)(rows * d), sizeof *a);
+  double *y = dprl_calloc((size_t)rows, sizeof *y);
+  int rc;
+  if (!a || !y) {
+    rc = dprl_nomem(err);
+  } else {
+    double ridge = sqrt(lambda / (2.0 * m));
+    for (int64_t j = 0; j < d; j++) a[j * d + j] = ridge;
+    for (int64_t s = 0; s < n; s++) {
+      double r = sqrt(rho[s] * in_count(st, s) / m);
+      double *row = a + (d + s) * d;
+      for (int64_t j = 0; j < d; j++) row[j] = r * f->phi[s * d + j];
+      y[d + s] = r * in_mean(st, s);
     }
+    rc = dprl_least_squares(a, rows, d, y, theta, err);
   }
-  for (int64_t i = 0; i < d; i++) A[i * d + i] += lambda / (2.0 * m);
-  int rc = dprl_spd_solve(A, d, theta, err); /* upper triangle is enough */
-  dprl_free(A);
+  dprl_free(a);
+  dprl_free(y);
   return rc;
 }
 

@@ -6,7 +6,9 @@
 ** LSL (Algorithm 2; ALGORITHMS.md §3):
 **   theta_l = (Phi^T Gamma_X Phi + lambda/(2m) I)^{-1} Phi^T Gamma_X F_X,
 **   Gamma_X = diag(rho_s |X_s| / m)
-** Note Gamma_X F_X = rho_s * return_sum_s / m: no division by a count.
+** Structured features use Gamma_X F_X = rho_s * return_sum_s / m; an
+** explicit Phi goes through QR of a regularised least-squares problem,
+** which cannot fail whatever the counts (estimator.c).
 */
 #ifndef DPRL_ESTIMATOR_H
 #define DPRL_ESTIMATOR_H

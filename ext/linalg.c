@@ -46,10 +46,4 @@ int dprl_least_squares(const double *a, int64_t n, int64_t d, const double *y,
   return rc;
 }
 
-int dprl_spd_solve(double *A, int64_t d, double *b, dprl_error *err) {
-  lapack_int info = LAPACKE_dposv(LAPACK_ROW_MAJOR, 'U', (lapack_int)d, 1, A,
-                                  (lapack_int)d, b, 1);
-  return info ? lapack_fail(err, "dposv", info) : DPRL_OK;
-}
-
 const char *dprl_linalg_backend(void) { return openblas_get_config(); }

@@ -18,10 +18,6 @@ int dprl_singular_values(const double *a, int64_t n, int64_t d, double *sv,
 int dprl_least_squares(const double *a, int64_t n, int64_t d, const double *y,
                        double *x, dprl_error *err);
 
-/* Solve A x = b for symmetric positive definite d x d A by Cholesky
-** (dposv).  A is overwritten; b is replaced by x. */
-int dprl_spd_solve(double *A, int64_t d, double *b, dprl_error *err);
-
 /* Name of the LAPACK/BLAS in use, for dprl_debug(). */
 const char *dprl_linalg_backend(void);
 

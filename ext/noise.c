@@ -17,9 +17,11 @@
 
 __extension__ typedef unsigned __int128 u128;
 
-/* Largest noise scale in grid steps.  It bounds the 128-bit arithmetic of
-** the discrete Gaussian (see dprl_discrete_gaussian); with 2^26 steps below
-** the public scale bound (DPRL_GRID_BITS) it leaves a factor 2 of slack. */
+/* Largest noise scale in grid steps of dprl_release_gaussian/_laplace
+** (dprl_release_gaussian_steps goes to DPRL_GAUSS_STEPS_MAX), and the
+** largest discrete Gaussian scale whose acceptance exponent fits one
+** 128-bit fraction (see dprl_discrete_gaussian); with 2^26 steps below the
+** public scale bound (DPRL_GRID_BITS) it leaves a factor 2 of slack. */
 #define SCALE_MAX ((uint64_t)1 << 27)
 
 /* ---------------------------------------------------------------------- */
@@ -221,8 +223,8 @@ int64_t dprl_discrete_laplace(dprl_rng *rng, uint64_t t) {
     uint64_t v = 0;
     while (bern_exp_unit(rng, 1, 1)) v++;
     /* |x| must fit in int64.  Rejecting larger candidates truncates the
-    ** distribution there; for t <= 2^40 that needs V > 2^23, which has
-    ** probability below exp(-2^23). */
+    ** distribution there; for t <= 2^40 + 1 that needs V >= 2^23 - 1, which
+    ** has probability below exp(-2^22). */
     if (v > ((uint64_t)INT64_MAX - u) / t) continue;
     uint64_t x = u + t * v;
     int negative = (int)(dprl_rng_u32(rng) & 1);
@@ -231,50 +233,89 @@ int64_t dprl_discrete_laplace(dprl_rng *rng, uint64_t t) {
   }
 }
 
+/* Bernoulli(exp(-(r/v)^2 / 2)) for 0 <= r < v: CKS 2020 Algorithm 1 with
+** gamma = r^2 / (2 v^2) in [0, 1/2).  Its trials Bernoulli(gamma / k) are
+** run as Bernoulli(r/v) AND Bernoulli(r/(2 v k)), independent, so that the
+** probabilities multiply and no number is larger than 2 v k (never r^2). */
+static int bern_exp_half_square(dprl_rng *rng, u128 r, u128 v) {
+  uint64_t k = 1;
+  while (bern_frac(rng, r, v) && bern_frac_over_k(rng, r, 2 * v, k)) k++;
+  return (int)(k & 1);
+}
+
+/* Bernoulli(exp(-(D/V)^2 / 2)) without forming D^2: with D = q V + r,
+** (D/V)^2 / 2 = q^2/2 + q r/V + (r/V)^2/2, and exp of a sum is the product
+** of three independent trials (stop at the first failure). */
+static int bern_exp_half_square_big(dprl_rng *rng, u128 D, u128 V) {
+  u128 q = D / V, r = D % V;
+  return bern_exp(rng, q * q, 2) && bern_exp(rng, q * r, V) &&
+         bern_exp_half_square(rng, r, V);
+}
+
 /* CKS 2020 Algorithm 3 with sigma = s (an integer), t = floor(sigma) + 1:
 ** draw Y ~ discrete Laplace(t), accept with probability
-**   exp(-(|Y| - sigma^2/t)^2 / (2 sigma^2)) = exp(-(|Y| t - s^2)^2 / (2 s^2 t^2)),
-** an exact rational exponent.  Requires 1 <= s <= 2^27 (returns INT64_MIN,
-** never a valid sample, otherwise; dprl_release_gaussian checks first).
+**   exp(-(|Y| - sigma^2/t)^2 / (2 sigma^2)) = exp(-(D/V)^2 / 2),
+**   D = | |Y| t - s^2 |,  V = s t,
+** an exact rational exponent.  Requires 1 <= s <= DPRL_GAUSS_STEPS_MAX =
+** 2^40 (returns INT64_MIN, never a valid sample, otherwise).
 **
-** Overflow bound, s <= 2^27, t = s + 1 <= 2^27 + 1:
+** Overflow bound, s <= 2^40, t = s + 1:
 **   |Y| <= 64 t                    (else rejected, see below)
-**   |Y| t <= 64 t^2 < 2^61,  s^2 <= 2^54, so |(|Y| t - s^2)| < 2^61
-**   numerator   (|Y| t - s^2)^2 < 2^122
-**   denominator 2 s^2 t^2      < 2^110                    all < 2^128.
-** The exponent is then at most (64 t^2)^2 / (2 s^2 t^2) = 2048 t^2/s^2 <=
-** 8192, so bern_exp runs few exp(-1) trials.
+**   |Y| t <= 64 t^2 < 2^87,  s^2 <= 2^80, so D < 2^87;  V < 2^81.
+** For s <= 2^27 (SCALE_MAX) the exponent is one fraction D^2 / (2 V^2) with
+** D^2 < 2^122 and 2 V^2 < 2^110; above that D^2 could overflow 128 bits, so
+** the trial is split as in bern_exp_half_square_big (D/V <= 64 t/s <= 128,
+** so q^2 <= 2^14, q r < 2^88).  The two forms accept with the same
+** probability; the first is kept where it fits so that seeded streams of
+** small scales are unchanged.
 ** Rejecting |Y| > 64 t: there |Y| - s^2/t > 63 t > 63 s, so the true
 ** acceptance probability is below exp(-63^2/2) < exp(-1900); the output is
 ** the discrete Gaussian conditioned on |x| <= 64 t, a change in total
 ** variation far below exp(-1900). */
-int64_t dprl_discrete_gaussian(dprl_rng *rng, uint64_t s) {
+static int64_t discrete_gaussian(dprl_rng *rng, uint64_t s, int one_fraction) {
   if (s == 0) s = 1; /* caller error; more noise rather than none */
-  if (s > SCALE_MAX) return INT64_MIN;
-  uint64_t t = s + 1, s2 = s * s;
-  u128 den = (u128)2 * s2 * t * t;
+  if (s > DPRL_GAUSS_STEPS_MAX) return INT64_MIN;
+  uint64_t t = s + 1;
+  u128 s2 = (u128)s * s, V = (u128)s * t;
   for (;;) {
     int64_t y = dprl_discrete_laplace(rng, t);
     uint64_t a = y < 0 ? 0 - (uint64_t)y : (uint64_t)y;
     if (a > 64 * t) continue;
-    uint64_t at = a * t; /* < 2^61 */
-    uint64_t diff = at >= s2 ? at - s2 : s2 - at;
-    if (bern_exp(rng, (u128)diff * diff, den)) return y;
+    u128 at = (u128)a * t;
+    u128 D = at >= s2 ? at - s2 : s2 - at;
+    if (one_fraction ? bern_exp(rng, D * D, 2 * V * V)
+                     : bern_exp_half_square_big(rng, D, V))
+      return y;
   }
+}
+
+int64_t dprl_discrete_gaussian(dprl_rng *rng, uint64_t s) {
+  return discrete_gaussian(rng, s, s <= SCALE_MAX);
+}
+
+/* Test-only hook (declared in tests/unit/test_noise.c): the split trial at
+** any scale, so that its exact pmf can be checked where the pmf is small. */
+int64_t dprl_discrete_gaussian_split_for_test(dprl_rng *rng, uint64_t s);
+int64_t dprl_discrete_gaussian_split_for_test(dprl_rng *rng, uint64_t s) {
+  return discrete_gaussian(rng, s, 0);
 }
 
 /* ---------------------------------------------------------------------- */
 /* Grid release                                                            */
 
-double dprl_grid_for(double scale_upper) {
+double dprl_grid_bits(double scale_upper, int bits) {
   if (!(isfinite(scale_upper) && scale_upper > 0)) return NAN;
   int e;
   /* scale_upper = m 2^e with m in [0.5, 1): ceil(log2) is e - 1 when m is
   ** exactly 0.5 (a power of two) and e otherwise: no log() rounding. */
   double m = frexp(scale_upper, &e);
-  int c = (m == 0.5 ? e - 1 : e) - DPRL_GRID_BITS;
+  int c = (m == 0.5 ? e - 1 : e) - bits;
   if (c < -1074) c = -1074; /* finest double grid; finer is never needed */
   return ldexp(1.0, c);
+}
+
+double dprl_grid_for(double scale_upper) {
+  return dprl_grid_bits(scale_upper, DPRL_GRID_BITS);
 }
 
 static int check_grid(double g, dprl_error *err) {
@@ -306,13 +347,9 @@ static int grid_steps(double scale, const char *name, double g, uint64_t *s,
   return DPRL_OK;
 }
 
-static int release(dprl_rng *rng, double value, double scale, double g,
-                   int gaussian, double *out, dprl_error *err) {
-  const char *name = gaussian ? "sigma" : "b";
-  uint64_t s = 0;
-  int rc = check_grid(g, err);
-  if (rc == DPRL_OK) rc = grid_steps(scale, name, g, &s, err);
-  if (rc != DPRL_OK) return rc;
+/* g * (round(value / g) + Z), Z drawn with s grid steps (checked). */
+static int draw(dprl_rng *rng, double value, uint64_t s, double g, int gaussian,
+                double *out, dprl_error *err) {
   if (!isfinite(value))
     return dprl_fail(err, DPRL_EINVAL,
                      "noise: value must be finite, got %.17g", value);
@@ -324,15 +361,37 @@ static int release(dprl_rng *rng, double value, double scale, double g,
   int64_t k = llround(q); /* half away from zero; |q| < 2^52 fits */
   int64_t z = gaussian ? dprl_discrete_gaussian(rng, s)
                        : dprl_discrete_laplace(rng, s);
-  /* |k + z| < 2^52 + 2^34: exact as a double, and g * (k + z) is exact
-  ** unless it overflows.  Checking that is post-processing of the noisy
-  ** integer k + z, so it leaks nothing beyond the release itself. */
+  /* |z| <= 64 (s + 1) <= 2^47, so |k + z| < 2^53: exact as a double, and
+  ** g * (k + z) is exact unless it overflows.  Checking that is
+  ** post-processing of the noisy integer k + z, so it leaks nothing beyond
+  ** the release itself. */
   double o = g * (double)(k + z);
   if (!isfinite(o))
     return dprl_fail(err, DPRL_EINVAL,
                      "noise: released value overflows a double (g = %.17g)", g);
   *out = o;
   return DPRL_OK;
+}
+
+static int release(dprl_rng *rng, double value, double scale, double g,
+                   int gaussian, double *out, dprl_error *err) {
+  const char *name = gaussian ? "sigma" : "b";
+  uint64_t s = 0;
+  int rc = check_grid(g, err);
+  if (rc == DPRL_OK) rc = grid_steps(scale, name, g, &s, err);
+  if (rc != DPRL_OK) return rc;
+  return draw(rng, value, s, g, gaussian, out, err);
+}
+
+int dprl_release_gaussian_steps(dprl_rng *rng, double value, uint64_t s, double g,
+                                double *out, dprl_error *err) {
+  int rc = check_grid(g, err);
+  if (rc != DPRL_OK) return rc;
+  if (s < 1 || s > DPRL_GAUSS_STEPS_MAX)
+    return dprl_fail(err, DPRL_EINVAL,
+                     "noise: the scale must be 1 to 2^40 grid steps, got %llu",
+                     (unsigned long long)s);
+  return draw(rng, value, s, g, 1, out, err);
 }
 
 int dprl_release_gaussian(dprl_rng *rng, double value, double sigma, double g,

@@ -50,15 +50,23 @@ double dprl_rng_unit(dprl_rng *rng);
 /* Fisher-Yates shuffle of n indices in place. */
 void dprl_rng_shuffle_u32(dprl_rng *rng, uint32_t *v, uint64_t n);
 
+/* Largest discrete Gaussian scale, in grid steps, that the exact sampler
+** accepts (dprl_discrete_gaussian, dprl_release_gaussian_steps). */
+#define DPRL_GAUSS_STEPS_MAX ((uint64_t)1 << 40)
+
 /* Exact samplers on the integers.
 ** Discrete Laplace: P(x) proportional to exp(-|x| / t), t >= 1.
-** Discrete Gaussian: P(x) proportional to exp(-x^2 / (2 s^2)), s >= 1. */
+** Discrete Gaussian: P(x) proportional to exp(-x^2 / (2 s^2)),
+** 1 <= s <= DPRL_GAUSS_STEPS_MAX (INT64_MIN, never a sample, otherwise). */
 int64_t dprl_discrete_laplace(dprl_rng *rng, uint64_t t);
 int64_t dprl_discrete_gaussian(dprl_rng *rng, uint64_t s);
 
 /* The power-of-two grid for a public upper bound on the noise scale
 ** (> 0, finite): 2^(ceil(log2(scale_upper)) - DPRL_GRID_BITS). */
 double dprl_grid_for(double scale_upper);
+/* The same with `bits` bits below the bound: the largest power of two g
+** with scale_upper / g <= 2^bits (NAN unless scale_upper > 0 is finite). */
+double dprl_grid_bits(double scale_upper, int bits);
 
 /* Release value + Gaussian(0, sigma^2) on grid g: returns
 ** g * (round(value / g) + Z), Z ~ discrete Gaussian with s = ceil(sigma/g)
@@ -67,6 +75,11 @@ double dprl_grid_for(double scale_upper);
 ** finite and >= 0. */
 int dprl_release_gaussian(dprl_rng *rng, double value, double sigma, double g,
                           double *out, dprl_error *err);
+/* Release value + g Z, Z ~ discrete Gaussian of scale s grid steps, for a
+** caller that rounds its scale itself (1 <= s <= DPRL_GAUSS_STEPS_MAX;
+** same value and grid checks as above). */
+int dprl_release_gaussian_steps(dprl_rng *rng, double value, uint64_t s, double g,
+                                double *out, dprl_error *err);
 /* Same with Laplace(b): Z ~ discrete Laplace with t = ceil(b/g). */
 int dprl_release_laplace(dprl_rng *rng, double value, double b, double g,
                          double *out, dprl_error *err);

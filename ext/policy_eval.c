@@ -18,6 +18,15 @@ const char *const dprl_lsl_option_names[] = {
 
 #define MAX_STATES (1 << 27)
 
+/* The grid (ALGORITHMS.md §6): the public bound sigma_hi spans at most
+** 2^SIGMA_BITS grid steps, the public bound on |theta_j| at most
+** 2^THETA_BITS (noise.c needs < 2^52), and the allowance c at most
+** GRID_C_MAX, so the scale s <= 2^39 + c + 1 stays within the sampler's
+** 2^40 (DPRL_GAUSS_STEPS_MAX). */
+#define SIGMA_BITS 39
+#define THETA_BITS 50
+#define GRID_C_MAX 0x1p38
+
 /* Weights (LSW) or rho (LSL), their public norms, and the rank checks. */
 static int parse_weights(dprl_pe_config *c, const dprl_options *o) {
   int lsw = c->mech == DPRL_LSW;
@@ -52,6 +61,23 @@ static int parse_weights(dprl_pe_config *c, const dprl_options *o) {
   return DPRL_OK;
 }
 
+/* Public: alpha, beta (§4) and the grid allowance c with the beta left for
+** psi (§6).  Checked here, before any data, so a refusal depends on the
+** options alone. */
+static int plan_calibration(dprl_pe_config *c, const dprl_options *o) {
+  int rc = dprl_calibrate(c->calib, c->epsilon, c->delta, c->feat.d, &c->alpha, &c->beta,
+                          o->err);
+  if (rc) return rc;
+  dprl_grid_reserve(c->alpha, c->beta, c->feat.d, &c->grid_c, &c->beta_psi);
+  if (!(c->grid_c <= GRID_C_MAX))
+    return dprl_fail(o->err, DPRL_EINVAL,
+                     "%s: option epsilon = %g is too small: with delta %g and d = %lld the "
+                     "noise needs a floor of %.17g grid steps, more than 2^38 (ALGORITHMS.md "
+                     "§6)",
+                     o->fn, c->epsilon, c->delta, (long long)c->feat.d, c->grid_c);
+  return DPRL_OK;
+}
+
 static int parse_all(dprl_pe_config *c, const dprl_options *o, int from_stats) {
   static const char *const calibs[] = {"nrs", "elementary", NULL};
   static const char *const releases[] = {"private", "diagnostic", NULL};
@@ -81,7 +107,8 @@ static int parse_all(dprl_pe_config *c, const dprl_options *o, int from_stats) {
     if ((rc = dprl_opt_bool(o, "grouped", 0, &c->grouped))) return rc;
   }
   if ((rc = dprl_features_from_options(o, c->n_states, &c->feat))) return rc;
-  return parse_weights(c, o);
+  if ((rc = parse_weights(c, o))) return rc;
+  return plan_calibration(c, o);
 }
 
 int dprl_pe_config_parse(dprl_pe_config *c, dprl_mechanism mech, const char *fn,
@@ -112,54 +139,95 @@ void dprl_pe_config_free(dprl_pe_config *c) {
 /* ---- the release ------------------------------------------------------- */
 
 typedef struct pe_result {
-  double alpha, beta, psi, sigma, sigma_hi, sigma_applied, grid;
+  /* public: from the options and m only (§6) */
+  double sigma_hi, theta_max, grid;
+  /* data-dependent: diagnostics only (§5) */
+  double psi, sigma, sigma_applied;
+  uint64_t steps;
   double *theta_exact, *theta, *values; /* d, d, n */
 } pe_result;
 
-/* sigma from psi, and its public upper bound (psi at its largest). */
-static void pe_sigma(const dprl_pe_config *c, const dprl_fv_stats *st, pe_result *r) {
+/* The public bounds and the grid, from the options and m alone (§6).  Any
+** refusal here depends on nothing else, and its text names only those. */
+static int pe_public(const dprl_pe_config *c, int64_t m, pe_result *r, dprl_error *err) {
   double B = dprl_return_bound(&c->rule);
-  if (c->mech == DPRL_LSW) { /* ALGORITHMS.md §2 */
+  if (c->mech == DPRL_LSW) { /* §2: phi(k) <= sum w */
     double wsum = 0;
     for (int64_t s = 0; s < c->n_states; s++) wsum += c->w[s];
-    r->sigma = r->alpha * B * sqrt(r->psi) / c->min_sv;
-    r->sigma_hi = r->alpha * B * sqrt(wsum) / c->min_sv; /* phi(k) <= sum w */
-  } else { /* §3 */
+    r->theta_max = B * sqrt(wsum) / c->min_sv; /* ||theta_w|| <= ||pinv|| ||Gamma^1/2 F|| */
+    r->sigma_hi = c->alpha * r->theta_max;
+  } else { /* §3: phi(k) <= phi(m) */
     double gap = c->lambda - c->phi_norm * c->phi_norm * c->rho_inf;
     double c_lambda = c->phi_norm * c->rho_inf / sqrt(2.0 * c->lambda);
-    double top = c_lambda * sqrt((double)st->m * c->rho_sum) + c->rho_l2; /* k = m */
-    r->sigma = 2.0 * r->alpha * B * c->phi_norm * sqrt(r->psi) / gap;
-    r->sigma_hi = 2.0 * r->alpha * B * c->phi_norm * top / gap;
+    double top = c_lambda * sqrt((double)m * c->rho_sum) + c->rho_l2;
+    double mm = (double)m;
+    r->sigma_hi = 2.0 * c->alpha * B * c->phi_norm * top / gap;
+    /* ||theta_l|| <= ||A^-1|| ||Phi^T Gamma_X F|| <= (2m/lambda) ||Phi|| B ||rho||_2,
+    ** and from the objective at 0: ||theta_l||^2 <= (2m/lambda) B^2 sum rho. */
+    double t1 = 2.0 * mm * c->phi_norm * B * c->rho_l2 / c->lambda;
+    double t2 = B * sqrt(2.0 * mm * c->rho_sum / c->lambda);
+    r->theta_max = t1 < t2 ? t1 : t2;
   }
+  if (!(isfinite(r->sigma_hi) && r->sigma_hi > 0 && isfinite(r->theta_max)))
+    return dprl_fail(err, DPRL_EINVAL,
+                     "%s: the public bound on sigma is not a positive finite number "
+                     "(%.17g) for these options and %lld episodes",
+                     c->fn, r->sigma_hi, (long long)m);
+  r->grid = dprl_grid_bits(r->sigma_hi, SIGMA_BITS);
+  if (r->theta_max > 0) {
+    double gt = dprl_grid_bits(r->theta_max, THETA_BITS);
+    if (gt > r->grid) r->grid = gt;
+  }
+  /* every released g (k + z), |k + z| < 2^53, must be a finite double */
+  if (!isfinite(ldexp(r->grid, 53)))
+    return dprl_fail(err, DPRL_EINVAL,
+                     "%s: the public bounds on sigma (%.17g) and theta (%.17g) are too "
+                     "large for a double grid",
+                     c->fn, r->sigma_hi, r->theta_max);
+  return DPRL_OK;
+}
+
+static double clampd(double x, double lo, double hi) {
+  return x < lo ? lo : x > hi ? hi : x;
 }
 
 static int pe_compute(const dprl_pe_config *c, const dprl_fv_stats *st,
                       dprl_rng *rng, pe_result *r, dprl_error *err) {
   int64_t d = c->feat.d;
-  int rc;
-  if ((rc = dprl_calibrate(c->calib, c->epsilon, c->delta, d, &r->alpha, &r->beta, err)))
-    return rc;
-  if (c->mech == DPRL_LSW) {
+  double B = dprl_return_bound(&c->rule);
+  int rc = pe_public(c, st->m, r, err);
+  if (rc) return rc;
+  /* From here on nothing may fail because of the data: the estimators and
+  ** psi fail only for want of memory, and every quantity handed to the
+  ** sampler is kept inside the public bounds checked above. */
+  if (c->mech == DPRL_LSW) { /* §2 */
     rc = dprl_lsw_theta(&c->feat, c->w, st, r->theta_exact, err);
-    if (!rc) rc = dprl_psi_lsw(st->visits, c->w, c->n_states, r->beta, &r->psi, err);
-  } else {
+    if (!rc) rc = dprl_psi_lsw(st->visits, c->w, c->n_states, c->beta_psi, &r->psi, err);
+    if (!rc) r->sigma = c->alpha * B * sqrt(r->psi) / c->min_sv;
+  } else { /* §3 */
+    double gap = c->lambda - c->phi_norm * c->phi_norm * c->rho_inf;
     double c_lambda = c->phi_norm * c->rho_inf / sqrt(2.0 * c->lambda);
     rc = dprl_lsl_theta(&c->feat, c->w, c->lambda, st, r->theta_exact, err);
     if (!rc)
-      rc = dprl_psi_lsl(st->visits, c->w, c->n_states, st->m, r->beta, c_lambda,
+      rc = dprl_psi_lsl(st->visits, c->w, c->n_states, st->m, c->beta_psi, c_lambda,
                         &r->psi, err);
+    if (!rc) r->sigma = 2.0 * c->alpha * B * c->phi_norm * sqrt(r->psi) / gap;
   }
   if (rc) return rc;
-  pe_sigma(c, st, r);
-  /* The grid comes from the PUBLIC bound sigma_hi, so where the output lies
-  ** tells nothing about psi.  Rounding theta to the grid moves it by at most
-  ** sqrt(d) g / 2 per input, so sqrt(d) g is added to the smooth bound (a
-  ** constant keeps it beta-smooth): sigma_applied = alpha (S + sqrt(d) g). */
-  r->grid = dprl_grid_for(r->sigma_hi);
-  r->sigma_applied = r->sigma + r->alpha * sqrt((double)d) * r->grid;
+  /* sigma <= sigma_hi and |theta_j| <= theta_max hold exactly; the clamps
+  ** only absorb floating-point rounding (both maps are 1-Lipschitz and
+  ** keep beta-smoothness, §6). */
+  r->sigma = clampd(r->sigma, 0.0, r->sigma_hi);
+  for (int64_t j = 0; j < d; j++)
+    r->theta_exact[j] = clampd(r->theta_exact[j], -r->theta_max, r->theta_max);
+  /* §6: s = c + ceil(sigma / g) whole grid steps, s g >= sigma + c g; the
+  ** allowance c g >= alpha sqrt(d) g covers rounding theta to the grid, and
+  ** psi used beta_psi so that the ceiling keeps Lemma 1(b). */
+  r->steps = (uint64_t)c->grid_c + (uint64_t)ceil(r->sigma / r->grid);
+  r->sigma_applied = (double)r->steps * r->grid;
   for (int64_t j = 0; j < d && !rc; j++)
-    rc = dprl_release_gaussian(rng, r->theta_exact[j], r->sigma_applied, r->grid,
-                               &r->theta[j], err);
+    rc = dprl_release_gaussian_steps(rng, r->theta_exact[j], r->steps, r->grid,
+                                     &r->theta[j], err);
   if (!rc) dprl_features_apply(&c->feat, r->theta, r->values);
   return rc;
 }
@@ -176,7 +244,8 @@ static void pe_json(const dprl_pe_config *c, const dprl_fv_stats *st,
   /* The mechanism, not the SQL name: the statistics form releases the same. */
   dprl_buf_puts(b, c->mech == DPRL_LSW ? "{\"mechanism\":\"dp_lsw\""
                                        : "{\"mechanism\":\"dp_lsl\"");
-  dprl_buf_printf(b, ",\"private\":%s", c->diagnostic ? "false" : "true");
+  /* A seeded release is reproducible, hence not private (§6). */
+  dprl_buf_printf(b, ",\"private\":%s", c->diagnostic || c->has_seed ? "false" : "true");
   if (c->has_seed) dprl_buf_puts(b, ",\"seeded\":true");
   put_key(b, "epsilon");
   dprl_json_put_double(b, c->epsilon);
@@ -198,12 +267,19 @@ static void pe_json(const dprl_pe_config *c, const dprl_fv_stats *st,
     dprl_json_put_double(b, r->sigma_applied);
     put_key(b, "grid");
     dprl_json_put_double(b, r->grid);
+    dprl_buf_printf(b, ",\"grid_steps\":%llu", (unsigned long long)r->steps);
+    put_key(b, "grid_allowance");
+    dprl_json_put_double(b, c->grid_c);
+    put_key(b, "sigma_hi");
+    dprl_json_put_double(b, r->sigma_hi);
     put_key(b, "psi");
     dprl_json_put_double(b, r->psi);
     put_key(b, "alpha");
-    dprl_json_put_double(b, r->alpha);
+    dprl_json_put_double(b, c->alpha);
     put_key(b, "beta");
-    dprl_json_put_double(b, r->beta);
+    dprl_json_put_double(b, c->beta);
+    put_key(b, "beta_psi");
+    dprl_json_put_double(b, c->beta_psi);
     put_key(b, "visits");
     dprl_json_put_int_array(b, st->visits, (size_t)c->n_states);
     put_key(b, "returns");

@@ -33,6 +33,9 @@ typedef struct dprl_pe_config {
   double phi_norm; /* ||Phi||_2 */
   double min_sv;   /* smallest singular value of Gamma^{1/2} Phi (LSW) */
   double rho_inf, rho_l2, rho_sum; /* LSL */
+  /* Public calibration (ALGORITHMS.md §4, §6): alpha and beta of Lemma 1,
+  ** the grid allowance c (whole grid steps) and the beta psi uses. */
+  double alpha, beta, grid_c, beta_psi;
 } dprl_pe_config;
 
 /* Parse and check the options of fn.  from_stats: the statistics form

@@ -7,6 +7,13 @@
 int dprl_calibrate(dprl_calibration c, double epsilon, double delta, int64_t d,
                    double *alpha, double *beta, dprl_error *err) {
   if (c == DPRL_CALIB_NRS) { /* Nissim, Raskhodnikova, Smith, as printed */
+    /* Lemma 1 is cited without proof; ALGORITHMS.md §4 checks it numerically
+    ** and the check holds for epsilon up to about 50: refuse beyond 20. */
+    if (epsilon > DPRL_NRS_EPSILON_MAX)
+      return dprl_fail(err, DPRL_EINVAL,
+                       "option epsilon must be <= %g with calibration \"nrs\" (the range "
+                       "where Lemma 1 is verified), got %g",
+                       DPRL_NRS_EPSILON_MAX, epsilon);
     *alpha = 5.0 * sqrt(2.0 * log(2.0 / delta)) / epsilon;
     *beta = epsilon / (4.0 * ((double)d + log(2.0 / delta)));
     return DPRL_OK;
@@ -23,6 +30,15 @@ int dprl_calibrate(dprl_calibration c, double epsilon, double delta, int64_t d,
     return dprl_fail(err, DPRL_EINVAL,
                      "calibration \"elementary\" needs beta <= ln 2, got %g", *beta);
   return DPRL_OK;
+}
+
+void dprl_grid_reserve(double alpha, double beta, int64_t d, double *c,
+                       double *beta_psi) {
+  /* ALGORITHMS.md §6: c >= alpha sqrt(d) (the rounding allowance) and
+  ** c >= 32 / beta, so that 2 ln(1 + 1/c) <= 2/c <= beta / 16. */
+  double a = ceil(alpha * sqrt((double)d)), b = ceil(32.0 / beta);
+  *c = a > b ? a : b;
+  *beta_psi = beta - 2.0 * log1p(1.0 / *c);
 }
 
 /* ---- the maximiser ------------------------------------------------------- */

@@ -16,9 +16,20 @@
 
 typedef enum { DPRL_CALIB_NRS, DPRL_CALIB_ELEMENTARY } dprl_calibration;
 
+/* "nrs" is refused above this epsilon (ALGORITHMS.md §4: the numerical
+** check of Lemma 1). */
+#define DPRL_NRS_EPSILON_MAX 20.0
+
 /* alpha and beta of Lemma 1 for d features (§4). */
 int dprl_calibrate(dprl_calibration c, double epsilon, double delta, int64_t d,
                    double *alpha, double *beta, dprl_error *err);
+
+/* The noise is released as a whole number s >= c of grid steps (ALGORITHMS.md
+** §6).  c = max(ceil(alpha sqrt(d)), ceil(32 / beta)) covers the rounding of
+** theta to the grid; psi must then use beta_psi = beta - 2 ln(1 + 1/c)
+** (>= 15 beta / 16) so that rounding s up keeps |ln s^2 - ln s'^2| <= beta. */
+void dprl_grid_reserve(double alpha, double beta, int64_t d, double *c,
+                       double *beta_psi);
 
 /* psi for DP-LSW: phi(k) = sum_s w_s / max(|X_s| - k, 1)^2, k in [0, K]. */
 int dprl_psi_lsw(const int64_t *visits, const double *w, int64_t n, double beta,

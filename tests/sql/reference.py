@@ -92,10 +92,36 @@ def gram(M):
 
 
 def calibrate(eps, delta, d, kind="nrs"):
+    """alpha, beta of Lemma 1 (ALGORITHMS.md §4)."""
     if kind == "nrs":
         return 5 * math.sqrt(2 * math.log(2 / delta)) / eps, eps / (4 * (d + math.log(2 / delta)))
     r = math.sqrt(d) + math.sqrt(2 * math.log(4 / delta))
     return 15 * math.sqrt(2 * math.log(4 / delta)) / eps, 2 * math.log(2) * eps / (5 * r * r)
+
+
+def grid_reserve(alpha, beta, d):
+    """ALGORITHMS.md §6: the allowance c (whole grid steps) and the beta
+    left for psi, so that ceil(.) moves ln s^2 by at most beta - beta_psi."""
+    c = max(math.ceil(alpha * math.sqrt(d)), math.ceil(32 / beta))
+    return c, beta - 2 * math.log(1 + 1 / c)
+
+
+def pow2_at_least(x):
+    """The smallest power of two >= x > 0, as an exponent."""
+    e = math.ceil(math.log2(x))
+    while 2.0 ** e < x:
+        e += 1
+    while 2.0 ** (e - 1) >= x:
+        e -= 1
+    return e
+
+
+def grid(sigma_hi, theta_max):
+    """The power-of-two grid: sigma_hi <= 2^39 g and theta_max <= 2^50 g."""
+    e = pow2_at_least(sigma_hi) - 39
+    if theta_max > 0:
+        e = max(e, pow2_at_least(theta_max) - 50)
+    return 2.0 ** max(e, -1074)
 
 
 def exact(rows, o, mechanism):
@@ -107,7 +133,8 @@ def exact(rows, o, mechanism):
     F = [sums.get(s, 0.0) / v[s] if v[s] else 0.0 for s in range(n)]
     Phi = feature_matrix(n, o.get("features"))
     d = len(Phi[0])
-    alpha, beta = calibrate(o["epsilon"], o["delta"], d, o.get("calibration", "nrs"))
+    alpha, beta_lemma = calibrate(o["epsilon"], o["delta"], d, o.get("calibration", "nrs"))
+    c, beta = grid_reserve(alpha, beta_lemma, d)  # psi uses the reduced beta
     B = fmax if fmax is not None else rmax / (1 - gamma)
     phi_norm = math.sqrt(sym_eigenvalues(gram(Phi))[-1])
     if mechanism == "dp_lsw":
@@ -121,6 +148,8 @@ def exact(rows, o, mechanism):
         psi = max(math.exp(-k * beta) * sum(w[s] / max(v[s] - k, 1) ** 2 for s in range(n))
                   for k in range(K + 1))
         sigma = alpha * B * math.sqrt(psi) / min_sv
+        theta_max = B * math.sqrt(sum(w)) / min_sv
+        sigma_hi = alpha * theta_max
     else:
         rho, lam = o.get("rho", [1.0] * n), o["lambda"]
         gx = [rho[s] * v[s] / m for s in range(n)]
@@ -129,10 +158,144 @@ def exact(rows, o, mechanism):
         b = [sum(gx[s] * Phi[s][i] * F[s] for s in range(n)) for i in range(d)]
         theta = solve(A, b)
         rinf, r2 = max(rho), math.sqrt(sum(r * r for r in rho))
-        c = phi_norm * rinf / math.sqrt(2 * lam)
+        c_lam = phi_norm * rinf / math.sqrt(2 * lam)
         psi = max(math.exp(-k * beta) *
-                  (c * math.sqrt(sum(rho[s] * min(v[s] + k, m) for s in range(n))) + r2) ** 2
+                  (c_lam * math.sqrt(sum(rho[s] * min(v[s] + k, m) for s in range(n))) + r2) ** 2
                   for k in range(m + 1))
-        sigma = 2 * alpha * B * phi_norm * math.sqrt(psi) / (lam - phi_norm ** 2 * rinf)
+        gap = lam - phi_norm ** 2 * rinf
+        sigma = 2 * alpha * B * phi_norm * math.sqrt(psi) / gap
+        sigma_hi = 2 * alpha * B * phi_norm * (c_lam * math.sqrt(m * sum(rho)) + r2) / gap
+        theta_max = min(2 * m * phi_norm * B * r2 / lam, B * math.sqrt(2 * m * sum(rho) / lam))
+    g = grid(sigma_hi, theta_max)
+    steps = c + math.ceil(sigma / g)
     return {"theta_exact": theta, "psi": psi, "sigma": sigma, "alpha": alpha,
-            "beta": beta, "visits": v, "returns": F, "episodes": m, "d": d}
+            "beta": beta_lemma, "beta_psi": beta, "grid_allowance": c, "grid": g,
+            "sigma_hi": sigma_hi, "grid_steps": steps, "sigma_applied": steps * g,
+            "visits": v, "returns": F, "episodes": m, "d": d}
+
+
+# ---- privacy loss, computed directly (ALGORITHMS.md §4, §6) ----------------
+#
+# delta(eps) of a pair of output distributions P, Q is the hockey-stick
+# divergence sum/integral of max(0, p - e^eps q): (eps, delta)-DP for that
+# pair means delta(eps) <= delta in both directions.
+
+def _gamma_pq(a, x):
+    """Regularised incomplete gamma (P(a, x), Q(a, x)): series below a + 1,
+    Lentz's continued fraction above (Numerical Recipes 6.2)."""
+    if x <= 0:
+        return 0.0, 1.0
+    front = math.exp(-x + a * math.log(x) - math.lgamma(a))
+    if x < a + 1:
+        term = total = 1.0 / a
+        ap = a
+        while abs(term) > abs(total) * 1e-17:
+            ap += 1
+            term *= x / ap
+            total += term
+        p = total * front
+        return p, 1 - p
+    tiny = 1e-300
+    b = x + 1 - a
+    c, d = 1 / tiny, 1 / b
+    h = d
+    i = 1
+    while True:
+        an = -i * (i - a)
+        b += 2
+        d = an * d + b
+        d = tiny if abs(d) < tiny else d
+        c = b + an / c
+        c = tiny if abs(c) < tiny else c
+        d = 1 / d
+        h *= d * c
+        if abs(d * c - 1) < 1e-17 or i > 10000:
+            break
+        i += 1
+    q = front * h
+    return 1 - q, q
+
+
+def _chi2(k, t):
+    """(CDF, survival) of the chi-square law with k degrees of freedom at t;
+    k = 0 is the point mass at 0."""
+    if k == 0:
+        return (1.0, 0.0) if t >= 0 else (0.0, 1.0)
+    if t <= 0:
+        return 0.0, 1.0
+    return _gamma_pq(k / 2, t / 2)
+
+
+def _times_exp(x, f):
+    """e^x f without overflow (the result is only compared with f's scale)."""
+    if f <= 0:
+        return 0.0
+    return math.exp(min(x + math.log(f), 700.0))
+
+
+def _delta_given_u(u, eps, d, r, shift):
+    """E_W[(1 - e^{eps - L})^+] for P = N(0, I_d), Q = N(shift e_1, r^2 I_d)
+    at the first coordinate u; W = |other coordinates|^2 ~ chi^2_{d-1}.
+    L = ln p/q = A(u) + b W with b = (1/r^2 - 1)/2, and e^{-bW} times the
+    chi^2_k density is (1+2b)^{-k/2} times the density of chi^2_k/(1+2b)."""
+    k = d - 1
+    A = d * math.log(r) + ((u - shift) ** 2 / r ** 2 - u * u) / 2
+    b = (1 / r ** 2 - 1) / 2
+    if b == 0:
+        return 0.0 if A <= eps else -math.expm1(eps - A)
+    c = 1 + 2 * b
+    lead = eps - A - k / 2 * math.log(c)
+    if b < 0:  # L > eps  <=>  W < T
+        T = (A - eps) / -b
+        if T <= 0:
+            return 0.0
+        return max(0.0, _chi2(k, T)[0] - _times_exp(lead, _chi2(k, c * T)[0]))
+    T = (eps - A) / b  # L > eps  <=>  W > T
+    if T <= 0:
+        return max(0.0, 1 - _times_exp(lead, 1.0))
+    return max(0.0, _chi2(k, T)[1] - _times_exp(lead, _chi2(k, c * T)[1]))
+
+
+def gaussian_delta(eps, d, r, shift, half_width=14.0, steps=2800):
+    """delta(eps) of N(0, I_d) against N(shift e_1, r^2 I_d), by Simpson's
+    rule over the first coordinate (the rest in closed form).  |u| > 14 has
+    probability below 1e-44, far below any delta checked."""
+    h = 2 * half_width / steps
+    total = 0.0
+    for i in range(steps + 1):
+        u = -half_width + i * h
+        wgt = 1 if i in (0, steps) else (4 if i % 2 else 2)
+        total += wgt * math.exp(-u * u / 2) * _delta_given_u(u, eps, d, r, shift)
+    return total * h / 3 / math.sqrt(2 * math.pi)
+
+
+def lemma1_delta(eps, delta, d, kind="nrs"):
+    """The largest delta(eps) over the pairs Lemma 1 allows, sigma_X = 1:
+    sigma_X' = r with |ln r^2| <= beta, shift <= min(1, r)/alpha (condition
+    (a) holds both ways).  The extremes r = e^{+-beta/2} at the largest
+    shift are the worst cases (checked on finer grids: ALGORITHMS.md §4)."""
+    alpha, beta = calibrate(eps, delta, d, kind)
+    worst = 0.0
+    for sign in (-1, 1):
+        r = math.exp(sign * beta / 2)
+        worst = max(worst, gaussian_delta(eps, d, r, min(1.0, r) / alpha))
+    return worst
+
+
+def discrete_gaussian_pmf(s, lo, hi):
+    """P(Z = x) for x in lo..hi, Z the discrete Gaussian of scale s (whole
+    grid steps), normalised over all integers (mass beyond 40 s: < e^-800)."""
+    span = int(40 * s) + 1
+    norm = sum(math.exp(-x * x / (2.0 * s * s)) for x in range(-span, span + 1))
+    return [math.exp(-x * x / (2.0 * s * s)) / norm for x in range(lo, hi + 1)]
+
+
+def discrete_delta(eps, k1, s1, k2, s2):
+    """delta(eps) of k1 + Z(s1) against k2 + Z(s2) on the integers: the exact
+    privacy loss of two releases on the same grid."""
+    lo = min(k1, k2) - int(40 * max(s1, s2)) - 1
+    hi = max(k1, k2) + int(40 * max(s1, s2)) + 1
+    p = discrete_gaussian_pmf(s1, lo - k1, hi - k1)
+    q = discrete_gaussian_pmf(s2, lo - k2, hi - k2)
+    e = math.exp(eps)
+    return sum(max(0.0, a - e * b) for a, b in zip(p, q))

@@ -38,16 +38,21 @@ def test_hand_example():
     # Worked by hand (gamma = 1/2): episode 1 visits 0,1,2 with rewards
     # 1,0,1 -> G = 1.25, 0.5, 1; episode 2 visits 1,2 with 1,1 -> 1.5, 1;
     # episode 3 visits 2 with 0 -> 0.  F = (1.25, 2/2, 2/3), |X| = (1,2,3).
-    # phi(k) = sum 1/max(v-k,1)^2: phi(2) = 3, and e^{-2b} 3 is the max.
+    # phi(k) = sum 1/max(v-k,1)^2: phi(2) = 3, and e^{-2b} 3 is the max,
+    # with b = beta_psi = beta - 2 ln(1 + 1/c), c = ceil(32/beta) (§6).
     con = connect()
     table(con, HAND_ROWS)
     r = release(con, "dp_lsw", dict(BASE, release="diagnostic", seed=1))
-    beta = 1 / (4 * (3 + math.log(20)))
+    beta_lemma = 1 / (4 * (3 + math.log(20)))
+    c = math.ceil(32 / beta_lemma)  # 768 > alpha sqrt(3) = 21.2
+    beta = beta_lemma - 2 * math.log(1 + 1 / c)
     alpha = 5 * math.sqrt(2 * math.log(20))
     check(r["visits"] == [1, 2, 3], "hand: visits")
     check_close(r["returns"], [1.25, 1.0, 2 / 3], "hand: first-visit returns")
     check_close(r["theta_exact"], [1.25, 1.0, 2 / 3], "hand: tabular theta = F")
-    check_close(r["beta"], beta, "hand: beta")
+    check_close(r["beta"], beta_lemma, "hand: beta of Lemma 1")
+    check(r["grid_allowance"] == c == 768, "hand: grid allowance c = ceil(32/beta)")
+    check_close(r["beta_psi"], beta, "hand: beta_psi = beta - 2 ln(1 + 1/c)")
     check_close(r["alpha"], alpha, "hand: alpha")
     check_close(r["psi"], 3 * math.exp(-2 * beta), "hand: psi = 3 e^{-2 beta}")
     check_close(r["sigma"], alpha * 2 * math.sqrt(3 * math.exp(-2 * beta)),
@@ -66,10 +71,20 @@ def compare(con, fn, o, rows, label):
           f"{label}: visits and m")
     check_close(got["returns"], want["returns"], f"{label}: returns", rel=1e-11)
     check_close(got["theta_exact"], want["theta_exact"], f"{label}: theta", rel=1e-9, abs_=1e-9)
-    for k in ("alpha", "beta"):
+    for k in ("alpha", "beta", "beta_psi"):
         check_close(got[k], want[k], f"{label}: {k}")
+    check(got["grid_allowance"] == want["grid_allowance"], f"{label}: grid allowance c")
     check_close(got["psi"], want["psi"], f"{label}: psi", rel=1e-12)
     check_close(got["sigma"], want["sigma"], f"{label}: sigma", rel=1e-9)
+    check_close(got["sigma_hi"], want["sigma_hi"], f"{label}: sigma_hi", rel=1e-9)
+    check(got["grid"] == want["grid"], f"{label}: grid", (got["grid"], want["grid"]))
+    # s = c + ceil(sigma / g): exactly from the released sigma, and within
+    # one step of the reference's (sigma agrees to rounding only)
+    check(got["grid_steps"] == got["grid_allowance"] + math.ceil(got["sigma"] / got["grid"])
+          and abs(got["grid_steps"] - want["grid_steps"]) <= 1
+          and got["sigma_applied"] == got["grid_steps"] * got["grid"],
+          f"{label}: grid steps s = c + ceil(sigma/g), sigma_applied = s g",
+          (got["grid_steps"], want["grid_steps"]))
 
 
 def test_against_reference():
@@ -153,7 +168,8 @@ def test_private_output():
     check(set(r) == allowed, "private: only public keys and the noisy output", sorted(r))
     check(r["private"] is True and "seeded" not in r, "private: not seeded")
     r = release(con, "dp_lsl", dict(BASE, seed=3, **{"lambda": 4}))
-    check(set(r) == allowed | {"seeded"} and r["seeded"] is True, "seeded results say so")
+    check(set(r) == allowed | {"seeded"} and r["seeded"] is True and r["private"] is False,
+          "seeded results say so, and are not private", r)
     check(r["mechanism"] == "dp_lsl" and len(r["values"]) == 3, "lsl result shape")
     a = con.execute("SELECT dp_lsw(episode,t,state,reward,?), dp_lsw(episode,t,state,reward,?) "
                     "FROM steps", (json.dumps(BASE),) * 2).fetchone()
@@ -321,7 +337,219 @@ def test_bad_input():
                 "options differing per row", (json.dumps(B), json.dumps(dict(B, epsilon=2))))
 
 
+def from_stats(con, fn, stats, o):
+    """Release from per-state statistics [(state, visits, return_sum)]:
+    the parsed result, or the error message as a string."""
+    rows = " UNION ALL ".join("SELECT ? AS s, ? AS v, ? AS r" for _ in stats)
+    args = [x for row in stats for x in row]
+    msg = sql_error(con, f"SELECT {fn}(s, v, r, ?) FROM ({rows})", [json.dumps(o)] + args)
+    if msg is not None:
+        return msg
+    return json.loads(con.execute(f"SELECT {fn}(s, v, r, ?) FROM ({rows})",
+                                  [json.dumps(o)] + args).fetchone()[0])
+
+
+def outcome(r):
+    """What a private caller sees, reduced to what must not depend on data:
+    the error text, or the set of keys of a result."""
+    return r if isinstance(r, str) else ("ok", tuple(sorted(r)), r["private"])
+
+
+def test_seeded_is_not_private():
+    con = connect()
+    table(con, HAND_ROWS)
+    stats = [(0, 1, 1.25), (1, 2, 2.0), (2, 3, 2.0)]
+    lam = {"lambda": 4}
+    for fn, extra in (("dp_lsw", {}), ("dp_lsl", lam)):
+        o = dict(BASE, **extra)
+        for seeded in (False, True):
+            oo = dict(o, seed=5) if seeded else o
+            for r, form in ((release(con, fn, oo), "rows"),
+                            (from_stats(con, fn + "_from_stats", stats, dict(oo, episodes=3)),
+                             "from_stats")):
+                ok = (r["private"] is False and r["seeded"] is True if seeded
+                      else r["private"] is True and "seeded" not in r)
+                check(ok, f"{fn} {form}: seeded {seeded} -> private {not seeded}",
+                      {k: r.get(k) for k in ("private", "seeded")})
+
+
+def test_private_errors_do_not_depend_on_data():
+    # The review's example: N = 1, eps = 8.326e-8, delta = 0.5, m = 2e8.
+    # 5e7 and 5e7 + 1 visits (one episode replaced) used to fail with two
+    # different sigmas in the text.  Now the grid and the noise floor are
+    # checked from the options alone: both release.
+    con = connect()
+    o = {"n_states": 1, "gamma": 0.5, "epsilon": 8.326e-8, "delta": 0.5, "episodes": 200000000}
+    a = from_stats(con, "dp_lsw_from_stats", [(0, 50000000, 0.0)], o)
+    b = from_stats(con, "dp_lsw_from_stats", [(0, 50000001, 2.0)], o)
+    check(not isinstance(a, str) and not isinstance(b, str) and outcome(a) == outcome(b)
+          and a["private"] is True, "review example: both neighbours release, privately",
+          (a if isinstance(a, str) else "", b if isinstance(b, str) else ""))
+
+    # A refusal happens before any data: same text for every dataset, and
+    # only public numbers in it (here eps, delta, d and c from them).
+    tiny = dict(o, epsilon=1e-12)
+    alpha, beta = reference.calibrate(1e-12, 0.5, 1)
+    c, _ = reference.grid_reserve(alpha, beta, 1)
+    want = ("dp_lsw_from_stats: option epsilon = 1e-12 is too small: with delta 0.5 and d = 1 "
+            f"the noise needs a floor of {c:.17g} grid steps, more than 2^38 (ALGORITHMS.md §6)")
+    got = [from_stats(con, "dp_lsw_from_stats", [(0, v, 0.0)], tiny)
+           for v in (0, 1, 50000000, 50000001, 200000000)]
+    check(all(g == want for g in got), "tiny epsilon: one public refusal for every dataset",
+          "\n".join(map(str, got)) + "\nwant " + want)
+
+    # Cholesky of Phi^T Gamma_X Phi + lambda/(2m) I broke down for some
+    # visit counts and not for their neighbours (Gamma_X is singular when a
+    # state is unvisited): "dposv failed (info 2)" for one, a release for
+    # the other.  The regularised QR cannot fail.
+    phi = [[1, 3], [1, 3], [1, 0]]
+    top = max(reference.sym_eigenvalues(reference.gram(reference.feature_matrix(3, phi))))
+    lsl = {"n_states": 3, "gamma": 0.5, "epsilon": 1, "delta": 0.1, "episodes": 2 ** 53 - 1,
+           "features": phi, "lambda": top * 1.0000001}
+    v0, v1 = 8253028069769887, 8306335996430920
+    outs = [outcome(from_stats(con, "dp_lsl_from_stats", [(0, v0 + dv, 0.0), (1, v1, 1.0)], lsl))
+            for dv in (0, 1, -1, 2)]
+    check(len(set(outs)) == 1 and outs[0][0] == "ok",
+          "LSL, singular Gamma_X: every neighbour releases (no data-dependent solver failure)",
+          outs)
+
+    # A sweep of extreme options: for each, neighbouring statistics (one
+    # episode with return B replaced by one that never visits state 0) give
+    # the same outcome, error text included.
+    cases = [
+        ("dp_lsw_from_stats", {"epsilon": 8.326e-8, "delta": 0.5}),
+        ("dp_lsw_from_stats", {"epsilon": 1e-9, "delta": 1e-9}),
+        ("dp_lsw_from_stats", {"epsilon": 20, "delta": 0.99, "fmax": 1e-300}),
+        ("dp_lsw_from_stats", {"epsilon": 1e-3, "delta": 0.5, "fmax": 1e300}),
+        ("dp_lsw_from_stats", {"epsilon": 1e-3, "delta": 0.5, "fmax": 1e307}),
+        ("dp_lsw_from_stats", {"epsilon": 1, "delta": 0.1, "weights": [1e-300, 1e300]}),
+        ("dp_lsw_from_stats", {"epsilon": 1, "delta": 0.1, "features": [[1, 0], [1, 1e-7]]}),
+        ("dp_lsw_from_stats", {"epsilon": 25, "delta": 0.1}),
+        ("dp_lsw_from_stats", {"epsilon": 6, "delta": 0.1, "calibration": "elementary"}),
+        ("dp_lsl_from_stats", {"epsilon": 1e-9, "delta": 1e-9, "lambda": 3}),
+        ("dp_lsl_from_stats", {"epsilon": 1, "delta": 0.1, "lambda": 1 + 1e-15}),
+        ("dp_lsl_from_stats", {"epsilon": 1, "delta": 0.1, "lambda": 1e300, "fmax": 1e300}),
+        ("dp_lsl_from_stats", {"epsilon": 1, "delta": 0.1, "lambda": 2.1,
+                               "features": [[1, 1], [1, 1 + 1e-9]]}),
+    ]
+    for fn, extra in cases:
+        for m in (1, 1000, 2 ** 53 - 1):
+            o = dict({"n_states": 2, "gamma": 0.5, "episodes": m}, **extra)
+            B = extra.get("fmax", 2.0)
+            seen = set()
+            for v in sorted({0, m // 2, m - 1}):  # v + 1 <= m
+                S = 0.5 * v * B if math.isfinite(0.5 * v * B) else 0.0
+                for other in (0, m // 3):
+                    x = [(0, v + 1, S + B), (1, other, 0.0)]
+                    y = [(0, v, S), (1, other, 0.0)]
+                    seen.add(outcome(from_stats(con, fn, x, o)))
+                    seen.add(outcome(from_stats(con, fn, y, o)))
+            check(len(seen) == 1, f"{fn} {extra} m={m}: one outcome for all neighbours",
+                  "\n".join(map(str, seen)))
+
+
+def test_rounding_keeps_lemma1():
+    # ALGORITHMS.md §6.  The released scale is s whole grid steps.  Rounding
+    # it up moves ln s^2 by up to 2 ln(1 + 1/s); with few steps that broke
+    # Lemma 1(b).  The review's example: eps = 10, delta = 1e-6, d = 1,
+    # m = 2e8; one episode with return B = fmax replaced, 122,094,405 vs
+    # 122,094,404 visits, fmax tuned so that the old scale crossed 3 grid
+    # steps there and theta' sits just below a rounding boundary: the old
+    # code released k' + Z(4) against k' + 1 + Z(3), delta(10) = 1.04e-6.
+    con = connect()
+    eps, delta, m, B = 10.0, 1e-6, 200000000, 0.828455214
+    o = {"n_states": 1, "gamma": 0.5, "fmax": B, "epsilon": eps, "delta": delta,
+         "episodes": m, "release": "diagnostic", "seed": 1}
+    alpha, beta = reference.calibrate(eps, delta, 1)
+    c, beta_psi = reference.grid_reserve(alpha, beta, 1)
+
+    def released(v, S):
+        r = from_stats(con, "dp_lsw_from_stats", [(0, v, S)], o)
+        g = r["grid"]
+        s = r.get("grid_steps") or math.ceil(r["sigma_applied"] / g)  # (old output)
+        q = r["theta_exact"][0] / g
+        return math.floor(q + 0.5), s, g, r
+
+    def check_pair(v, label):
+        g = released(v, 0.0)[2]
+        S = 0.45 * g * v                      # theta' = 0.45 g: k' = 0
+        k1, s1, _, r1 = released(v, S)        # X': v visits
+        k2, s2, _, r2 = released(v + 1, S + B)  # X: the replaced episode visits
+        worst = max(reference.discrete_delta(eps, k1, s1, k2, s2),
+                    reference.discrete_delta(eps, k2, s2, k1, s1))
+        check(worst <= delta, f"{label}: exact delta({eps:g}) of the two releases <= {delta:g}",
+              f"k, s = {(k1, s1)} vs {(k2, s2)}: delta = {worst:.4g}")
+        # Lemma 1 on the released (k, s) themselves: (a) s >= alpha |k - k'|
+        # both ways, (b) |ln s^2 - ln s'^2| <= beta.
+        check(min(s1, s2) >= alpha * abs(k1 - k2) and abs(2 * math.log(s1 / s2)) <= beta,
+              f"{label}: Lemma 1 (a) and (b) hold for the released scales",
+              f"s {s1} {s2}, |k - k'| {abs(k1 - k2)}, alpha {alpha}, beta {beta}")
+        return (s1, s2), r1
+
+    (s1, s2), r1 = check_pair(122094404, "review example")
+    # The independent computation of s: psi = 1/v^2 (e^{-k b}/(v-k)^2 falls
+    # while v - k > 2/b, and v > 1e8), sigma = alpha B / v, sigma_hi =
+    # alpha B, theta_max = B.
+    g = reference.grid(alpha * B, B)
+    want = c + math.ceil(alpha * B / 122094404 / g)
+    check(s1 == want and r1["grid"] == g and r1["grid_allowance"] == c,
+          "review example: s = c + ceil(sigma/g) from the formulas", (s1, want))
+    # Where the new scale does step between neighbours: the first v above
+    # the example with c + ceil(alpha B / (v g)) != its value at v + 1.
+    def steps(v):
+        return c + math.ceil(alpha * B / v / g)
+    lo, hi = 122094404, 122094404 + 10 ** 6
+    while hi - lo > 1:  # steps(lo) == steps(start) != steps(hi)
+        mid = (lo + hi) // 2
+        if steps(mid) == steps(122094404):
+            lo = mid
+        else:
+            hi = mid
+    (t1, t2), _ = check_pair(lo, f"scale boundary at v = {lo}")
+    check(t1 == t2 + 1, "the boundary pair really differs by one grid step", (t1, t2))
+
+
+def test_lemma1_verified_range():
+    # ALGORITHMS.md §4: Lemma 1 ("nrs") is cited, not proved.  Check it
+    # directly: the largest delta(eps) over the Gaussian pairs it allows.
+    # First the integrator against closed forms: equal variances (the
+    # analytic Gaussian mechanism), and a narrower Q in one dimension
+    # (the region L > eps is an interval: normal CDFs).
+    Phi = normal_cdf
+    for e, mu in ((1, 1), (0.5, 0.3), (5, 2)):
+        exact = Phi(-e / mu + mu / 2) - math.exp(e) * Phi(-e / mu - mu / 2)
+        check_close(reference.gaussian_delta(e, 3, 1.0, mu), exact,
+                    f"integrator: equal variances, eps {e}, shift {mu}", rel=1e-4)
+    e, r, D = 1.0, 0.8, 0.5
+    A, Bq, C = (1 / r ** 2 - 1) / 2, -D / r ** 2, math.log(r) + D * D / (2 * r * r) - e
+    x1, x2 = sorted(((-Bq - math.sqrt(Bq * Bq - 4 * A * C)) / (2 * A),
+                     (-Bq + math.sqrt(Bq * Bq - 4 * A * C)) / (2 * A)))
+    P = 1 - (Phi(x2) - Phi(x1))
+    Q = 1 - (Phi((x2 - D) / r) - Phi((x1 - D) / r))
+    check_close(reference.gaussian_delta(e, 1, r, D), P - math.exp(e) * Q,
+                "integrator: narrower Q, d = 1", rel=1e-4)
+    worst = []
+    for eps in (0.1, 1, 5, 10, 20):
+        for delta in (0.99, 0.5, 0.1, 1e-3, 1e-6, 1e-10):
+            for d in (1, 2, 5, 50):
+                worst.append((reference.lemma1_delta(eps, delta, d) / delta, eps, delta, d))
+    top = max(worst)
+    check(top[0] < 0.25, "nrs: delta(eps) <= delta/4 for eps <= 20 (d 1-50, delta 1e-10-0.99)",
+          top)
+    bad = reference.lemma1_delta(60, 0.3, 1)
+    check(bad > 0.3, "nrs: fails at eps = 60, delta = 0.3, d = 1 (why epsilon is capped)", bad)
+    con = connect()
+    table(con, HAND_ROWS)
+    check(release(con, "dp_lsw", dict(BASE, epsilon=20))["private"] is True,
+          "nrs: epsilon 20 is accepted")
+    check_error(con, "SELECT dp_lsw(episode,t,state,reward,?) FROM steps",
+                'dp_lsw: option epsilon must be <= 20 with calibration "nrs" (the range where '
+                'Lemma 1 is verified), got 20.5', "nrs: epsilon above 20 is refused",
+                (json.dumps(dict(BASE, epsilon=20.5)),))
+
+
 run([test_hand_example, test_against_reference, test_psi_many_episodes,
      test_noise_distribution, test_private_output, test_values_are_phi_theta,
      test_order_grouping_and_streaming, test_clamping, test_empty_and_untouched,
-     test_bad_input])
+     test_bad_input, test_seeded_is_not_private, test_private_errors_do_not_depend_on_data,
+     test_rounding_keeps_lemma1, test_lemma1_verified_range])

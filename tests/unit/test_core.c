@@ -295,6 +295,22 @@ static void test_calibration(void) {
   CHECK_NEAR(b, 2 * log(2) / (5 * r * r), 1e-15, "calibration elementary beta");
   CHECK(dprl_calibrate(DPRL_CALIB_ELEMENTARY, 6, 0.01, 4, &a, &b, &err) == DPRL_EINVAL,
         "calibration elementary refuses epsilon > 5");
+  /* nrs: verified for epsilon <= 20 only (ALGORITHMS.md §4) */
+  dprl_error_clear(&err);
+  CHECK(dprl_calibrate(DPRL_CALIB_NRS, 20, 0.5, 1, &a, &b, &err) == DPRL_OK &&
+            dprl_calibrate(DPRL_CALIB_NRS, 20.000001, 0.5, 1, &a, &b, &err) == DPRL_EINVAL,
+        "calibration nrs accepts epsilon 20, refuses above");
+
+  /* The grid reserve (§6.1): c = max(ceil(alpha sqrt d), ceil(32/beta)),
+  ** beta_psi = beta - 2 ln(1 + 1/c).  Worked: alpha 1000.2, d 4 ->
+  ** ceil(2000.4) = 2001 > 32/0.5 = 64; beta 0.01 -> 3200 > 2001. */
+  double c, bp;
+  dprl_grid_reserve(1000.2, 0.5, 4, &c, &bp);
+  CHECK(c == 2001 && fabs(bp - (0.5 - 2 * log(1 + 1 / 2001.0))) < 1e-15,
+        "grid reserve: allowance alpha sqrt(d) when it is larger");
+  dprl_grid_reserve(1000.2, 0.01, 4, &c, &bp);
+  CHECK(c == 3200 && fabs(bp - (0.01 - 2 * log(1 + 1 / 3200.0))) < 1e-15 && bp >= 0.01 * 15 / 16,
+        "grid reserve: 32/beta, and beta_psi >= 15/16 beta");
 }
 
 /* Closed forms for tabular/aggregate equal the dense LAPACK path on the

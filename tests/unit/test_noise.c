@@ -13,9 +13,11 @@
 #include "noise.h"
 #include "check.h"
 
-/* Test-only hook defined in noise.c (RFC 8439 block function). */
+/* Test-only hooks defined in noise.c (RFC 8439 block function; the
+** discrete Gaussian with its acceptance trial split as for s > 2^27). */
 void dprl_chacha20_block_for_test(const uint32_t key[8], uint32_t counter,
                                   const uint32_t nonce[3], uint32_t out[16]);
+int64_t dprl_discrete_gaussian_split_for_test(dprl_rng *rng, uint64_t s);
 
 #define P_MIN 1e-6 /* chi-square tests fail below this p-value */
 #define NSE 6.0    /* standard errors allowed for means and moments */
@@ -320,17 +322,19 @@ static void test_unit_shuffle(void) {
 /* ---------------------------------------------------------------------- */
 /* Samplers                                                                */
 
+/* gaussian: 0 Laplace, 1 Gaussian, 2 Gaussian through the split trial */
 static void test_sampler(int gaussian, uint64_t scale, long n, uint64_t seed) {
   dprl_rng r;
   char label[80];
-  snprintf(label, sizeof label, "discrete %s %s=%llu",
-           gaussian ? "Gaussian" : "Laplace", gaussian ? "s" : "t",
-           (unsigned long long)scale);
+  snprintf(label, sizeof label, "discrete %s%s %s=%llu",
+           gaussian ? "Gaussian" : "Laplace", gaussian == 2 ? " (split trial)" : "",
+           gaussian ? "s" : "t", (unsigned long long)scale);
   dprl_rng_init_seeded(&r, seed, scale);
   int64_t *xs = malloc((size_t)n * sizeof(int64_t));
   for (long i = 0; i < n; i++)
-    xs[i] = gaussian ? dprl_discrete_gaussian(&r, scale)
-                     : dprl_discrete_laplace(&r, scale);
+    xs[i] = gaussian == 2 ? dprl_discrete_gaussian_split_for_test(&r, scale)
+            : gaussian    ? dprl_discrete_gaussian(&r, scale)
+                          : dprl_discrete_laplace(&r, scale);
   pmf d = pmf_make(gaussian, (double)scale);
   if (!gaussian) { /* cross-check the pmf against the closed form */
     double q = exp(-1.0 / scale);
@@ -370,8 +374,27 @@ static void test_large_gaussian(void) {
   CHECK(ok, "discrete Gaussian s=2^27 stays within 64(s+1)");
   CHECK_NEAR(s2 / m / v, 1.0, NSE * sqrt(2.0 / m),
              "discrete Gaussian s=2^27 variance");
-  CHECK(dprl_discrete_gaussian(&r, smax + 1) == INT64_MIN,
-        "discrete Gaussian refuses s > 2^27 (INT64_MIN)");
+
+  /* Beyond 2^27 the acceptance trial is split (its exact pmf is checked at
+  ** small s in main); here the scale: s = 2^27 + 1 and s = 2^40, the
+  ** largest allowed, keep |z| <= 64 (s+1) and variance s^2. */
+  const uint64_t wide[] = {smax + 1, DPRL_GAUSS_STEPS_MAX};
+  for (int w = 0; w < 2; w++) {
+    s2 = 0;
+    ok = 1;
+    for (long i = 0; i < m; i++) {
+      int64_t z = dprl_discrete_gaussian(&r, wide[w]);
+      ok &= z != INT64_MIN && llabs(z) <= (long long)(64 * (wide[w] + 1));
+      s2 += (double)z * (double)z;
+    }
+    v = (double)wide[w] * (double)wide[w];
+    CHECK(ok, w ? "discrete Gaussian s=2^40 stays within 64(s+1)"
+                : "discrete Gaussian s=2^27+1 stays within 64(s+1)");
+    CHECK_NEAR(s2 / m / v, 1.0, NSE * sqrt(2.0 / m),
+               w ? "discrete Gaussian s=2^40 variance" : "discrete Gaussian s=2^27+1 variance");
+  }
+  CHECK(dprl_discrete_gaussian(&r, DPRL_GAUSS_STEPS_MAX + 1) == INT64_MIN,
+        "discrete Gaussian refuses s > 2^40 (INT64_MIN)");
 }
 
 /* ---------------------------------------------------------------------- */
@@ -392,6 +415,10 @@ static void test_grid(void) {
   CHECK(isnan(dprl_grid_for(0)) && isnan(dprl_grid_for(-1)) &&
             isnan(dprl_grid_for(NAN)) && isnan(dprl_grid_for(INFINITY)),
         "grid_for rejects non-positive / non-finite");
+  CHECK(dprl_grid_bits(1.0, 39) == 0x1.0p-39 && dprl_grid_bits(3.0, 39) == 0x1.0p-37 &&
+            dprl_grid_bits(3.0, 50) == 0x1.0p-48 && dprl_grid_bits(0x1.0p-1070, 39) == 0x1.0p-1074 &&
+            isnan(dprl_grid_bits(0, 39)),
+        "grid_bits(x, b) = 2^(ceil(log2 x) - b), never below 2^-1074");
 }
 
 typedef int (*release_fn)(dprl_rng *, double, double, double, double *,
@@ -548,6 +575,40 @@ static void test_release_errors(void) {
   CHECK(dprl_release_gaussian(NULL, 1, NAN, 1, NULL, NULL) == DPRL_EINVAL,
         "rejects with a NULL error too");
 
+  /* The form with the scale in whole grid steps (DP-LSW/LSL, up to 2^40). */
+  {
+    dprl_rng r;
+    dprl_error err;
+    double out = 12345;
+    int ok = 1;
+    dprl_rng_init_seeded(&r, 6, 6);
+    dprl_error_clear(&err);
+    ok &= dprl_release_gaussian_steps(&r, 0.3, 0, 0.5, &out, &err) == DPRL_EINVAL &&
+          strstr(err.msg, "1 to 2^40 grid steps, got 0") && out == 12345;
+    dprl_error_clear(&err);
+    ok &= dprl_release_gaussian_steps(&r, 0.3, DPRL_GAUSS_STEPS_MAX + 1, 0.5, &out, &err) ==
+              DPRL_EINVAL && strstr(err.msg, "got 1099511627777");
+    dprl_error_clear(&err);
+    ok &= dprl_release_gaussian_steps(&r, 0.3, 3, 0.75, &out, &err) == DPRL_EINVAL &&
+          strstr(err.msg, "power of two");
+    dprl_error_clear(&err);
+    ok &= dprl_release_gaussian_steps(&r, NAN, 3, 0.5, &out, &err) == DPRL_EINVAL;
+    dprl_error_clear(&err);
+    ok &= dprl_release_gaussian_steps(&r, 0x1.0p51, 3, 0.5, &out, &err) == DPRL_EINVAL &&
+          strstr(err.msg, "2^52");
+    CHECK(ok && out == 12345, "release_gaussian_steps checks s, g and the value");
+    /* s = 2^40 steps of g = 2^-40: on the grid, |noise| <= 64 (s+1) g */
+    ok = 1;
+    for (int i = 0; i < 200; i++) {
+      double g = 0x1.0p-40;
+      dprl_error_clear(&err);
+      ok &= dprl_release_gaussian_steps(&r, 0.3, DPRL_GAUSS_STEPS_MAX, g, &out, &err) == 0;
+      double z = out / g;
+      ok &= z == floor(z) && fabs(out - g * round(0.3 / g)) <= 64 * (1 + g);
+    }
+    CHECK(ok, "release_gaussian_steps at 2^40 steps: on the grid, within 64 (s+1) g");
+  }
+
   /* A result beyond DBL_MAX is an error, never inf. */
   dprl_rng r;
   dprl_rng_init_seeded(&r, 5, 5);
@@ -575,6 +636,8 @@ int main(void) {
   /* s = 100000: 2 s^2 t^2 > 2^64, so the 128-bit uniform draw is used */
   const uint64_t gau[] = {1, 2, 5, 50, 100000};
   for (int i = 0; i < 5; i++) test_sampler(1, gau[i], 300000, 200 + i);
+  /* the split acceptance trial used above 2^27, against the same exact pmf */
+  for (int i = 0; i < 5; i++) test_sampler(2, gau[i], 300000, 300 + i);
   test_large_gaussian();
   test_grid();
   test_release_values();
