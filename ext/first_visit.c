@@ -12,7 +12,8 @@ int dprl_return_rule_parse(const dprl_options *o, dprl_return_rule *r) {
       (rc = dprl_opt_number(o, "rmin", 0, 0.0, DPRL_ANY, &r->rmin)) ||
       (rc = dprl_opt_number(o, "rmax", 0, 1.0, DPRL_ANY, &r->rmax)) ||
       (rc = dprl_opt_number(o, "fmin", 0, 0, DPRL_AT_MOST(0), &r->fmin)) ||
-      (rc = dprl_opt_number(o, "fmax", 0, 0, DPRL_POSITIVE, &r->fmax)))
+      (rc = dprl_opt_number(o, "fmax", 0, 0, DPRL_POSITIVE, &r->fmax)) ||
+      (rc = dprl_opt_int(o, "max_states", 0, 0, DPRL_CLOSED(1, 2147483647), &r->max_states)))
     return rc;
   if (!(r->rmax > r->rmin))
     return dprl_fail(o->err, DPRL_EINVAL, "%s: option rmax must be > rmin = %.17g, got %.17g",
@@ -96,10 +97,12 @@ int dprl_fv_add_episode(dprl_fv_stats *st, dprl_fv_scratch *sc,
   }
   /* Forward pass: the first time each state is seen is its first visit. */
   uint64_t mark = ++sc->episode_no;
-  for (size_t i = 0; i < n; i++) {
+  int64_t seen = 0, limit = rule->max_states > 0 ? rule->max_states : INT64_MAX;
+  for (size_t i = 0; i < n && seen < limit; i++) {
     uint32_t s = steps[i].state;
     if (sc->stamp[s] == mark) continue;
     sc->stamp[s] = mark;
+    seen++;
     double F = clamp(sc->G[i], rule->fmin, rule->fmax);
     if (st) {
       st->visits[s]++;

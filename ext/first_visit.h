@@ -25,10 +25,12 @@ typedef struct dprl_return_rule {
   double rmin, rmax; /* rewards clamped to [rmin, rmax], rmin < rmax */
   double fmin, fmax; /* first-visit returns clamped to [fmin, fmax] */
   int has_fmax, has_fmin; /* given as options (else the defaults above) */
+  int64_t max_states; /* > 0: an episode contributes its first max_states
+                         first-visits only (contribution bound, §9); 0: all */
 } dprl_return_rule;
 
 /* Options gamma (required), rmin (default 0), rmax (default 1), fmin and
-** fmax (optional). */
+** fmax (optional), max_states (optional). */
 int dprl_return_rule_parse(const dprl_options *o, dprl_return_rule *r);
 
 /* B of ALGORITHMS.md §1 and §9: the width fmax - fmin of the range. */

@@ -7,14 +7,16 @@
 #include "estimator.h"
 #include "json.h"
 #include "options.h"
+#include "stats_perturb.h"
 
 /* "episodes" is only for the from-statistics form; "grouped" only for rows. */
 const char *const dprl_lsw_option_names[] = {
     "n_states", "gamma", "epsilon", "delta", "rmin", "rmax", "fmin", "fmax", "features", "weights",
-    "calibration", "seed", "release", "grouped", "episodes", NULL};
+    "perturb", "max_states", "calibration", "seed", "release", "grouped", "episodes", NULL};
 const char *const dprl_lsl_option_names[] = {
     "n_states", "gamma", "epsilon", "delta", "rmin", "rmax", "fmin", "fmax", "features", "rho",
-    "lambda", "calibration", "seed", "release", "grouped", "episodes", NULL};
+    "lambda", "perturb", "max_states", "calibration", "seed", "release", "grouped", "episodes",
+    NULL};
 
 #define MAX_STATES (1 << 27)
 
@@ -78,6 +80,23 @@ static int plan_calibration(dprl_pe_config *c, const dprl_options *o) {
   return DPRL_OK;
 }
 
+/* "perturb": output (default) or statistics; what applies to only one. */
+static int parse_perturb(dprl_pe_config *c, const dprl_options *o) {
+  static const char *const perturbs[] = {"output", "statistics", NULL};
+  int p = 0, rc = dprl_opt_choice(o, "perturb", perturbs, 0, &p);
+  if (rc) return rc;
+  c->perturb = (dprl_perturb)p;
+  if (c->perturb == DPRL_PERTURB_STATISTICS && dprl_opt_has(o, "calibration"))
+    return dprl_fail(o->err, DPRL_EINVAL,
+                     "%s: option calibration applies to perturb \"output\" (the constants of "
+                     "Lemma 1), not to \"statistics\"", o->fn);
+  if (c->perturb == DPRL_PERTURB_OUTPUT && c->rule.max_states > 0)
+    return dprl_fail(o->err, DPRL_EINVAL,
+                     "%s: option max_states applies to perturb \"statistics\" (a contribution "
+                     "bound), not to \"output\"", o->fn);
+  return DPRL_OK;
+}
+
 static int parse_all(dprl_pe_config *c, const dprl_options *o, int from_stats) {
   static const char *const calibs[] = {"nrs", "elementary", NULL};
   static const char *const releases[] = {"private", "diagnostic", NULL};
@@ -88,7 +107,7 @@ static int parse_all(dprl_pe_config *c, const dprl_options *o, int from_stats) {
       (rc = dprl_opt_number(o, "delta", 1, 0, DPRL_OPEN(0, 1), &c->delta)) ||
       (rc = dprl_opt_choice(o, "calibration", calibs, 0, &calib)) ||
       (rc = dprl_opt_choice(o, "release", releases, 0, &c->diagnostic)) ||
-      (rc = dprl_opt_seed(o, &c->has_seed, &c->seed)))
+      (rc = dprl_opt_seed(o, &c->has_seed, &c->seed)) || (rc = parse_perturb(c, o)))
     return rc;
   c->calib = (dprl_calibration)calib;
   if (from_stats) {
@@ -108,7 +127,7 @@ static int parse_all(dprl_pe_config *c, const dprl_options *o, int from_stats) {
   }
   if ((rc = dprl_features_from_options(o, c->n_states, &c->feat))) return rc;
   if ((rc = parse_weights(c, o))) return rc;
-  return plan_calibration(c, o);
+  return c->perturb == DPRL_PERTURB_OUTPUT ? plan_calibration(c, o) : DPRL_OK;
 }
 
 int dprl_pe_config_parse(dprl_pe_config *c, dprl_mechanism mech, const char *fn,
@@ -145,6 +164,11 @@ typedef struct pe_result {
   double psi, sigma, sigma_applied;
   uint64_t steps;
   double *theta_exact, *theta, *values; /* d, d, n */
+  /* statistics perturbation (§9): public noise, noisy statistics and what
+  ** is computed from them (n each) */
+  dprl_sp_params sp;
+  dprl_sp_noise nz;
+  double *nsum, *nvisits, *mean, *se, *count;
 } pe_result;
 
 /* The public bounds and the grid, from the options and m alone (§6).  Any
@@ -191,6 +215,13 @@ static double clampd(double x, double lo, double hi) {
   return x < lo ? lo : x > hi ? hi : x;
 }
 
+/* Values are post-processing of theta: clamped to the public return range. */
+static void pe_values(const dprl_pe_config *c, pe_result *r) {
+  dprl_features_apply(&c->feat, r->theta, r->values);
+  for (int64_t s = 0; s < c->n_states; s++)
+    r->values[s] = clampd(r->values[s], c->rule.fmin, c->rule.fmax);
+}
+
 static int pe_compute(const dprl_pe_config *c, const dprl_fv_stats *st,
                       dprl_rng *rng, pe_result *r, dprl_error *err) {
   int64_t d = c->feat.d;
@@ -228,7 +259,31 @@ static int pe_compute(const dprl_pe_config *c, const dprl_fv_stats *st,
   for (int64_t j = 0; j < d && !rc; j++)
     rc = dprl_release_gaussian_steps(rng, r->theta_exact[j], r->steps, r->grid,
                                      &r->theta[j], err);
-  if (!rc) dprl_features_apply(&c->feat, r->theta, r->values);
+  if (!rc) pe_values(c, r);
+  return rc;
+}
+
+/* §9: noise on (centred sums, c visits), then the estimator on the noisy
+** means and counts.  The noise is public; nothing here can fail on data. */
+static int pe_compute_stats(const dprl_pe_config *c, const dprl_fv_stats *st,
+                            dprl_rng *rng, pe_result *r, dprl_error *err) {
+  dprl_sp_params p = {c->epsilon, c->delta, c->rule.fmin, c->rule.fmax, c->n_states,
+                      c->rule.max_states, st->m > 0 ? st->m : 1};
+  r->sp = p;
+  int rc = dprl_sp_calibrate(&r->sp, &r->nz, err);
+  if (!rc) rc = dprl_sp_perturb(&r->sp, &r->nz, st, rng, r->nsum, r->nvisits, err);
+  if (rc) return rc;
+  dprl_sp_estimate(&r->sp, &r->nz, r->nsum, r->nvisits, r->mean, r->se, r->count);
+  if (c->mech == DPRL_LSW) {
+    rc = dprl_lsw_theta_means(&c->feat, c->w, r->mean, r->theta, err);
+    if (!rc && c->diagnostic) rc = dprl_lsw_theta(&c->feat, c->w, st, r->theta_exact, err);
+  } else {
+    rc = dprl_lsl_theta_means(&c->feat, c->w, c->lambda, r->mean, r->count, (double)st->m,
+                              r->theta, err);
+    if (!rc && c->diagnostic)
+      rc = dprl_lsl_theta(&c->feat, c->w, c->lambda, st, r->theta_exact, err);
+  }
+  if (!rc) pe_values(c, r);
   return rc;
 }
 
@@ -253,12 +308,40 @@ static void pe_json(const dprl_pe_config *c, const dprl_fv_stats *st,
   dprl_json_put_double(b, c->delta);
   dprl_buf_printf(b, ",\"n_states\":%lld,\"d\":%lld,\"episodes\":%lld",
                   (long long)c->n_states, (long long)c->feat.d, (long long)st->m);
-  dprl_buf_printf(b, ",\"calibration\":\"%s\"", calibs[c->calib]);
+  if (c->perturb == DPRL_PERTURB_STATISTICS) {
+    dprl_buf_puts(b, ",\"perturb\":\"statistics\"");
+    if (c->rule.max_states > 0)
+      dprl_buf_printf(b, ",\"max_states\":%lld", (long long)c->rule.max_states);
+  } else {
+    dprl_buf_printf(b, ",\"calibration\":\"%s\"", calibs[c->calib]);
+  }
   put_key(b, "theta");
   dprl_json_put_double_array(b, r->theta, (size_t)c->feat.d);
   put_key(b, "values");
   dprl_json_put_double_array(b, r->values, (size_t)c->n_states);
-  if (c->diagnostic) { /* data-dependent: NOT covered by the guarantee (§5) */
+  if (c->perturb == DPRL_PERTURB_STATISTICS) {
+    /* §9: sigma is public here, the noisy visits are the release itself and
+    ** the standard errors are computed from them: all private to publish. */
+    put_key(b, "sigma");
+    dprl_json_put_double(b, r->nz.sigma);
+    put_key(b, "visits");
+    dprl_json_put_double_array(b, r->nvisits, (size_t)c->n_states);
+    put_key(b, "se");
+    dprl_json_put_double_array(b, r->se, (size_t)c->n_states);
+    if (c->diagnostic) {
+      put_key(b, "theta_exact");
+      dprl_json_put_double_array(b, r->theta_exact, (size_t)c->feat.d);
+      put_key(b, "exact_visits");
+      dprl_json_put_int_array(b, st->visits, (size_t)c->n_states);
+      put_key(b, "returns");
+      dprl_buf_puts(b, "[");
+      for (int64_t s = 0; s < c->n_states; s++) {
+        if (s) dprl_buf_puts(b, ",");
+        dprl_json_put_double(b, dprl_fv_mean(st, s));
+      }
+      dprl_buf_puts(b, "]");
+    }
+  } else if (c->diagnostic) { /* data-dependent: NOT covered by the guarantee (§5) */
     put_key(b, "theta_exact");
     dprl_json_put_double_array(b, r->theta_exact, (size_t)c->feat.d);
     put_key(b, "sigma");
@@ -301,7 +384,9 @@ int dprl_pe_release(const dprl_pe_config *c, const dprl_fv_stats *st,
   int rc;
   if (c->has_seed) dprl_rng_init_seeded(&rng, c->seed, (uint64_t)c->mech);
   else if ((rc = dprl_rng_init_secure(&rng, err))) return rc;
-  double *mem = dprl_malloc((size_t)(2 * d + c->n_states) * sizeof *mem);
+  int stats = c->perturb == DPRL_PERTURB_STATISTICS;
+  size_t n = (size_t)c->n_states;
+  double *mem = dprl_calloc(2 * (size_t)d + (stats ? 6 : 1) * n, sizeof *mem);
   if (!mem) {
     dprl_rng_wipe(&rng);
     return dprl_nomem(err);
@@ -309,7 +394,16 @@ int dprl_pe_release(const dprl_pe_config *c, const dprl_fv_stats *st,
   r.theta_exact = mem;
   r.theta = mem + d;
   r.values = mem + 2 * d;
-  rc = pe_compute(c, st, &rng, &r, err);
+  if (stats) {
+    r.nsum = r.values + n;
+    r.nvisits = r.nsum + n;
+    r.mean = r.nvisits + n;
+    r.se = r.mean + n;
+    r.count = r.se + n;
+    rc = pe_compute_stats(c, st, &rng, &r, err);
+  } else {
+    rc = pe_compute(c, st, &rng, &r, err);
+  }
   if (!rc) {
     pe_json(c, st, &r, out);
     if (out->oom) rc = dprl_nomem(err);

@@ -13,6 +13,9 @@
 #include "sensitivity.h"
 
 typedef enum { DPRL_LSW, DPRL_LSL } dprl_mechanism;
+/* Where the noise goes: on theta (the paper's output perturbation, §2-4)
+** or on the per-state statistics (§9). */
+typedef enum { DPRL_PERTURB_OUTPUT, DPRL_PERTURB_STATISTICS } dprl_perturb;
 
 typedef struct dprl_pe_config {
   dprl_mechanism mech;
@@ -24,6 +27,7 @@ typedef struct dprl_pe_config {
   double *w; /* LSW weights, or LSL rho: n_states entries */
   double lambda;
   dprl_calibration calib;
+  dprl_perturb perturb;
   int has_seed;
   uint64_t seed;
   int diagnostic;

@@ -17,7 +17,8 @@
 #include "options.h"
 #include "sql_tvf.h"
 
-static const char *const fv_options[] = {"n_states", "gamma", "rmin", "rmax", "fmin", "fmax", NULL};
+static const char *const fv_options[] = {"n_states", "gamma", "rmin", "rmax", "fmin", "fmax",
+                                         "max_states", NULL};
 static const char *const fv_args[] = {"trajectories_sql", "options"};
 
 typedef struct fv_emit_ctx {

@@ -202,32 +202,33 @@ static int stats_row(stats_agg *a, sqlite3_value **argv, dprl_error *err) {
     return dprl_fail(err, DPRL_EINVAL,
                      "visits must be in 0..episodes = 0..%lld, got %lld (state %lld)",
                      (long long)a->cfg.episodes, (long long)v, (long long)s);
-  if (sum < 0)
-    return dprl_fail(err, DPRL_EINVAL, "return_sum must be >= 0, got %.17g (state %lld)", sum,
-                     (long long)s);
   a->st.visits[s] += v;
   a->st.return_sum[s] += sum;
   return DPRL_OK;
 }
 
 /* The merged statistics must be ones that steps could have produced:
-** |X_s| <= m and 0 <= sum <= |X_s| B.  Sums are clamped to that range
-** (rounding in a shard's own summation may overshoot by an ulp or so);
-** a real excess is an error. */
+** |X_s| <= m and |X_s| fmin <= sum <= |X_s| fmax.  Sums are clamped to that
+** range (rounding in a shard's own summation may overshoot by an ulp or
+** so); a real excess is an error. */
 static int stats_check(stats_agg *a, dprl_error *err) {
-  double B = dprl_return_bound(&a->cfg.rule);
+  const dprl_return_rule *r = &a->cfg.rule;
   a->st.m = a->cfg.episodes;
   for (int64_t s = 0; s < a->cfg.n_states; s++) {
-    double top = (double)a->st.visits[s] * B;
+    double n = (double)a->st.visits[s], lo = n * r->fmin, hi = n * r->fmax;
+    double slack = (hi - lo) * 1e-9 + 1e-300;
     if (a->st.visits[s] > a->cfg.episodes)
       return dprl_fail(err, DPRL_EINVAL,
                        "state %lld: visits add up to %lld, more than episodes = %lld",
                        (long long)s, (long long)a->st.visits[s], (long long)a->cfg.episodes);
-    if (a->st.return_sum[s] > top * (1 + 1e-9) + 1e-300)
+    if (a->st.return_sum[s] > hi + slack || a->st.return_sum[s] < lo - slack)
       return dprl_fail(err, DPRL_EINVAL,
-                       "state %lld: return_sum %.17g is more than visits x bound = %lld x %.17g",
-                       (long long)s, a->st.return_sum[s], (long long)a->st.visits[s], B);
-    if (a->st.return_sum[s] > top) a->st.return_sum[s] = top;
+                       "state %lld: return_sum %.17g is outside visits x [fmin, fmax] = %lld x "
+                       "[%.17g, %.17g]",
+                       (long long)s, a->st.return_sum[s], (long long)a->st.visits[s], r->fmin,
+                       r->fmax);
+    if (a->st.return_sum[s] > hi) a->st.return_sum[s] = hi;
+    if (a->st.return_sum[s] < lo) a->st.return_sum[s] = lo;
   }
   return DPRL_OK;
 }

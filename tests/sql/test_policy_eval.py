@@ -186,12 +186,17 @@ def test_private_output():
 def test_values_are_phi_theta():
     con = connect()
     table(con, HAND_ROWS)
+    # values are Phi theta_hat clamped to the public return range [fmin, fmax]
+    # (post-processing); BASE has rewards in [0, 1] and gamma 0.5: [0, 2]
+    def clamp(v):
+        return [min(2.0, max(0.0, x)) for x in v]
     r = release(con, "dp_lsw", dict(BASE, features=[[1, 0], [1, 1], [1, 2]], seed=2))
-    want = [r["theta"][0] + s * r["theta"][1] for s in range(3)]
-    check_close(r["values"], want, "values = Phi theta_hat (dense)")
+    raw = [r["theta"][0] + s * r["theta"][1] for s in range(3)]
+    check(any(x < 0 or x > 2 for x in raw), "precondition: Phi theta_hat leaves [0, 2] here", raw)
+    check_close(r["values"], clamp(raw), "values = Phi theta_hat clamped to [fmin, fmax] (dense)")
     r = release(con, "dp_lsw", dict(BASE, features={"aggregate": 2}, seed=2))
-    check(r["d"] == 2 and r["values"] == [r["theta"][0], r["theta"][0], r["theta"][1]],
-          "values = Phi theta_hat (aggregate)")
+    check(r["d"] == 2 and r["values"] == clamp([r["theta"][0], r["theta"][0], r["theta"][1]]),
+          "values = Phi theta_hat clamped (aggregate)")
 
 
 def test_order_grouping_and_streaming():
@@ -273,8 +278,8 @@ def test_bad_input():
     err({"n_states": 3, "gamma": 0.5, "epsilon": 1}, "dp_lsw: option delta is required",
         "delta missing")
     err(dict(B, epsilon_=1), 'dp_lsw: unknown option "epsilon_" (known: n_states, gamma, '
-        'epsilon, delta, rmin, rmax, fmin, fmax, features, weights, calibration, seed, release, '
-        'grouped, episodes)', "unknown key")
+        'epsilon, delta, rmin, rmax, fmin, fmax, features, weights, perturb, max_states, '
+        'calibration, seed, release, grouped, episodes)', "unknown key")
     err(dict(B, rmin=1, rmax=1), "dp_lsw: option rmax must be > rmin = 1, got 1", "rmax <= rmin")
     err(dict(B, fmin=0.5), "dp_lsw: option fmin must be <= 0, got 0.5", "fmin > 0")
     err(dict(B, gamma=1, fmax=3, rmin=-1), "dp_lsw: option gamma = 1 with rmin < 0 needs option "

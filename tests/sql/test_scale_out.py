@@ -180,10 +180,14 @@ def test_stats_errors():
         "from_stats: merged visits > m")
     con.execute("DELETE FROM st WHERE rowid = 3")
     con.execute("INSERT INTO st VALUES (0, 0, 100.0)")
-    err(o, "dp_lsw_from_stats: state 0: return_sum 102 is more than visits x bound = 3 x 2",
-        "from_stats: return_sum above visits x bound")
+    err(o, "dp_lsw_from_stats: state 0: return_sum 102 is outside visits x [fmin, fmax] = 3 x [0, 2]",
+        "from_stats: return_sum above visits x fmax")
+    con.execute("UPDATE st SET return_sum = -5 WHERE visits = 0")
+    err(o, "dp_lsw_from_stats: state 0: return_sum -3 is outside visits x [fmin, fmax] = 3 x [0, 2]",
+        "from_stats: negative total with fmin = 0")
+    check(sql_error(con, q, (json.dumps(dict(o, rmin=-1)),)) is None,
+          "from_stats: the same sum is fine with rmin = -1 (fmin = -2, 3 x -2 <= -3)")
     con.execute("UPDATE st SET return_sum = -1 WHERE visits = 0")
-    err(o, "dp_lsw_from_stats: return_sum must be >= 0, got -1 (state 0)", "from_stats: negative sum")
     con.execute("UPDATE st SET state = 5, return_sum = 0 WHERE visits = 0")
     err(o, "dp_lsw_from_stats: state must be in 0..n_states-1 = 0..1, got 5", "from_stats: state range")
     err(dict(o, **{"lambda": 5}), "dp_lsl_from_stats: state must be in 0..n_states-1 = 0..1, got 5",
