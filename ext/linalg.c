@@ -47,3 +47,13 @@ int dprl_least_squares(const double *a, int64_t n, int64_t d, const double *y,
 }
 
 const char *dprl_linalg_backend(void) { return openblas_get_config(); }
+
+int dprl_spd_inverse(double *a, int64_t d, dprl_error *err) {
+  lapack_int n = (lapack_int)d;
+  lapack_int info = LAPACKE_dpotrf(LAPACK_ROW_MAJOR, 'U', n, a, n);
+  if (info == 0) info = LAPACKE_dpotri(LAPACK_ROW_MAJOR, 'U', n, a, n);
+  if (info != 0) return lapack_fail(err, "dpotrf/dpotri", info);
+  for (int64_t i = 0; i < d; i++)
+    for (int64_t j = 0; j < i; j++) a[i * d + j] = a[j * d + i];
+  return DPRL_OK;
+}

@@ -18,6 +18,10 @@ int dprl_singular_values(const double *a, int64_t n, int64_t d, double *sv,
 int dprl_least_squares(const double *a, int64_t n, int64_t d, const double *y,
                        double *x, dprl_error *err);
 
+/* Inverse of the d x d symmetric positive definite a, in place (dpotrf +
+** dpotri, both triangles filled).  Used for planning from public inputs. */
+int dprl_spd_inverse(double *a, int64_t d, dprl_error *err);
+
 /* Name of the LAPACK/BLAS in use, for dprl_debug(). */
 const char *dprl_linalg_backend(void);
 

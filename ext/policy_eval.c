@@ -18,6 +18,13 @@ const char *const dprl_lsl_option_names[] = {
     "lambda", "perturb", "max_states", "calibration", "seed", "release", "grouped", "episodes",
     NULL};
 
+/* dp_plan: the options of either mechanism, the hypothetical visits, no
+** data-side keys (seed, release, grouped) and no perturb (it plans both). */
+const char *const dprl_plan_option_names[] = {
+    "mechanism", "visits", "episodes", "n_states", "gamma", "epsilon", "delta", "rmin",
+    "rmax", "fmin", "fmax", "features", "weights", "rho", "lambda", "max_states",
+    "calibration", NULL};
+
 #define MAX_STATES (1 << 27)
 
 /* The grid (ALGORITHMS.md §6): the public bound sigma_hi spans at most
@@ -84,7 +91,7 @@ static int plan_calibration(dprl_pe_config *c, const dprl_options *o) {
 static int parse_perturb(dprl_pe_config *c, const dprl_options *o) {
   static const char *const perturbs[] = {"output", "statistics", NULL};
   int p = 0, rc = dprl_opt_choice(o, "perturb", perturbs, 0, &p);
-  if (rc) return rc;
+  if (rc || c->plan) return rc; /* a plan covers both perturbations */
   c->perturb = (dprl_perturb)p;
   if (c->perturb == DPRL_PERTURB_STATISTICS && dprl_opt_has(o, "calibration"))
     return dprl_fail(o->err, DPRL_EINVAL,
@@ -127,7 +134,7 @@ static int parse_all(dprl_pe_config *c, const dprl_options *o, int from_stats) {
   }
   if ((rc = dprl_features_from_options(o, c->n_states, &c->feat))) return rc;
   if ((rc = parse_weights(c, o))) return rc;
-  return c->perturb == DPRL_PERTURB_OUTPUT ? plan_calibration(c, o) : DPRL_OK;
+  return c->perturb == DPRL_PERTURB_OUTPUT || c->plan ? plan_calibration(c, o) : DPRL_OK;
 }
 
 int dprl_pe_config_parse(dprl_pe_config *c, dprl_mechanism mech, const char *fn,
@@ -146,6 +153,50 @@ int dprl_pe_config_parse(dprl_pe_config *c, dprl_mechanism mech, const char *fn,
   if (!rc) rc = parse_all(c, &o, from_stats);
   dprl_options_close(&o);
   if (rc) dprl_pe_config_free(c);
+  return rc;
+}
+
+int dprl_pe_plan_parse(dprl_pe_config *c, const char *text, size_t len, int64_t **visits,
+                       dprl_error *err) {
+  static const char *const mechs[] = {"dp_lsw", "dp_lsl", NULL};
+  const char *fn = "dp_plan";
+  dprl_options o;
+  double *v = NULL;
+  int mech = 0;
+  memset(c, 0, sizeof *c);
+  c->fn = fn;
+  c->plan = 1;
+  *visits = NULL;
+  int rc = dprl_options_open(&o, fn, text, len, dprl_plan_option_names, err);
+  if (!rc) rc = dprl_opt_choice(&o, "mechanism", mechs, 0, &mech);
+  if (!rc) {
+    c->mech = (dprl_mechanism)mech;
+    const char *other = mech ? "weights" : "rho";
+    if (dprl_opt_has(&o, other) || (!mech && dprl_opt_has(&o, "lambda")))
+      rc = dprl_fail(err, DPRL_EINVAL, "%s: option %s does not apply to mechanism %s", fn,
+                     mech || dprl_opt_has(&o, other) ? other : "lambda", mechs[mech]);
+  }
+  if (!rc) rc = parse_all(c, &o, 1);
+  if (!rc && !dprl_opt_has(&o, "visits"))
+    rc = dprl_fail(err, DPRL_EINVAL, "%s: option visits is required (hypothetical episodes "
+                   "per state, one number per state)", fn);
+  if (!rc)
+    rc = dprl_opt_number_array(&o, "visits", (size_t)c->n_states,
+                               DPRL_CLOSED(0, (double)c->episodes), &v);
+  if (!rc && !(*visits = dprl_malloc((size_t)c->n_states * sizeof **visits))) rc = dprl_nomem(err);
+  for (int64_t s = 0; !rc && s < c->n_states; s++) {
+    if (v[s] != floor(v[s]))
+      rc = dprl_fail(err, DPRL_EINVAL, "%s: option visits must hold integers, got %.17g "
+                     "(state %lld)", fn, v[s], (long long)s);
+    else (*visits)[s] = (int64_t)v[s];
+  }
+  dprl_free(v);
+  dprl_options_close(&o);
+  if (rc) {
+    dprl_free(*visits);
+    *visits = NULL;
+    dprl_pe_config_free(c);
+  }
   return rc;
 }
 
@@ -222,40 +273,60 @@ static void pe_values(const dprl_pe_config *c, pe_result *r) {
     r->values[s] = clampd(r->values[s], c->rule.fmin, c->rule.fmax);
 }
 
-static int pe_compute(const dprl_pe_config *c, const dprl_fv_stats *st,
-                      dprl_rng *rng, pe_result *r, dprl_error *err) {
-  int64_t d = c->feat.d;
+/* The noise scale of the output perturbation for these counts: the public
+** bounds and grid (pe_public), psi, sigma and the whole grid steps s. */
+static int pe_scale(const dprl_pe_config *c, const int64_t *visits, int64_t m,
+                    pe_result *r, dprl_error *err) {
   double B = dprl_return_bound(&c->rule);
-  int rc = pe_public(c, st->m, r, err);
+  int rc = pe_public(c, m, r, err);
   if (rc) return rc;
-  /* From here on nothing may fail because of the data: the estimators and
-  ** psi fail only for want of memory, and every quantity handed to the
-  ** sampler is kept inside the public bounds checked above. */
   if (c->mech == DPRL_LSW) { /* §2 */
-    rc = dprl_lsw_theta(&c->feat, c->w, st, r->theta_exact, err);
-    if (!rc) rc = dprl_psi_lsw(st->visits, c->w, c->n_states, c->beta_psi, &r->psi, err);
+    rc = dprl_psi_lsw(visits, c->w, c->n_states, c->beta_psi, &r->psi, err);
     if (!rc) r->sigma = c->alpha * B * sqrt(r->psi) / c->min_sv;
   } else { /* §3 */
     double gap = c->lambda - c->phi_norm * c->phi_norm * c->rho_inf;
     double c_lambda = c->phi_norm * c->rho_inf / sqrt(2.0 * c->lambda);
-    rc = dprl_lsl_theta(&c->feat, c->w, c->lambda, st, r->theta_exact, err);
-    if (!rc)
-      rc = dprl_psi_lsl(st->visits, c->w, c->n_states, st->m, c->beta_psi, c_lambda,
-                        &r->psi, err);
+    rc = dprl_psi_lsl(visits, c->w, c->n_states, m, c->beta_psi, c_lambda, &r->psi, err);
     if (!rc) r->sigma = 2.0 * c->alpha * B * c->phi_norm * sqrt(r->psi) / gap;
   }
   if (rc) return rc;
-  /* sigma <= sigma_hi and |theta_j| <= theta_max hold exactly; the clamps
-  ** only absorb floating-point rounding (both maps are 1-Lipschitz and
-  ** keep beta-smoothness, §6). */
-  r->sigma = clampd(r->sigma, 0.0, r->sigma_hi);
-  for (int64_t j = 0; j < d; j++)
-    r->theta_exact[j] = clampd(r->theta_exact[j], -r->theta_max, r->theta_max);
-  /* §6: s = c + ceil(sigma / g) whole grid steps, s g >= sigma + c g; the
+  /* sigma <= sigma_hi holds exactly; the clamp only absorbs rounding (§6).
+  ** s = c + ceil(sigma / g) whole grid steps, s g >= sigma + c g; the
   ** allowance c g >= alpha sqrt(d) g covers rounding theta to the grid, and
   ** psi used beta_psi so that the ceiling keeps Lemma 1(b). */
+  r->sigma = clampd(r->sigma, 0.0, r->sigma_hi);
   r->steps = (uint64_t)c->grid_c + (uint64_t)ceil(r->sigma / r->grid);
   r->sigma_applied = (double)r->steps * r->grid;
+  return DPRL_OK;
+}
+
+int dprl_pe_output_scale(const dprl_pe_config *c, const int64_t *visits, int64_t m,
+                         double *sigma_applied, dprl_error *err) {
+  pe_result r;
+  memset(&r, 0, sizeof r);
+  int rc = pe_scale(c, visits, m, &r, err);
+  if (!rc) *sigma_applied = r.sigma_applied;
+  return rc;
+}
+
+static int pe_compute(const dprl_pe_config *c, const dprl_fv_stats *st,
+                      dprl_rng *rng, pe_result *r, dprl_error *err) {
+  int64_t d = c->feat.d;
+  /* Any refusal comes from pe_public (options and m only).  After it
+  ** nothing may fail because of the data: the estimators and psi fail only
+  ** for want of memory, and every quantity handed to the sampler is kept
+  ** inside the public bounds checked there. */
+  int rc = pe_scale(c, st->visits, st->m, r, err);
+  if (rc) return rc;
+  if (c->mech == DPRL_LSW)
+    rc = dprl_lsw_theta(&c->feat, c->w, st, r->theta_exact, err);
+  else
+    rc = dprl_lsl_theta(&c->feat, c->w, c->lambda, st, r->theta_exact, err);
+  if (rc) return rc;
+  /* |theta_j| <= theta_max holds exactly; the clamp only absorbs rounding
+  ** (1-Lipschitz, keeps beta-smoothness, §6). */
+  for (int64_t j = 0; j < d; j++)
+    r->theta_exact[j] = clampd(r->theta_exact[j], -r->theta_max, r->theta_max);
   for (int64_t j = 0; j < d && !rc; j++)
     rc = dprl_release_gaussian_steps(rng, r->theta_exact[j], r->steps, r->grid,
                                      &r->theta[j], err);

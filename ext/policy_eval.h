@@ -28,6 +28,7 @@ typedef struct dprl_pe_config {
   double lambda;
   dprl_calibration calib;
   dprl_perturb perturb;
+  int plan; /* parsed for dp_plan: both perturbations are planned */
   int has_seed;
   uint64_t seed;
   int diagnostic;
@@ -49,6 +50,22 @@ int dprl_pe_config_parse(dprl_pe_config *c, dprl_mechanism mech, const char *fn,
                          dprl_error *err);
 void dprl_pe_config_free(dprl_pe_config *c);
 
+/* dp_plan's options: the mechanism ("dp_lsw" default, "dp_lsl"), the
+** options of that mechanism (episodes = m required) and "visits", one
+** hypothetical count per state, into *visits (caller frees). */
+int dprl_pe_plan_parse(dprl_pe_config *c, const char *text, size_t len, int64_t **visits,
+                       dprl_error *err);
+/* The plan: for hypothetical visits, sigma and the expected error (first-
+** order standard deviation of each released value) under both
+** perturbations, as JSON appended to out.  Reads no data. */
+int dprl_pe_plan(const dprl_pe_config *c, const int64_t *visits, dprl_buf *out,
+                 dprl_error *err);
+
+/* The scale the output perturbation applies for these counts of m
+** episodes (sigma_applied = whole grid steps x grid, ALGORITHMS.md §6). */
+int dprl_pe_output_scale(const dprl_pe_config *c, const int64_t *visits, int64_t m,
+                         double *sigma_applied, dprl_error *err);
+
 /* Release from statistics (st->m episodes): appends the JSON to out. */
 int dprl_pe_release(const dprl_pe_config *c, const dprl_fv_stats *st,
                     dprl_buf *out, dprl_error *err);
@@ -56,5 +73,6 @@ int dprl_pe_release(const dprl_pe_config *c, const dprl_fv_stats *st,
 /* Options known to each function (NULL-ended), for tests and docs. */
 extern const char *const dprl_lsw_option_names[];
 extern const char *const dprl_lsl_option_names[];
+extern const char *const dprl_plan_option_names[];
 
 #endif

@@ -156,6 +156,29 @@ static void pe_final(sqlite3_context *ctx) {
 
 static int dprl_register_policy_eval_stats(sqlite3 *db);
 
+/* dp_plan(options): deterministic, reads no data (plan.c). */
+static void plan_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+  dprl_error err = {0};
+  dprl_pe_config c;
+  int64_t *visits = NULL;
+  dprl_buf b = {0};
+  (void)argc;
+  const char *text = (const char *)sqlite3_value_text(argv[0]);
+  if (!text && sqlite3_value_type(argv[0]) != SQLITE_NULL) {
+    sqlite3_result_error_nomem(ctx);
+    return;
+  }
+  int rc = dprl_pe_plan_parse(&c, text, (size_t)sqlite3_value_bytes(argv[0]), &visits, &err);
+  if (!rc) {
+    rc = dprl_pe_plan(&c, visits, &b, &err);
+    dprl_pe_config_free(&c);
+    dprl_free(visits);
+  }
+  if (rc) dprl_sql_result_error(ctx, "dp_plan", &err);
+  else sqlite3_result_text(ctx, b.data, (int)b.len, SQLITE_TRANSIENT);
+  dprl_buf_free(&b);
+}
+
 int dprl_register_policy_eval(sqlite3 *db) {
   /* Noisy, so registered without the deterministic flag: two calls in one
   ** statement must draw independent noise (tests/sql/test_registry.py). */
@@ -165,6 +188,10 @@ int dprl_register_policy_eval(sqlite3 *db) {
                                         (void *)&fns[i], NULL, pe_step, pe_final, NULL);
     if (rc != SQLITE_OK) return rc;
   }
+  int rc = sqlite3_create_function_v2(db, "dp_plan", 1,
+                                      SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS,
+                                      NULL, plan_fn, NULL, NULL, NULL);
+  if (rc != SQLITE_OK) return rc;
   return dprl_register_policy_eval_stats(db);
 }
 

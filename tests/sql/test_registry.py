@@ -22,6 +22,7 @@ FUNCTIONS = {  # name: (number of arguments, deterministic?)
     "dp_lsl_from_stats": (4, False),
     "dp_prefix_calibrate": (1, True),
     "dp_q_calibrate": (1, True),
+    "dp_plan": (1, True),
     "dp_q_learn": (5, False),
     "dp_q_value": (3, True),
 }
