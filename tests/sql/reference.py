@@ -12,8 +12,19 @@ agree only if both follow ALGORITHMS.md:
 import math
 
 
-def first_visit(rows, gamma, rmax=1.0, fmax=None):
-    """rows: (episode, t, state, reward).  Returns (m, visits, sums)."""
+def return_range(gamma, rmin=0.0, rmax=1.0, fmin=None, fmax=None):
+    """[fmin, fmax]: given, or the range every return lies in,
+    [min(0, rmin), max(0, rmax)] / (1 - gamma)."""
+    lo = fmin if fmin is not None else min(0.0, rmin) / (1 - gamma)
+    hi = fmax if fmax is not None else max(0.0, rmax) / (1 - gamma)
+    return lo, hi
+
+
+def first_visit(rows, gamma, rmax=1.0, fmax=None, rmin=0.0, fmin=None, max_states=None):
+    """rows: (episode, t, state, reward).  Returns (m, visits, sums).
+    Rewards clamped to [rmin, rmax], returns to [fmin, fmax]; with
+    max_states, only the first max_states first-visits of an episode."""
+    lo, hi = return_range(gamma, rmin, rmax, fmin, fmax) if gamma < 1 else (fmin or 0.0, fmax)
     episodes = {}
     for e, t, s, r in rows:
         episodes.setdefault(e, []).append((t, s, r))
@@ -24,11 +35,12 @@ def first_visit(rows, gamma, rmax=1.0, fmax=None):
         for i, (_, s, _) in enumerate(steps):
             if s in seen:
                 continue
+            if max_states is not None and len(seen) >= max_states:
+                break
             seen.add(s)
-            g = sum(gamma ** (j - i) * min(max(steps[j][2], 0.0), rmax)
+            g = sum(gamma ** (j - i) * min(max(steps[j][2], rmin), rmax)
                     for j in range(i, len(steps)))
-            if fmax is not None:
-                g = min(max(g, 0.0), fmax)
+            g = min(max(g, lo), hi)
             visits[s] = visits.get(s, 0) + 1
             sums[s] = sums.get(s, 0.0) + g
     return len(episodes), visits, sums
@@ -128,14 +140,16 @@ def exact(rows, o, mechanism):
     """The diagnostic quantities dp_lsw / dp_lsl report, from scratch."""
     n, gamma = o["n_states"], o["gamma"]
     rmax, fmax = o.get("rmax", 1.0), o.get("fmax")
-    m, visits, sums = first_visit(rows, gamma, rmax, fmax)
+    m, visits, sums = first_visit(rows, gamma, rmax, fmax, o.get("rmin", 0.0), o.get("fmin"))
     v = [visits.get(s, 0) for s in range(n)]
     F = [sums.get(s, 0.0) / v[s] if v[s] else 0.0 for s in range(n)]
     Phi = feature_matrix(n, o.get("features"))
     d = len(Phi[0])
     alpha, beta_lemma = calibrate(o["epsilon"], o["delta"], d, o.get("calibration", "nrs"))
     c, beta = grid_reserve(alpha, beta_lemma, d)  # psi uses the reduced beta
-    B = fmax if fmax is not None else rmax / (1 - gamma)
+    lo, hi = return_range(gamma, o.get("rmin", 0.0), rmax, o.get("fmin"), fmax) if gamma < 1 \
+        else (o.get("fmin", 0.0), fmax)
+    B = hi - lo
     phi_norm = math.sqrt(sym_eigenvalues(gram(Phi))[-1])
     if mechanism == "dp_lsw":
         w = o.get("weights", [1.0] * n)
@@ -299,3 +313,58 @@ def discrete_delta(eps, k1, s1, k2, s2):
     q = discrete_gaussian_pmf(s2, lo - k2, hi - k2)
     e = math.exp(eps)
     return sum(max(0.0, a - e * b) for a, b in zip(p, q))
+
+
+# ---- the statistics perturbation (ALGORITHMS.md §9) -------------------------
+
+def normal_cdf(x):
+    return 0.5 * math.erfc(-x / math.sqrt(2))
+
+
+def analytic_sigma1(eps, delta):
+    """Balle & Wang 2018, Theorem 8, sensitivity 1: the smallest sigma with
+    Phi(1/(2 sigma) - eps sigma) - e^eps Phi(-1/(2 sigma) - eps sigma) <=
+    delta, by bisection (the left side falls as sigma grows)."""
+    def d(s):
+        return normal_cdf(1 / (2 * s) - eps * s) - math.exp(eps) * normal_cdf(-1 / (2 * s) - eps * s)
+    lo, hi = 1e-6, 1e6
+    for _ in range(400):
+        mid = math.sqrt(lo * hi)
+        if d(mid) <= delta:
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def statistics_noise(o, m):
+    """c, n_eff, Delta (with the grid allowance), sigma1, grid and sigma."""
+    n, gamma = o["n_states"], o["gamma"]
+    lo, hi = return_range(gamma, o.get("rmin", 0.0), o.get("rmax", 1.0), o.get("fmin"), o.get("fmax"))
+    B = hi - lo
+    c = B
+    k = o.get("max_states")
+    n_eff = min(n, 2 * k) if k else n
+    base = math.sqrt(n_eff * (B * B + c * c))
+    s1 = analytic_sigma1(o["epsilon"], o["delta"])
+    g = 2.0 ** (pow2_at_least(base * s1) - 26)
+    while m * max(B, c) / g >= 2.0 ** 51:
+        g *= 2
+    sens = base + math.sqrt(2 * n_eff) * g
+    return dict(c=c, n_eff=n_eff, sens=sens, sigma1=s1, grid=g, sigma=sens * s1, fmin=lo, fmax=hi)
+
+
+def statistics_estimate(noisy_visits, noisy_centred_sums, nz):
+    """Means and standard errors from the noisy statistics (the public
+    rule: fewer than 1 noisy visit counts as unvisited)."""
+    means, ses = [], []
+    for v, sm in zip(noisy_visits, noisy_centred_sums):
+        if v < 1:
+            means.append(min(max(0.0, nz["fmin"]), nz["fmax"]))
+            ses.append(None)
+            continue
+        f = min(max(nz["fmin"] + sm / v, nz["fmin"]), nz["fmax"])
+        means.append(f)
+        r = (f - nz["fmin"]) / nz["c"]
+        ses.append(nz["sigma"] * math.sqrt(1 + r * r) / v)
+    return means, ses
