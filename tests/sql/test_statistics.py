@@ -156,6 +156,31 @@ def test_estimator_post_processing():
     check(seen == {"low", "high"}, "both sides of the unvisited rule were exercised", seen)
 
 
+def test_first_visit_rules():
+    """dp_first_visit (the scale-out half) applies the same rmin, fmin and
+    max_states, so dp_lsw_from_stats over its sums equals dp_lsw."""
+    con = connect()
+    table(con, ROWS)
+    for o in (NEG, dict(NEG, max_states=1), dict(NEG, fmin=-1.5, fmax=1)):
+        fv = {k: o[k] for k in o if k not in ("epsilon", "delta")}
+        got = con.execute("SELECT state, count(*), sum(first_visit_return) FROM dp_first_visit("
+                          "'SELECT episode, t, state, reward FROM steps', ?) GROUP BY state "
+                          "ORDER BY state", (json.dumps(fv),)).fetchall()
+        m, v, sm = stats(o)
+        want = [(i, v[i], sm[i]) for i in range(4) if v[i]]
+        check(len(got) == len(want) and all(a[0] == b[0] and a[1] == b[1] and abs(a[2] - b[2]) <= 1e-12
+                                            for a, b in zip(got, want)),
+              f"dp_first_visit with {fv}: per-state sums = reference", (got, want))
+        st = dict(o, perturb="statistics", seed=4, episodes=m)
+        a = json.loads(con.execute(
+            "SELECT dp_lsw_from_stats(state, visits, s, ?) FROM (SELECT state, count(*) AS visits, "
+            "sum(first_visit_return) AS s FROM dp_first_visit('SELECT episode, t, state, reward FROM "
+            "steps', ?) GROUP BY state)", (json.dumps(st), json.dumps(fv))).fetchone()[0])
+        b = release(con, "dp_lsw", dict(o, perturb="statistics", seed=4))
+        check(a["theta"] == b["theta"] and a["visits"] == b["visits"],
+              f"statistics release from dp_first_visit sums = dp_lsw on the rows ({fv})")
+
+
 def test_plan():
     con = connect()
     table(con, ROWS)
@@ -253,5 +278,5 @@ def test_neighbours_same_outcome():
         check(ea == eb, f"neighbours, same outcome: {o}", (ea, eb))
 
 
-run([test_exact_and_sigma, test_private_keys, test_noise_distribution, test_estimator_post_processing,
+run([test_exact_and_sigma, test_private_keys, test_noise_distribution, test_first_visit_rules, test_estimator_post_processing,
      test_plan, test_errors, test_neighbours_same_outcome])
