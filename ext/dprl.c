@@ -19,6 +19,7 @@
 ** The table-valued functions run caller SQL and are therefore
 ** SQLITE_VTAB_DIRECTONLY (sql_tvf.c): top-level statements only.
 */
+#include <pthread.h>
 #include <sqlite3ext.h>
 SQLITE_EXTENSION_INIT1
 
@@ -57,13 +58,25 @@ static void debug_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
 
 typedef int (*register_fn)(sqlite3 *);
 
+static _Thread_local const sqlite3_api_routines *loading_api;
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+
+static void init_globals(void) {
+  static const dprl_allocator alloc = {sqlite_alloc, sqlite_resize, sqlite_release};
+  SQLITE_EXTENSION_INIT2(loading_api);
+  dprl_set_allocator(&alloc);
+}
+
 #ifdef _WIN32
 __declspec(dllexport)
 #endif
 int sqlite3_dprl_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_routines *pApi) {
-  SQLITE_EXTENSION_INIT2(pApi);
-  static const dprl_allocator alloc = {sqlite_alloc, sqlite_resize, sqlite_release};
-  dprl_set_allocator(&alloc);
+  /* The process-wide pointers (SQLite's API table, the allocator hook) are
+  ** written once, however many connections and threads load dprl: a
+  ** write on every load was a data race (ThreadSanitizer).  The API table
+  ** reaches the one-time initialiser through a thread-local. */
+  loading_api = pApi;
+  pthread_once(&init_once, init_globals);
   static const struct {
     const char *name;
     register_fn fn;

@@ -48,6 +48,12 @@ static int bad_value(sqlite3_value *v, const char *what, const char *want,
                      dprl_error *err) {
   char got[80];
   dprl_sql_describe(v, got, sizeof got);
+  /* A number stored as text (a CSV import, say) gets a hint, not a puzzle. */
+  if (sqlite3_value_type(v) == SQLITE_TEXT && sqlite3_value_numeric_type(v) != SQLITE_TEXT)
+    return dprl_fail(err, DPRL_EINVAL,
+                     "%s must be %s, got %s (a number stored as text: CAST(%s AS %s) in the "
+                     "query, or import the column with a numeric type)",
+                     what, want, got, what, strstr(want, "integer") ? "INTEGER" : "REAL");
   return dprl_fail(err, DPRL_EINVAL, "%s must be %s, got %s", what, want, got);
 }
 

@@ -83,10 +83,21 @@ int dprl_query_open(dprl_query *q, sqlite3 *db, const char *what, sqlite3_value 
   if (rc != SQLITE_OK)
     return query_error(pzErr, fn, "%s: %s: %s", what, sqlite3_errmsg(db));
   if (!q->stmt) return query_error(pzErr, fn, "%s: %s %s", what, "is empty");
-  while (tail && *tail && (isspace((unsigned char)*tail) || *tail == ';')) tail++;
+  /* What follows the statement may only be whitespace, semicolons and
+  ** comments: SQLite's own tokenizer decides (a prepared empty tail). */
+  int more = 0;
+  while (!more && tail && *tail) {
+    sqlite3_stmt *next = NULL;
+    const char *rest = NULL;
+    int r = sqlite3_prepare_v2(db, tail, -1, &next, &rest);
+    if (r != SQLITE_OK || next) more = 1;
+    sqlite3_finalize(next);
+    if (rest == tail) break;
+    tail = rest;
+  }
   const char *problem = NULL;
   char detail[96];
-  if (tail && *tail) problem = "must be a single statement, got more after the first";
+  if (more) problem = "must be a single statement, got more after the first";
   else if (!sqlite3_stmt_readonly(q->stmt)) problem = "must not write (a read-only SELECT)";
   else if (sqlite3_column_count(q->stmt) != ncol) {
     snprintf(detail, sizeof detail, "must return %d columns, got %d", ncol,

@@ -1,0 +1,61 @@
+"""Hostile inputs that must get clear errors (or work), whatever their
+size: the options parser, SQL text with trailing comments, numbers stored
+as text.  No timing is asserted; the sizes are ones a quadratic parser
+could not finish in the suite's time (100,000 keys took 41 s before)."""
+import json
+
+from harness import check, check_error, connect, run, sql_error
+
+PLAN = "SELECT dp_plan(?)"
+
+
+def test_options_parser():
+    con = connect()
+    many = "{" + ",".join(f'"k{i}": 1' for i in range(100000)) + "}"
+    check(sql_error(con, PLAN, (many,)).startswith('dp_plan: unknown option "k0" (known: mechanism'),
+          "100,000 distinct keys: the first unknown one is named")
+    dup = "{" + ",".join(f'"k{i}": 1' for i in range(100000)) + ', "k99999": 2}'
+    check(sql_error(con, PLAN, (dup,)) == 'dp_plan: options: malformed options: key "k99999" given twice',
+          "a duplicate among 100,000 keys is found")
+    check_error(con, PLAN, "dp_plan: options: malformed JSON: an object key contains \\u0000",
+                "a key containing \\u0000 is refused (it read as n_states before)",
+                ('{"n_states\\u0000": 3}',))
+    check_error(con, "SELECT dp_lsw(1, 0, 0, 1, ?)", "dp_lsw: options: malformed JSON: an object "
+                "key contains \\u0000", "dp_lsw: NUL in a key", ('{"n_states": 3, "gamma\\u0000x": 1}',))
+
+
+def test_trailing_comments():
+    con = connect()
+    con.execute("CREATE TABLE s(episode, t, state, reward)")
+    con.execute("INSERT INTO s VALUES (1, 0, 0, 1), (1, 1, 1, 0)")
+    o = json.dumps({"n_states": 2, "gamma": 0.5})
+    q = "SELECT * FROM dp_first_visit(?, ?)"
+    for sql in ("SELECT episode, t, state, reward FROM s -- trailing comment",
+                "SELECT episode, t, state, reward FROM s; /* c */ ; -- more\n",
+                "SELECT episode, t, state, reward FROM s;;\n  "):
+        check(len(con.execute(q, (sql, o)).fetchall()) == 2, f"accepted: {sql!r}")
+    check_error(con, q, "dp_first_visit: trajectories_sql must be a single statement, got more after "
+                "the first", "a second statement is refused",
+                ("SELECT episode, t, state, reward FROM s; SELECT 1", o))
+
+
+def test_numbers_as_text():
+    con = connect()
+    con.execute("CREATE TABLE s(episode, t, state, reward)")
+    con.execute("INSERT INTO s VALUES (1, '0', 0, 1)")
+    check_error(con, "SELECT dp_lsw(episode, t, state, reward, ?) FROM s",
+                "dp_lsw: t must be an integer, got text '0' (a number stored as text: CAST(t AS "
+                "INTEGER) in the query, or import the column with a numeric type) (row with "
+                "episode 1, t 0)", "text '0' for t: the message says to CAST",
+                (json.dumps({"n_states": 2, "gamma": 0.5, "epsilon": 1, "delta": 1e-5}),))
+    con.execute("UPDATE s SET t = 0, reward = '0.5'")
+    err = sql_error(con, "SELECT dp_lsw(episode, t, state, reward, ?) FROM s",
+                    (json.dumps({"n_states": 2, "gamma": 0.5, "epsilon": 1, "delta": 1e-5}),))
+    check(err is not None and "CAST(reward AS REAL)" in err, "text '0.5' for reward: CAST ... AS REAL", err)
+    con.execute("UPDATE s SET reward = 'abc'")
+    err = sql_error(con, "SELECT dp_lsw(episode, t, state, reward, ?) FROM s",
+                    (json.dumps({"n_states": 2, "gamma": 0.5, "epsilon": 1, "delta": 1e-5}),))
+    check(err is not None and "CAST" not in err, "text 'abc' is no number: no CAST hint", err)
+
+
+run([test_options_parser, test_trailing_comments, test_numbers_as_text])
