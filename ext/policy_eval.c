@@ -104,6 +104,26 @@ static int parse_perturb(dprl_pe_config *c, const dprl_options *o) {
   return DPRL_OK;
 }
 
+/* A result that could never be returned is refused before anything is
+** allocated: the JSON holds about (2 + 2 statistics + 3 diagnostic) numbers
+** per state, at most 25 bytes each, within the connection's length limit
+** (SQLITE_LIMIT_LENGTH, passed in as c->length_limit; 0 = no limit). */
+#define BYTES_PER_NUMBER 25
+static int check_result_size(const dprl_pe_config *c, const dprl_options *o) {
+  if (c->length_limit <= 0) return DPRL_OK;
+  int per = 2 + (c->perturb == DPRL_PERTURB_STATISTICS || c->plan ? 2 : 0) +
+            (c->diagnostic ? 3 : 0);
+  int64_t most = (c->length_limit - 4096) / (BYTES_PER_NUMBER * per);
+  if (c->n_states > most)
+    return dprl_fail(o->err, DPRL_EINVAL,
+                     "%s: option n_states = %lld is more than a result can hold: about %d "
+                     "numbers of up to %d bytes per state, and this connection's "
+                     "SQLITE_LIMIT_LENGTH is %lld bytes; at most %lld states",
+                     o->fn, (long long)c->n_states, per, BYTES_PER_NUMBER,
+                     (long long)c->length_limit, (long long)(most > 0 ? most : 0));
+  return DPRL_OK;
+}
+
 static int parse_all(dprl_pe_config *c, const dprl_options *o, int from_stats) {
   static const char *const calibs[] = {"nrs", "elementary", NULL};
   static const char *const releases[] = {"private", "diagnostic", NULL};
@@ -132,6 +152,7 @@ static int parse_all(dprl_pe_config *c, const dprl_options *o, int from_stats) {
                        o->fn);
     if ((rc = dprl_opt_bool(o, "grouped", 0, &c->grouped))) return rc;
   }
+  if ((rc = check_result_size(c, o))) return rc;
   if ((rc = dprl_features_from_options(o, c->n_states, &c->feat))) return rc;
   if ((rc = parse_weights(c, o))) return rc;
   return c->perturb == DPRL_PERTURB_OUTPUT || c->plan ? plan_calibration(c, o) : DPRL_OK;
@@ -139,9 +160,10 @@ static int parse_all(dprl_pe_config *c, const dprl_options *o, int from_stats) {
 
 int dprl_pe_config_parse(dprl_pe_config *c, dprl_mechanism mech, const char *fn,
                          const char *text, size_t len, int from_stats,
-                         dprl_error *err) {
+                         int64_t length_limit, dprl_error *err) {
   dprl_options o;
   memset(c, 0, sizeof *c);
+  c->length_limit = length_limit;
   c->mech = mech;
   c->fn = fn;
   c->episodes = -1;
@@ -157,13 +179,14 @@ int dprl_pe_config_parse(dprl_pe_config *c, dprl_mechanism mech, const char *fn,
 }
 
 int dprl_pe_plan_parse(dprl_pe_config *c, const char *text, size_t len, int64_t **visits,
-                       dprl_error *err) {
+                       int64_t length_limit, dprl_error *err) {
   static const char *const mechs[] = {"dp_lsw", "dp_lsl", NULL};
   const char *fn = "dp_plan";
   dprl_options o;
   double *v = NULL;
   int mech = 0;
   memset(c, 0, sizeof *c);
+  c->length_limit = length_limit;
   c->fn = fn;
   c->plan = 1;
   *visits = NULL;

@@ -29,6 +29,7 @@ typedef struct dprl_pe_config {
   dprl_calibration calib;
   dprl_perturb perturb;
   int plan; /* parsed for dp_plan: both perturbations are planned */
+  int64_t length_limit; /* the connection's SQLITE_LIMIT_LENGTH (0: none) */
   int has_seed;
   uint64_t seed;
   int diagnostic;
@@ -44,17 +45,18 @@ typedef struct dprl_pe_config {
 } dprl_pe_config;
 
 /* Parse and check the options of fn.  from_stats: the statistics form
-** (requires "episodes", no "grouped"). */
+** (requires "episodes", no "grouped").  length_limit: the largest result
+** the connection can return (SQLITE_LIMIT_LENGTH); 0 = unchecked. */
 int dprl_pe_config_parse(dprl_pe_config *c, dprl_mechanism mech, const char *fn,
                          const char *text, size_t len, int from_stats,
-                         dprl_error *err);
+                         int64_t length_limit, dprl_error *err);
 void dprl_pe_config_free(dprl_pe_config *c);
 
 /* dp_plan's options: the mechanism ("dp_lsw" default, "dp_lsl"), the
 ** options of that mechanism (episodes = m required) and "visits", one
 ** hypothetical count per state, into *visits (caller frees). */
 int dprl_pe_plan_parse(dprl_pe_config *c, const char *text, size_t len, int64_t **visits,
-                       dprl_error *err);
+                       int64_t length_limit, dprl_error *err);
 /* The plan: for hypothetical visits, sigma and the expected error (first-
 ** order standard deviation of each released value) under both
 ** perturbations, as JSON appended to out.  Reads no data. */

@@ -40,12 +40,16 @@ static void pe_agg_free(pe_agg *a) {
   dprl_fv_scratch_free(&a->sc);
 }
 
+static int64_t length_limit(sqlite3_context *ctx) {
+  return sqlite3_limit(sqlite3_context_db_handle(ctx), SQLITE_LIMIT_LENGTH, -1);
+}
+
 static int pe_agg_start(pe_agg *a, dprl_mechanism mech, const char *fn,
-                        sqlite3_value *opt, dprl_error *err) {
+                        sqlite3_value *opt, int64_t limit, dprl_error *err) {
   const char *text = (const char *)sqlite3_value_text(opt);
   int len = sqlite3_value_bytes(opt);
   if (!text && sqlite3_value_type(opt) != SQLITE_NULL) return dprl_nomem(err);
-  int rc = dprl_pe_config_parse(&a->cfg, mech, fn, text, (size_t)len, 0, err);
+  int rc = dprl_pe_config_parse(&a->cfg, mech, fn, text, (size_t)len, 0, limit, err);
   if (rc) return rc;
   if ((rc = dprl_sql_pin_options(&a->options, opt, err))) return rc;
   if ((rc = dprl_fv_stats_init(&a->st, a->cfg.n_states, err))) return rc;
@@ -97,7 +101,7 @@ static void pe_step(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
       return;
     }
     memset(*slot, 0, sizeof **slot);
-    rc = pe_agg_start(*slot, f->mech, fn, argv[4], &err);
+    rc = pe_agg_start(*slot, f->mech, fn, argv[4], length_limit(ctx), &err);
   } else {
     rc = dprl_sql_same_options(&(*slot)->options, argv[4], &err);
   }
@@ -168,7 +172,8 @@ static void plan_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     sqlite3_result_error_nomem(ctx);
     return;
   }
-  int rc = dprl_pe_plan_parse(&c, text, (size_t)sqlite3_value_bytes(argv[0]), &visits, &err);
+  int rc = dprl_pe_plan_parse(&c, text, (size_t)sqlite3_value_bytes(argv[0]), &visits,
+                              length_limit(ctx), &err);
   if (!rc) {
     rc = dprl_pe_plan(&c, visits, &b, &err);
     dprl_pe_config_free(&c);
@@ -282,7 +287,8 @@ static void stats_step(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     memset(a, 0, sizeof *a);
     const char *text = (const char *)sqlite3_value_text(argv[3]);
     int len = sqlite3_value_bytes(argv[3]);
-    rc = dprl_pe_config_parse(&a->cfg, f->mech, f->name, text, (size_t)len, 1, &err);
+    rc = dprl_pe_config_parse(&a->cfg, f->mech, f->name, text, (size_t)len, 1,
+                              length_limit(ctx), &err);
     if (!rc) rc = dprl_fv_stats_init(&a->st, a->cfg.n_states, &err);
     if (!rc) rc = dprl_sql_pin_options(&a->options, argv[3], &err);
   } else {

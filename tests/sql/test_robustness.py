@@ -58,4 +58,26 @@ def test_numbers_as_text():
     check(err is not None and "CAST" not in err, "text 'abc' is no number: no CAST hint", err)
 
 
-run([test_options_parser, test_trailing_comments, test_numbers_as_text])
+def test_result_size_limits():
+    """n_states whose result could never be returned is refused before
+    anything is allocated (n_states = 2^26 with one row ran 229 s, then
+    ran out of memory)."""
+    import sqlite3
+    con = connect()
+    o = {"n_states": 2 ** 26, "gamma": 0.5, "epsilon": 1, "delta": 1e-5}
+    check_error(con, "SELECT dp_lsw(1, 0, 0, 1, ?)", "dp_lsw: option n_states = 67108864 is more than "
+                "a result can hold: about 2 numbers of up to 25 bytes per state, and this connection's "
+                "SQLITE_LIMIT_LENGTH is 1000000000 bytes; at most 19999918 states",
+                "n_states 2^26 refused with the limit it exceeds", (json.dumps(o),))
+    con.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, 100000)
+    o = {"n_states": 5000, "gamma": 0.5, "epsilon": 1, "delta": 1e-5, "perturb": "statistics"}
+    check_error(con, "SELECT dp_lsw(1, 0, 0, 1, ?)", "dp_lsw: option n_states = 5000 is more than a "
+                "result can hold: about 4 numbers of up to 25 bytes per state, and this connection's "
+                "SQLITE_LIMIT_LENGTH is 100000 bytes; at most 959 states",
+                "a lowered SQLITE_LIMIT_LENGTH lowers the limit", (json.dumps(o),))
+    o["n_states"] = 959
+    check(sql_error(con, "SELECT dp_lsw(1, 0, 0, 1, ?)", (json.dumps(o),)) is None,
+          "n_states at the limit: the result fits and is returned")
+
+
+run([test_result_size_limits, test_options_parser, test_trailing_comments, test_numbers_as_text])

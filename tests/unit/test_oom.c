@@ -41,7 +41,7 @@ static int pipeline(const char *options, dprl_mechanism mech, int grouped, dprl_
   dprl_fv_stats st = {0};
   dprl_fv_scratch sc = {0};
   int rc = dprl_pe_config_parse(&cfg, mech, mech == DPRL_LSW ? "dp_lsw" : "dp_lsl", options,
-                                strlen(options), 0, err);
+                                strlen(options), 0, 0, err);
   if (rc) return rc;
   if (!(rc = dprl_fv_stats_init(&st, cfg.n_states, err)))
     rc = dprl_fv_scratch_init(&sc, cfg.n_states, err);
