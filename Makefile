@@ -6,6 +6,7 @@
 #                 AddressSanitizer + UndefinedBehaviorSanitizer
 #   make bench    benchmark against a bare scan and plain SQL
 #   make utility  error of private values against the exact ones (seeded)
+#   make fuzz     libFuzzer on every harness, FUZZ_SECONDS each (default 60)
 #   make install  install dprl.so where `.load dprl` finds it
 #
 # Core modules (plain C, no SQLite) are ext/*.c except the glue: dprl.c and
@@ -41,8 +42,12 @@ B ?= build
 CORE_OBJ  = $(patsubst ext/%.c,$(B)/%.o,$(CORE_SRC))
 GLUE_OBJ  = $(patsubst ext/%.c,$(B)/%.o,$(GLUE_SRC))
 UNIT_BIN  = $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRC))
+# Fuzz harnesses: replayed over their committed corpus by `make test`
+# (gcc, plain and sanitized), fuzzed by `make fuzz` (clang + libFuzzer).
+FUZZ_NAMES = options noise sql
+FUZZ_REPLAY = $(patsubst %,$(B)/tests/test_fuzz_%,$(FUZZ_NAMES))
 
-.PHONY: all check-deps deps demo test test-fast test-san unit bench utility install \
+.PHONY: all check-deps deps demo test test-fast test-san unit bench utility fuzz install \
         uninstall clean samples paper paper-full
 .DEFAULT_GOAL := all
 
@@ -86,7 +91,14 @@ $(B)/tests/%: tests/unit/%.c tests/unit/check.h $(CORE_OBJ) | $(B)/tests
 $(B) $(B)/tests:
 	mkdir -p $@
 
-unit: $(UNIT_BIN)
+unit: $(UNIT_BIN) $(FUZZ_REPLAY)
+
+# The replay binary of harness X runs LLVMFuzzerTestOneInput over
+# tests/fuzz/corpus/X; fuzz_sql loads the dprl.so of the same build.
+$(B)/tests/test_fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(CORE_OBJ) | $(B)/tests
+	$(CC) $(ALL_CFLAGS) -Iext -DFUZZ_CORPUS='"tests/fuzz/corpus/$*"' \
+	  -DDPRL_SO_PATH='"$(if $(filter build,$(B)),./dprl.so,$(B)/dprl.so)"' \
+	  -o $@ $< tests/fuzz/replay.c $(CORE_OBJ) $(LIBS) -lsqlite3 $(LDFLAGS)
 
 # The whole suite: unit tests and SQL tests against this build, then the same
 # against a sanitizer build.  tests/run.sh prints the "N passed, M failed".
@@ -104,7 +116,7 @@ test-fast: check-deps dprl.so unit
 build/san/dprl.so: $(CORE_OBJ) $(GLUE_OBJ)
 	$(CC) -shared -o $@ $^ $(LIBS) $(LDFLAGS)
 
-unit-san: $(UNIT_BIN)
+unit-san: $(UNIT_BIN) $(FUZZ_REPLAY)
 
 bench: deps check-deps dprl.so $(B)/dprl_bench
 	@$(B)/dprl_bench
@@ -114,6 +126,38 @@ bench: deps check-deps dprl.so $(B)/dprl_bench
 # under both accountants (tests/utility/utility.py; about a minute).
 utility: deps check-deps dprl.so
 	@DPRL_SO=./dprl.so $(PYTHON) tests/utility/utility.py
+
+# libFuzzer (clang, Debian's libclang-rt): a separate instrumented tree in
+# build/fuzz; each harness runs FUZZ_SECONDS on a working copy of its
+# corpus.  A crash leaves its input in build/fuzz/crash-X-*: fix the bug,
+# then add the input to tests/fuzz/corpus/X so make test replays it.
+FUZZ_SECONDS ?= 60
+FUZZ_CC = clang
+FUZZ_FLAGS = -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
+             -fno-sanitize-recover=undefined
+fuzz: deps
+	@command -v $(FUZZ_CC) >/dev/null && [ -n "$$(ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a 2>/dev/null)" ] || \
+	  { [ "$$(id -u)" = 0 ] && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clang libclang-rt-dev >/dev/null; } || \
+	  { echo "make fuzz: needs clang and libclang-rt-dev (apt-get install -y clang libclang-rt-dev)"; exit 1; }
+	@$(MAKE) --no-print-directory B=build/fuzz CC=$(FUZZ_CC) \
+	  CFLAGS="$(FUZZ_FLAGS) -fsanitize=fuzzer-no-link" LDFLAGS="-fsanitize=address,undefined" build/fuzz/dprl.so
+	@for h in $(FUZZ_NAMES); do \
+	  $(FUZZ_CC) -std=c11 -D_GNU_SOURCE $(BLAS_INC) -Iext $(FUZZ_FLAGS) -fsanitize=fuzzer \
+	    -DDPRL_SO_PATH='"build/fuzz/dprl.so"' -o build/fuzz/fuzz_$$h tests/fuzz/fuzz_$$h.c \
+	    $(filter-out build/fuzz/dprl.o build/fuzz/sql_%,$(patsubst ext/%.c,build/fuzz/%.o,$(CORE_SRC))) \
+	    $(LIBS) -lsqlite3 || exit 1; \
+	done
+	@fail=0; for h in $(FUZZ_NAMES); do \
+	  mkdir -p build/fuzz/work_$$h; \
+	  echo "== fuzz_$$h: $(FUZZ_SECONDS) s"; \
+	  build/fuzz/fuzz_$$h build/fuzz/work_$$h tests/fuzz/corpus/$$h -max_total_time=$(FUZZ_SECONDS) \
+	    -timeout=20 -rss_limit_mb=4096 -artifact_prefix=build/fuzz/crash-$$h- -print_final_stats=1 \
+	    > build/fuzz/log_$$h.txt 2>&1 || { fail=1; tail -40 build/fuzz/log_$$h.txt; }; \
+	  grep -E "stat::number_of_executed_units|stat::peak_rss_mb" build/fuzz/log_$$h.txt; \
+	done; exit $$fail
+
+build/fuzz/dprl.so: $(CORE_OBJ) $(GLUE_OBJ)
+	$(CC) -shared -o $@ $^ $(LIBS) $(LDFLAGS)
 
 $(B)/dprl_bench: tests/bench/bench.c tests/bench/bench_q.c | $(B)
 	$(CC) $(ALL_CFLAGS) -o $@ $< -lsqlite3 -lm

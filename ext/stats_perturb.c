@@ -7,6 +7,10 @@
 
 int dprl_sp_calibrate(const dprl_sp_params *p, dprl_sp_noise *out,
                       dprl_error *err) {
+  if (!(p->epsilon > 0 && isfinite(p->epsilon) && p->delta > 0 && p->delta < 1))
+    return dprl_fail(err, DPRL_EINVAL,
+                     "statistics: needs epsilon > 0 and delta in (0, 1), got %g and %g",
+                     p->epsilon, p->delta);
   double B = p->fmax - p->fmin;
   if (!(isfinite(B) && B > 0))
     return dprl_fail(err, DPRL_EINVAL,
