@@ -81,6 +81,7 @@ int sqlite3_dprl_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_routines *
     const char *name;
     register_fn fn;
   } features[] = {
+      {"dprl_budget", dprl_register_budget},
       {"dp_lsw/dp_lsl", dprl_register_policy_eval},
       {"dp_first_visit", dprl_register_first_visit},
       {"dp_prefix_stable", dprl_register_prefix_stable},

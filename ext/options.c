@@ -195,3 +195,19 @@ int dprl_opt_seed(const dprl_options *o, int *has_seed, uint64_t *seed) {
   *seed = (uint64_t)s;
   return rc;
 }
+
+int dprl_opt_name(const dprl_options *o, const char *key, char **out) {
+  const dprl_json *v = dprl_opt_get(o, key);
+  *out = NULL;
+  if (!v) return DPRL_OK;
+  if (v->type != DPRL_JSON_STRING || v->n == 0 || strlen(v->str) != v->n || v->n > 200) {
+    char got[64];
+    dprl_json_describe(v, got, sizeof got);
+    return dprl_fail(o->err, DPRL_EINVAL,
+                     "%s: option %s must be a name (1 to 200 characters, no NUL), got %s",
+                     o->fn, key, got);
+  }
+  if (!(*out = dprl_malloc(v->n + 1))) return dprl_nomem(o->err);
+  memcpy(*out, v->str, v->n + 1);
+  return DPRL_OK;
+}

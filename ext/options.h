@@ -59,6 +59,9 @@ int dprl_opt_choice(const dprl_options *o, const char *key,
 ** frees with dprl_free); absent -> *out = NULL. */
 int dprl_opt_number_array(const dprl_options *o, const char *key, size_t n,
                           dprl_range r, double **out);
+/* An optional name (e.g. "budget"): a non-empty string without NUL,
+** copied into *out (dprl_free); absent -> *out = NULL. */
+int dprl_opt_name(const dprl_options *o, const char *key, char **out);
 /* The optional "seed": an integer in [0, 2^53]. */
 int dprl_opt_seed(const dprl_options *o, int *has_seed, uint64_t *seed);
 

@@ -12,11 +12,12 @@
 /* "episodes" is only for the from-statistics form; "grouped" only for rows. */
 const char *const dprl_lsw_option_names[] = {
     "n_states", "gamma", "epsilon", "delta", "rmin", "rmax", "fmin", "fmax", "features", "weights",
-    "perturb", "max_states", "calibration", "seed", "release", "grouped", "episodes", NULL};
+    "perturb", "max_states", "calibration", "seed", "release", "grouped", "episodes", "budget",
+    NULL};
 const char *const dprl_lsl_option_names[] = {
     "n_states", "gamma", "epsilon", "delta", "rmin", "rmax", "fmin", "fmax", "features", "rho",
     "lambda", "perturb", "max_states", "calibration", "seed", "release", "grouped", "episodes",
-    NULL};
+    "budget", NULL};
 
 /* dp_plan: the options of either mechanism, the hypothetical visits, no
 ** data-side keys (seed, release, grouped) and no perturb (it plans both). */
@@ -134,7 +135,8 @@ static int parse_all(dprl_pe_config *c, const dprl_options *o, int from_stats) {
       (rc = dprl_opt_number(o, "delta", 1, 0, DPRL_OPEN(0, 1), &c->delta)) ||
       (rc = dprl_opt_choice(o, "calibration", calibs, 0, &calib)) ||
       (rc = dprl_opt_choice(o, "release", releases, 0, &c->diagnostic)) ||
-      (rc = dprl_opt_seed(o, &c->has_seed, &c->seed)) || (rc = parse_perturb(c, o)))
+      (rc = dprl_opt_seed(o, &c->has_seed, &c->seed)) || (rc = parse_perturb(c, o)) ||
+      (rc = dprl_opt_name(o, "budget", &c->budget)))
     return rc;
   c->calib = (dprl_calibration)calib;
   if (from_stats) {
@@ -224,6 +226,8 @@ int dprl_pe_plan_parse(dprl_pe_config *c, const char *text, size_t len, int64_t 
 }
 
 void dprl_pe_config_free(dprl_pe_config *c) {
+  dprl_free(c->budget);
+  c->budget = NULL;
   dprl_features_free(&c->feat);
   dprl_free(c->w);
   c->w = NULL;

@@ -53,6 +53,7 @@ void dprl_sql_unpin(dprl_sql_pinned *p);
 
 /* Registration of each feature (one per sql_*.c). */
 int dprl_register_policy_eval(sqlite3 *db);
+int dprl_register_budget(sqlite3 *db); /* sql_budget.c */
 int dprl_register_first_visit(sqlite3 *db);
 int dprl_register_prefix_stable(sqlite3 *db); /* sql_prefix_stable.c */
 int dprl_register_q(sqlite3 *db);             /* sql_q.c */

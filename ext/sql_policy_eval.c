@@ -18,6 +18,7 @@
 
 #include "first_visit.h"
 #include "policy_eval.h"
+#include "sql_budget.h"
 #include "sql_glue.h"
 
 typedef struct pe_agg {
@@ -136,6 +137,14 @@ static int pe_collect(pe_agg *a, dprl_error *err) {
   return rc;
 }
 
+/* The ledger row of a release, before it is returned (sql_budget.c). */
+static int pe_charge(sqlite3_context *ctx, const dprl_pe_config *c, const dprl_sql_pinned *opt,
+                     dprl_error *err) {
+  dprl_spend s = {c->budget, c->fn, c->epsilon, c->delta, !c->diagnostic && !c->has_seed,
+                  opt->text, opt->text ? (size_t)opt->len : 0};
+  return dprl_budget_charge(sqlite3_context_db_handle(ctx), &s, err);
+}
+
 static void pe_final(sqlite3_context *ctx) {
   pe_agg **slot = sqlite3_aggregate_context(ctx, 0);
   const char *fn = ((const pe_fn *)sqlite3_user_data(ctx))->name;
@@ -149,6 +158,7 @@ static void pe_final(sqlite3_context *ctx) {
   if (!a->failed) {
     int rc = pe_collect(a, &err);
     if (!rc) rc = dprl_pe_release(&a->cfg, &a->st, &out, &err);
+    if (!rc) rc = pe_charge(ctx, &a->cfg, &a->options, &err);
     if (rc) dprl_sql_result_error(ctx, fn, &err);
     else sqlite3_result_text(ctx, out.data, (int)out.len, SQLITE_TRANSIENT);
   }
@@ -314,6 +324,7 @@ static void stats_final(sqlite3_context *ctx) {
   if (!a->failed) {
     int rc = stats_check(a, &err);
     if (!rc) rc = dprl_pe_release(&a->cfg, &a->st, &out, &err);
+    if (!rc) rc = pe_charge(ctx, &a->cfg, &a->options, &err);
     if (rc) dprl_sql_result_error(ctx, f->name, &err);
     else sqlite3_result_text(ctx, out.data, (int)out.len, SQLITE_TRANSIENT);
   }

@@ -27,19 +27,24 @@
 #include "noise.h"
 #include "options.h"
 #include "prefix_stable.h"
+#include "sql_budget.h"
 #include "sql_tvf.h"
 
 #define FN "dp_prefix_stable"
 #define FN_CAL "dp_prefix_calibrate"
 
 static const char *const ps_options[] = {"epsilon", "delta", "p_min", "T", "L",
-                                         "accountant", "seed", NULL};
+                                         "accountant", "seed", "budget", NULL};
 static const char *const ps_args[] = {"trajectories_sql", "policies_sql", "options"};
 
 typedef struct ps_opts {
   dprl_prefix_params pp; /* from the options alone */
+  double epsilon, delta; /* (eps1, delta1): what a release spends */
   int has_seed;
   uint64_t seed;
+  char *budget; /* a privacy ledger to charge (sql_budget.c), or NULL */
+  const char *text;
+  size_t len;
 } ps_opts;
 
 typedef struct ps_state {
@@ -72,7 +77,12 @@ static int ps_parse(const char *fn, sqlite3_value *v, ps_opts *o, dprl_error *er
   if (!rc) rc = dprl_opt_int(&op, "L", 1, 0, DPRL_AT_LEAST(1), &L);
   if (!rc) rc = dprl_opt_choice(&op, "accountant", dprl_prefix_accountant_names, 0, &acc);
   if (!rc) rc = dprl_opt_seed(&op, &o->has_seed, &o->seed);
+  if (!rc) rc = dprl_opt_name(&op, "budget", &o->budget);
   dprl_options_close(&op);
+  o->epsilon = eps;
+  o->delta = delta;
+  o->text = text;
+  o->len = (size_t)sqlite3_value_bytes(v);
   if (!rc)
     rc = dprl_prefix_params_derive(eps, delta, p_min, 1, T, L, (dprl_prefix_accountant)acc,
                                    &o->pp, err);
@@ -233,7 +243,8 @@ static int ps_emit(ps_state *ps, const dprl_prefix_release *rel, dprl_rows *out)
   return out->oom ? SQLITE_NOMEM : SQLITE_OK;
 }
 
-static int ps_release(ps_state *ps, const ps_opts *o, dprl_rows *out, char **pzErr) {
+static int ps_release(sqlite3 *db, ps_state *ps, const ps_opts *o, dprl_rows *out,
+                      char **pzErr) {
   size_t E = dprl_step_buffer_episodes(&ps->buf);
   dprl_trajectories tr = {(int64_t)E, ps->offsets, ps->st, ps->ac};
   dprl_prefix_release rel = {0};
@@ -247,6 +258,10 @@ static int ps_release(ps_state *ps, const ps_opts *o, dprl_rows *out, char **pzE
     rc = dprl_sql_vtab_error(pzErr, FN, &ps->err);
   else
     rc = ps_emit(ps, &rel, out);
+  if (rc == SQLITE_OK) { /* the ledger row, before any row is returned */
+    dprl_spend sp = {o->budget, FN, o->epsilon, o->delta, !o->has_seed, o->text, o->len};
+    if (dprl_budget_charge(db, &sp, &ps->err)) rc = dprl_sql_vtab_error(pzErr, FN, &ps->err);
+  }
   dprl_rng_wipe(&rng);
   dprl_prefix_release_free(&rel);
   return rc;
@@ -265,9 +280,10 @@ static int ps_compute(sqlite3 *db, sqlite3_value **args, dprl_rows *out, char **
     if (dprl_policy_validate(&ps.pt, o.pp.p_min, &ps.err)) rc = dprl_sql_vtab_error(pzErr, FN, &ps.err);
     else if (!(rc = ps_read_trajectories(db, args[0], &ps, pzErr))) {
       if (dprl_step_buffer_group(&ps.buf, &ps.err)) rc = dprl_sql_vtab_error(pzErr, FN, &ps.err);
-      else if (!(rc = ps_flatten(&ps, pzErr))) rc = ps_release(&ps, &o, out, pzErr);
+      else if (!(rc = ps_flatten(&ps, pzErr))) rc = ps_release(db, &ps, &o, out, pzErr);
     }
   }
+  dprl_free(o.budget);
   dprl_key_index_free(&ps.experts);
   dprl_key_index_free(&ps.states);
   dprl_key_index_free(&ps.actions);
@@ -301,7 +317,9 @@ static void calibrate_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   dprl_error err = {0};
   (void)argc;
   memset(&o, 0, sizeof o);
-  if (ps_parse(FN_CAL, argv[0], &o, &err)) {
+  int bad = ps_parse(FN_CAL, argv[0], &o, &err);
+  dprl_free(o.budget); /* a budget has no effect here: nothing is released */
+  if (bad) {
     dprl_sql_result_error(ctx, FN_CAL, &err);
     return;
   }

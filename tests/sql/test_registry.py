@@ -23,6 +23,8 @@ FUNCTIONS = {  # name: (number of arguments, deterministic?)
     "dp_prefix_calibrate": (1, True),
     "dp_q_calibrate": (1, True),
     "dp_plan": (1, True),
+    "dprl_budget": (3, False),
+    "dprl_budget_remaining": (1, False),
     "dp_q_learn": (5, False),
     "dp_q_value": (3, True),
 }
