@@ -320,7 +320,7 @@ def test_errors():
     err("dp_prefix_stable: option epsilon must be in (0, 1e+06], got 2000000",
         "epsilon above its bound", dict(o, epsilon=2e6))
     err('dp_prefix_stable: unknown option "Tmax" (known: epsilon, delta, p_min, T, L, '
-        'accountant, seed)', "unknown option", dict(o, Tmax=3))
+        'accountant, seed, budget)', "unknown option", dict(o, Tmax=3))
     con.execute("UPDATE policies SET prob = 0.05 WHERE expert = 'dr1' AND state = 0 AND action = 2")
     msg = sql_error(con, Q, (json.dumps(o),))
     check(msg is not None and msg.startswith("dp_prefix_stable: policies: expert 1, state 0, "
