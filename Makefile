@@ -47,7 +47,7 @@ UNIT_BIN  = $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRC))
 FUZZ_NAMES = options noise sql
 FUZZ_REPLAY = $(patsubst %,$(B)/tests/test_fuzz_%,$(FUZZ_NAMES))
 
-.PHONY: all check-deps deps demo test test-fast test-san unit bench utility fuzz install \
+.PHONY: all check-deps deps demo test test-fast test-san unit bench utility fuzz tsan install \
         uninstall clean samples paper paper-full
 .DEFAULT_GOAL := all
 
@@ -107,6 +107,7 @@ test: deps
 	@$(MAKE) --no-print-directory dprl.so unit
 	@$(MAKE) --no-print-directory B=build/san CFLAGS="$(SAN_FLAGS)" \
 	  LDFLAGS="-fsanitize=address,undefined" build/san/dprl.so unit-san
+	@$(MAKE) --no-print-directory tsan
 	@PYTHON=$(PYTHON) SQLITE3=$(SQLITE3) sh tests/run.sh
 
 # Only the normal build (quicker while developing).
@@ -156,7 +157,16 @@ fuzz: deps
 	  grep -E "stat::number_of_executed_units|stat::peak_rss_mb" build/fuzz/log_$$h.txt; \
 	done; exit $$fail
 
-build/fuzz/dprl.so: $(CORE_OBJ) $(GLUE_OBJ)
+# ThreadSanitizer: dprl.so and a threaded C test in build/tsan (make test).
+TSAN_FLAGS = -O1 -g -fno-omit-frame-pointer -fsanitize=thread
+tsan:
+	@$(MAKE) --no-print-directory B=build/tsan CFLAGS="$(TSAN_FLAGS)" LDFLAGS="-fsanitize=thread" \
+	  build/tsan/dprl.so build/tsan/test_threads
+
+build/tsan/test_threads: tests/threads/test_threads.c
+	$(CC) $(TSAN_FLAGS) -o $@ $< -lsqlite3 -lpthread
+
+build/tsan/dprl.so build/fuzz/dprl.so: $(CORE_OBJ) $(GLUE_OBJ)
 	$(CC) -shared -o $@ $^ $(LIBS) $(LDFLAGS)
 
 $(B)/dprl_bench: tests/bench/bench.c tests/bench/bench_q.c | $(B)

@@ -173,6 +173,13 @@ int dprl_policy_validate(const dprl_policy_table *pt, double p_min,
 
 /* ---- Composition (ALGORITHMS.md section 10) ---------------------------- */
 
+/* ln Gamma(x) for x > 0 without lgamma's write of the global signgam (a
+** data race when connections on several threads calibrate at once). */
+static double ln_gamma(double x) {
+  int sign;
+  return lgamma_r(x, &sign);
+}
+
 /* log of term l of delta_k(eps): C(k,l) (e^{(k-l)e0} - e^{eps+l e0}) /
 ** (1+e^{e0})^k = pmf of Binomial(k, 1/(1+e^{e0})) at l times
 ** (1 - e^{d}), d = eps - (k-2l) e0; -inf where d >= 0 (a zero term).
@@ -182,7 +189,7 @@ static double kov_log_term(int64_t k, int64_t l, double e0, double eps,
   if (l < 0 || l > k) return -HUGE_VAL;
   double d = eps - (double)(k - 2 * l) * e0;
   if (!(d < 0)) return -HUGE_VAL;
-  return lk1 - lgamma((double)l + 1) - lgamma((double)(k - l) + 1) -
+  return lk1 - ln_gamma((double)l + 1) - ln_gamma((double)(k - l) + 1) -
          (double)l * e0 - (double)k * ln_norm + log(-expm1(d));
 }
 
@@ -234,7 +241,7 @@ double dprl_composition_delta(int64_t k, double eps0, double delta0,
   double log_dk = -HUGE_VAL;
   if (lim > 0) {
     int64_t hi = lim >= (double)k ? k : (int64_t)ceil(lim);
-    double lk1 = lgamma((double)k + 1), ln_norm = log1p(exp(-eps0));
+    double lk1 = ln_gamma((double)k + 1), ln_norm = log1p(exp(-eps0));
     /* The terms are log-concave in l (log C(k,l) and log(1 - e^d) are
     ** concave, the rest linear): the peak is the last l whose term is not
     ** below its predecessor's. */

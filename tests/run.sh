@@ -30,7 +30,7 @@ run() {
     echo "[$label] not ok: exited with status $status"
     f=1
   fi
-  if grep -qE 'ERROR: AddressSanitizer|runtime error:|ERROR: LeakSanitizer' "$LOG/err"; then
+  if grep -qE 'ERROR: AddressSanitizer|runtime error:|ERROR: LeakSanitizer|WARNING: ThreadSanitizer' "$LOG/err"; then
     echo "[$label] not ok: sanitizer report:"
     sed -n '1,40p' "$LOG/err"
     f=$((f + 1))
@@ -70,6 +70,9 @@ if [ "${DPRL_NO_SAN:-0}" != 1 ]; then
   CLI_PRELOAD="LD_PRELOAD=$asan:$ubsan ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1"
   export ASAN_OPTIONS=detect_leaks=1
   suite build/san ./build/san/dprl.so sanitized
+  # ThreadSanitizer: many connections and threads at once (make tsan)
+  PRELOAD=""
+  [ -x build/tsan/test_threads ] && run "tsan test_threads" build/tsan/test_threads build/tsan/dprl.so
 fi
 
 echo "$pass passed, $fail failed"
