@@ -97,3 +97,23 @@ void dprl_buf_free(dprl_buf *b) {
   b->len = b->cap = 0;
   b->oom = 0;
 }
+
+/* ---- helpers shared by the modules ------------------------------------- */
+
+int dprl_grow_parallel(size_t nc, int n, void **arrays[], const size_t sizes[],
+                       dprl_error *err) {
+  for (int i = 0; i < n; i++) {
+    if (sizes[i] && nc > SIZE_MAX / sizes[i]) return dprl_nomem(err);
+    void *p = dprl_realloc(*arrays[i], nc * sizes[i]);
+    if (!p) return dprl_nomem(err);
+    *arrays[i] = p;
+  }
+  return DPRL_OK;
+}
+
+void dprl_error_at_row(dprl_error *err, const char *where, size_t row) {
+  char tail[64];
+  if (err->code != DPRL_EINVAL) return;
+  snprintf(tail, sizeof tail, " (row %zu of %s)", row, where);
+  if (strlen(err->msg) + strlen(tail) < sizeof err->msg) strcat(err->msg, tail);
+}

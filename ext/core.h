@@ -59,4 +59,13 @@ void dprl_buf_printf(dprl_buf *b, const char *fmt, ...)
     ;
 void dprl_buf_free(dprl_buf *b);
 
+/* Grow n parallel arrays (element sizes sizes[i]) to nc elements each.
+** On failure the arrays already grown stay grown (harmless: the caller
+** keeps its old capacity) and DPRL_ENOMEM is returned. */
+int dprl_grow_parallel(size_t nc, int n, void **arrays[], const size_t sizes[],
+                       dprl_error *err);
+/* Append " (row N of where)" to an EINVAL message, so a bad value can be
+** found in the caller's rows. */
+void dprl_error_at_row(dprl_error *err, const char *where, size_t row);
+
 #endif

@@ -55,6 +55,9 @@ void dprl_sql_unpin(dprl_sql_pinned *p);
 int dprl_register_policy_eval(sqlite3 *db);
 int dprl_register_first_visit(sqlite3 *db);
 int dprl_register_prefix_stable(sqlite3 *db); /* sql_prefix_stable.c */
-int dprl_register_q(sqlite3 *db);             /* sql_q.c */
+int dprl_register_q_calibrate(sqlite3 *db);   /* sql_q_calibrate.c */
+int dprl_register_q_noise(sqlite3 *db);       /* sql_q_noise.c */
+int dprl_register_q_learn(sqlite3 *db);       /* sql_q_learn.c */
+int dprl_register_q_value(sqlite3 *db);       /* sql_q_value.c */
 
 #endif
