@@ -195,10 +195,14 @@ static void learn_result(sqlite3_context *ctx, ql_agg *g) {
   dprl_error err = {0};
   dprl_buf b = {0};
   dprl_rng rng;
+  dprl_sql_cancel cancel;
   const dprl_q_learn_opts *o = &g->cfg.lo;
   double *theta = dprl_calloc((size_t)o->m * (size_t)o->feat.K, sizeof *theta);
   int rc = theta ? DPRL_OK : dprl_nomem(&err);
   memset(&rng, 0, sizeof rng);
+  memset(&cancel, 0, sizeof cancel);
+  if (!rc) rc = dprl_sql_cancel_open(&cancel, sqlite3_context_db_handle(ctx), &err);
+  g->cfg.lo.cancel = &cancel.base;
   if (!rc) {
     if (g->cfg.has_seed) dprl_rng_init_seeded(&rng, g->cfg.seed, 0);
     else rc = dprl_rng_init_secure(&rng, &err);
@@ -206,6 +210,8 @@ static void learn_result(sqlite3_context *ctx, ql_agg *g) {
   dprl_q_transitions d = {g->s, g->r, g->sn, g->a, g->n};
   if (!rc) rc = dprl_q_learn(o, &d, &rng, theta, NULL, &err);
   dprl_rng_wipe(&rng);
+  dprl_sql_cancel_close(&cancel);
+  g->cfg.lo.cancel = NULL;
   if (!rc) learn_json(g, theta, &b);
   if (rc) dprl_sql_result_error(ctx, "dp_q_learn", &err);
   else if (b.oom) sqlite3_result_error_nomem(ctx);

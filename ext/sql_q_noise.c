@@ -65,12 +65,21 @@ static int read_point(sqlite3_value **v, const dprl_q_noise_cfg *c, double *s, i
   return DPRL_OK;
 }
 
+/* The caller's query stopped by sqlite3_interrupt() or the progress
+** handler: SQLITE_INTERRUPT, "interrupted", as for every other loop. */
+static int query_interrupted(sqlite3 *db, int rc, char **pzErr) {
+  if (rc == SQLITE_ROW || rc == SQLITE_DONE || sqlite3_errcode(db) != SQLITE_INTERRUPT) return rc;
+  dprl_error e = {DPRL_EINTR, "interrupted"};
+  return dprl_sql_vtab_error(pzErr, "dp_q_noise", &e);
+}
+
 static int read_points(sqlite3 *db, sqlite3_value *sql, const dprl_q_noise_cfg *c,
                        qn_points *p, dprl_error *err, char **pzErr) {
   dprl_query q;
   int rc = dprl_query_open(&q, db, "points_sql", sql, 3, "dp_q_noise", pzErr);
-  if (rc) return rc;
-  while ((rc = dprl_query_step(&q, "dp_q_noise", pzErr)) == SQLITE_ROW) {
+  if (rc) return query_interrupted(db, rc, pzErr);
+  while ((rc = query_interrupted(db, dprl_query_step(&q, "dp_q_noise", pzErr), pzErr)) ==
+         SQLITE_ROW) {
     sqlite3_value *row[3];
     for (int i = 0; i < 3; i++) row[i] = sqlite3_column_value(q.stmt, i);
     double s, qv;
@@ -89,6 +98,7 @@ static int read_points(sqlite3 *db, sqlite3_value *sql, const dprl_q_noise_cfg *
 
 typedef struct qn_work {
   const dprl_q_noise_cfg *c;
+  dprl_cancel *cancel;
   const qn_points *p;
   dprl_q_store *st;      /* NULL: no path table */
   size_t *start, *order; /* rows of action a: order[start[a] .. start[a+1]) */
@@ -121,14 +131,22 @@ static int work_init(qn_work *w, dprl_error *err) {
     return err->code;
   if (!w->start || !w->order || !w->xs || !w->out || (w->st && !w->fresh))
     return dprl_nomem(err);
+  w->path->cancel = w->cancel;
   if (!w->c->has_seed && dprl_rng_init_secure(&w->rng, err)) return err->code;
   size_t *fill = dprl_calloc(m, sizeof *fill);
   if (!fill) return dprl_nomem(err);
-  for (size_t i = 0; i < n; i++) w->start[w->p->a[i] + 1]++;
+  int rc = DPRL_OK;
+  for (size_t i = 0; i < n && !rc; i++) {
+    w->start[w->p->a[i] + 1]++;
+    rc = dprl_cancel_poll(w->cancel, 4, err);
+  }
   for (size_t a = 0; a < m; a++) w->start[a + 1] += w->start[a];
-  for (size_t i = 0; i < n; i++) w->order[w->start[w->p->a[i]] + fill[w->p->a[i]]++] = i;
+  for (size_t i = 0; i < n && !rc; i++) {
+    w->order[w->start[w->p->a[i]] + fill[w->p->a[i]]++] = i;
+    rc = dprl_cancel_poll(w->cancel, 4, err);
+  }
   dprl_free(fill);
-  return DPRL_OK;
+  return rc;
 }
 
 /* Action a: its path (loaded), the batch draw, the new points written;
@@ -146,7 +164,8 @@ static int sample_action(qn_work *w, size_t a, double *vals, dprl_error *err) {
     dprl_rng_init_seeded(&w->rng, c->seed, (uint64_t)a | (uint64_t)nold << 21);
   for (size_t j = 0; j < cnt; j++)
     w->xs[j] = (w->p->s[w->order[lo + j]] - c->lo) / (c->hi - c->lo);
-  rc = dprl_gp_path_sample_batch(w->path, &w->rng, w->xs, cnt, w->out, err);
+  rc = dprl_cancel_poll(w->cancel, 4 * (uint64_t)cnt, err);
+  if (!rc) rc = dprl_gp_path_sample_batch(w->path, &w->rng, w->xs, cnt, w->out, err);
   for (size_t j = 0; j < cnt && !rc; j++) {
     size_t i = w->order[lo + j];
     vals[i] = w->out[j];
@@ -163,10 +182,11 @@ static int sample_action(qn_work *w, size_t a, double *vals, dprl_error *err) {
 
 /* vals[i] = g_{a_i}(x_i), one path per action, kept in st if not NULL. */
 static int noise_sample(const dprl_q_noise_cfg *c, const qn_points *p, dprl_q_store *st,
-                        double *vals, dprl_error *err) {
+                        dprl_cancel *cancel, double *vals, dprl_error *err) {
   qn_work w;
   memset(&w, 0, sizeof w);
   w.c = c;
+  w.cancel = cancel;
   w.p = p;
   w.st = st;
   int rc = work_init(&w, err);
@@ -177,19 +197,20 @@ static int noise_sample(const dprl_q_noise_cfg *c, const qn_points *p, dprl_q_st
 
 /* The same with the path kept in the table c->path, atomically. */
 static int noise_sample_stored(sqlite3 *db, const dprl_q_noise_cfg *c, const qn_points *p,
-                               double *vals, dprl_error *err) {
+                               dprl_cancel *cancel, double *vals, dprl_error *err) {
   dprl_q_path_params pp = {c->sigma, c->beta, c->lo, c->hi, c->grid, c->has_seed};
   dprl_q_store st;
-  int rc = dprl_q_store_begin(&st, db, c->path, &pp, err);
-  if (!rc) rc = noise_sample(c, p, &st, vals, err);
+  int rc = dprl_q_store_begin(&st, db, c->path, &pp, cancel, err);
+  if (!rc) rc = noise_sample(c, p, &st, cancel, vals, err);
   return dprl_q_store_end(&st, rc, err);
 }
 
 /* q on the public grid, then the grid-valued noise: nothing of q's low
 ** bits survives (ALGORITHMS.md section 6). */
 static int noise_rows(const dprl_q_noise_cfg *c, const qn_points *p, const double *vals,
-                      dprl_rows *out) {
+                      dprl_rows *out, dprl_cancel *cancel, dprl_error *err) {
   for (size_t i = 0; i < p->n; i++) {
+    if (dprl_cancel_poll(cancel, 20, err)) return err->code;
     double qr = c->grid * (double)llround(p->q[i] / c->grid);
     if (dprl_rows_add(out)) return SQLITE_NOMEM;
     dprl_rows_double(out, 0, p->s[i]);
@@ -197,7 +218,7 @@ static int noise_rows(const dprl_q_noise_cfg *c, const qn_points *p, const doubl
     dprl_rows_double(out, 2, p->q[i]);
     dprl_rows_double(out, 3, qr + vals[i]);
   }
-  return SQLITE_OK;
+  return DPRL_OK;
 }
 
 static int noise_compute(sqlite3 *db, sqlite3_value **args, dprl_rows *out, char **pzErr) {
@@ -212,12 +233,19 @@ static int noise_compute(sqlite3 *db, sqlite3_value **args, dprl_rows *out, char
     dprl_q_noise_cfg_free(&c);
     return dprl_sql_vtab_error(pzErr, "dp_q_noise", &err);
   }
+  dprl_sql_cancel cancel;
+  if (dprl_sql_cancel_open(&cancel, db, &err)) {
+    dprl_q_noise_cfg_free(&c);
+    return dprl_sql_vtab_error(pzErr, "dp_q_noise", &err);
+  }
   rc = read_points(db, args[0], &c, &p, &err, pzErr);
   if (!rc && !(vals = dprl_calloc(p.n ? p.n : 1, sizeof *vals))) rc = SQLITE_NOMEM;
-  if (!rc && (c.path ? noise_sample_stored(db, &c, &p, vals, &err)
-                     : noise_sample(&c, &p, NULL, vals, &err)))
+  if (!rc && (c.path ? noise_sample_stored(db, &c, &p, &cancel.base, vals, &err)
+                     : noise_sample(&c, &p, NULL, &cancel.base, vals, &err)))
     rc = dprl_sql_vtab_error(pzErr, "dp_q_noise", &err);
-  if (!rc) rc = noise_rows(&c, &p, vals, out);
+  if (!rc && noise_rows(&c, &p, vals, out, &cancel.base, &err))
+    rc = dprl_sql_vtab_error(pzErr, "dp_q_noise", &err);
+  dprl_sql_cancel_close(&cancel);
   dprl_free(vals);
   qn_points_free(&p);
   dprl_q_noise_cfg_free(&c);

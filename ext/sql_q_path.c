@@ -30,6 +30,7 @@ static int may_write(dprl_q_store *st, dprl_error *err) {
 static int db_fail(dprl_q_store *st, const char *what, dprl_error *err) {
   int code = sqlite3_errcode(st->db);
   if (code == SQLITE_NOMEM) return dprl_nomem(err);
+  if (code == SQLITE_INTERRUPT) return dprl_fail(err, DPRL_EINTR, "interrupted");
   return dprl_fail(err, DPRL_EINVAL, "path table \"%s\": %s: %s", st->name, what,
                    sqlite3_errmsg(st->db));
 }
@@ -370,7 +371,7 @@ int dprl_q_store_load(dprl_q_store *st, int64_t a, dprl_gp_path *path, dprl_gp_p
   if (rc) return rc;
   /* Distinct states can rescale to the same x; they were stored with the
   ** same value (a repeated point), so keep one. */
-  if (n) qsort(v, n, sizeof *v, pt_cmp);
+  rc = dprl_sort(v, n, sizeof *v, pt_cmp, st->cancel, err);
   for (size_t i = 0; i < n && !rc; i++) {
     if (m && v[m - 1].x == v[i].x) {
       char x[32];
@@ -408,10 +409,10 @@ int dprl_q_store_has(const dprl_gp_point *pts, size_t n, double x) {
 int dprl_q_store_add(dprl_q_store *st, int64_t a, dprl_gp_point *pts, size_t n,
                      dprl_error *err) {
   int rc = may_write(st, err);
-  if (rc) return rc;
-  qsort(pts, n, sizeof *pts, pt_cmp);
+  if (!rc) rc = dprl_sort(pts, n, sizeof *pts, pt_cmp, st->cancel, err);
   for (size_t j = 0; j < n && !rc; j++) {
     if (j && pts[j].x == pts[j - 1].x) continue; /* a state repeated in this call */
+    if ((rc = dprl_cancel_poll(st->cancel, 2000, err))) break;
     sqlite3_reset(st->ins);
     sqlite3_bind_int64(st->ins, 1, a);
     sqlite3_bind_double(st->ins, 2, pts[j].x);
@@ -430,11 +431,12 @@ int dprl_q_store_add(dprl_q_store *st, int64_t a, dprl_gp_point *pts, size_t n,
 /* ---- the transaction ---------------------------------------------------------- */
 
 int dprl_q_store_begin(dprl_q_store *st, sqlite3 *db, const char *name,
-                       const dprl_q_path_params *p, dprl_error *err) {
+                       const dprl_q_path_params *p, dprl_cancel *cancel, dprl_error *err) {
   memset(st, 0, sizeof *st);
   st->db = db;
   st->name = name;
   st->p = p;
+  st->cancel = cancel;
   /* Fails while another statement of this connection writes; the path can
   ** then still be read, and a call whose points are all stored succeeds.
   ** Outside a transaction our SAVEPOINT opens one, and releasing it
@@ -460,10 +462,19 @@ static void undo_savepoint(dprl_q_store *st, dprl_error *err) {
   else
     ok = sqlite3_exec(st->db, "ROLLBACK TO dprl_q_noise", NULL, NULL, NULL) == SQLITE_OK &&
          sqlite3_exec(st->db, "RELEASE dprl_q_noise", NULL, NULL, NULL) == SQLITE_OK;
-  if (!ok && err->code == DPRL_EINVAL) { /* say so: the caller must roll back */
-    const char *tail = "; undoing it failed too: roll back the transaction";
-    if (strlen(err->msg) + strlen(tail) < sizeof err->msg) strcat(err->msg, tail);
-  }
+  const char *tail = NULL;
+  if (ok) return;
+  if (err->code == DPRL_EINVAL) /* say so: the caller must roll back */
+    tail = "; undoing it failed too: roll back the transaction";
+  else if (err->code == DPRL_EINTR)
+    tail = st->outermost
+               ? "; the transaction dp_q_noise opened for its path table is still open "
+                 "(SQLite runs no statement, ROLLBACK included, on an interrupted "
+                 "connection until the interrupted one ends): run ROLLBACK"
+               : "; dp_q_noise could not roll back its savepoint in your transaction "
+                 "(SQLite runs no statement on an interrupted connection until the "
+                 "interrupted one ends): run ROLLBACK TO dprl_q_noise, or roll back";
+  if (tail && strlen(err->msg) + strlen(tail) < sizeof err->msg) strcat(err->msg, tail);
 }
 
 int dprl_q_store_end(dprl_q_store *st, int rc, dprl_error *err) {

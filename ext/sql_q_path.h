@@ -30,6 +30,7 @@ typedef struct dprl_q_store {
   const char *name;          /* the path table, as the user gave it */
   char *params;              /* "<name>_params" */
   const dprl_q_path_params *p;
+  dprl_cancel *cancel;       /* polled while sorting and storing */
   sqlite3_stmt *load, *ins;  /* prepared once per call */
   int writable;              /* inside our SAVEPOINT */
   int outermost;             /* the SAVEPOINT opened the transaction */
@@ -39,7 +40,8 @@ typedef struct dprl_q_store {
 /* Open the store of table `name` (kept, not copied) for a call with
 ** parameters p.  Whatever it returns, dprl_q_store_end must follow. */
 int dprl_q_store_begin(dprl_q_store *st, sqlite3 *db, const char *name,
-                       const dprl_q_path_params *p, dprl_error *err);
+                       const dprl_q_path_params *p, dprl_cancel *cancel,
+                       dprl_error *err);
 /* The stored points of action a into path (states rescaled to [0, 1]);
 ** *pts gets a sorted copy (x rescaled, g), *npts its size, for
 ** dprl_q_store_has; the caller frees it. */

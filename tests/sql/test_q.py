@@ -1019,10 +1019,99 @@ def test_learn_errors():
         check_error(con, "SELECT dp_q_value(?, ?, ?)", msg, "refused: " + msg, args)
 
 
+# ---- interrupts ----------------------------------------------------------------
+
+def interrupted(con, sql, args, after=0.2):
+    """Run sql, con.interrupt() from another thread after `after` seconds:
+    (seconds from the interrupt to the end of the call, error or None)."""
+    import threading
+    import time
+    timer = threading.Timer(after, con.interrupt)
+    t0 = time.monotonic()
+    timer.start()
+    try:
+        con.execute(sql, args).fetchall()
+        err = None
+    except sqlite3.Error as e:
+        err = (str(e), getattr(e, "sqlite_errorcode", None))
+    timer.cancel()
+    return time.monotonic() - t0 - after, err
+
+
+def interrupt_tables(con):
+    """200,000 transitions and 1,000,000 points, distinct states, in tables
+    (reading them takes a fraction of the calls below)."""
+    con.execute("CREATE TABLE tr AS WITH RECURSIVE i(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM i "
+                "WHERE n < 199999) SELECT (n * 7919 % 200000) / 200000.0 AS s, n % 2 AS a, "
+                "(n % 3) / 2.0 AS r, (n * 104729 % 200000) / 200000.0 AS s_next FROM i")
+    con.execute("CREATE TABLE big AS WITH RECURSIVE i(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM i "
+                "WHERE n < 999999) SELECT (n * 7919 % 1000000) / 1000000.0 AS s, n % 2 AS a, 0.0 AS q "
+                "FROM i")
+
+
+def test_interrupts():
+    """Robustness issue item 2: the long loops ignored sqlite3_interrupt
+    (dp_q_learn with T = 3e5, B = 1, K = 1e5 ran 29 s after one).  Each call
+    below runs for 4-10 seconds uninterrupted (measured on the old code);
+    interrupted after 0.2 s (or later, to land in a later phase) it must
+    stop within 0.5 s with SQLITE_INTERRUPT and "interrupted"."""
+    con = connect()
+    con.isolation_level = None
+    interrupt_tables(con)
+    L = "SELECT dp_q_learn(s, a, r, s_next, ?) FROM (SELECT * FROM tr LIMIT ?)"
+    N = "SELECT count(*) FROM dp_q_noise('SELECT * FROM big', ?)"
+    base = dict(n_actions=2, gamma=0.9, lr=0.01, B=1, seed=1)
+    cases = [
+        ("dp_q_learn, K = 10^5 features (wide SGD steps)", L, (J(T=30000, K=100000, sigma=0, **base), 2), 0.2),
+        ("dp_q_learn, 2 x 10^6 SGD steps with noise paths", L, (J(T=2000000, sigma=0.5, beta=2, **base), 2), 0.2),
+        ("dp_q_learn, private: theta's noise on every step", L,
+         (J(n_actions=2, gamma=0.9, lr=0.01, T=100000, B=1, epsilon=1, delta=1e-5, k=1e6), 2), 0.2),
+        ("dp_q_learn, 200,000 transitions, presampled paths", L,
+         (J(n_actions=2, gamma=0.9, lr=0.01, T=64 * 30000, B=64, J=1, sigma=0.5, beta=2, seed=1), 200000), 0.2),
+        ("dp_q_noise, 10^6 points", N, (J(n_actions=2, **SB),), 0.2),
+        ("dp_q_noise, 10^6 points, later", N, (J(n_actions=2, **SB),), 1.0),
+    ]
+    for name, sql, args, after in cases:
+        late, err = interrupted(con, sql, args, after)
+        check(err == ("interrupted", sqlite3.SQLITE_INTERRUPT) and late < 0.5,
+              f"interrupt stops {name} within 0.5 s", f"{late:.3f} s after the interrupt: {err}")
+    # the path table: a call interrupted inside the transaction it opened cannot
+    # roll it back (SQLite refuses every statement on an interrupted connection
+    # until the statement ends); the message says so exactly when it is open
+    for after in (0.2, 1.0):
+        late, err = interrupted(con, N, (J(n_actions=2, path="gp", **SB),), after)
+        still_open = "still open" in (err or ("",))[0]
+        check(err is not None and err[0].startswith("interrupted") and err[1] == sqlite3.SQLITE_INTERRUPT
+              and late < 0.5, f"interrupt stops dp_q_noise with a path table (after {after} s) within 0.5 s",
+              f"{late:.3f} s: {err}")
+        check(con.in_transaction == still_open, f"the message says whether the transaction is left open "
+              f"(after {after} s)", f"{err}, in_transaction {con.in_transaction}")
+        if con.in_transaction:
+            con.execute("ROLLBACK")
+        check(con.execute("SELECT count(*) FROM sqlite_schema WHERE name LIKE 'gp%'").fetchone() == (0,),
+              f"nothing of the interrupted call is kept (after {after} s)")
+    # a progress handler that asks to stop is heard the same way
+    import time
+    deadline = [time.monotonic() + 0.2]
+    con.set_progress_handler(lambda: time.monotonic() > deadline[0], 100)
+    t0 = time.monotonic()
+    err = sql_error(con, L, (J(T=2000000, sigma=0.5, beta=2, **base), 2))
+    check(err == "interrupted" and time.monotonic() - t0 < 0.7,
+          "a progress handler returning nonzero stops dp_q_learn within 0.5 s", err)
+    deadline[0] = time.monotonic() + 0.2
+    t0 = time.monotonic()
+    err = sql_error(con, N, (J(n_actions=2, **SB),))
+    check(err == "interrupted" and time.monotonic() - t0 < 0.7,
+          "a progress handler returning nonzero stops dp_q_noise within 0.5 s", err)
+    con.set_progress_handler(None, 0)
+    con.close()
+
+
 if __name__ == "__main__":
     run([test_calibrate_proof, test_calibrate_gdp_and_paper, test_calibrate_never_below_gdp,
          test_sigma_underflow, test_calibrate_from_approximator,
          test_calibrate_refusals, test_noise_basics, test_noise_rounds_q_to_grid, test_noise_covariance,
          test_noise_path_table, test_noise_path_refusals, test_noise_failed_commit,
          test_noise_path_triggers, test_noise_errors, test_learn_noise_free,
-         test_learn_private, test_learn_theta_attack, test_learn_more, test_learn_errors])
+         test_learn_private, test_learn_theta_attack, test_learn_more, test_learn_errors,
+         test_interrupts])
