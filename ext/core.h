@@ -60,6 +60,12 @@ void dprl_buf_printf(dprl_buf *b, const char *fmt, ...)
     ;
 void dprl_buf_free(dprl_buf *b);
 
+/* The largest single allocation SQLite's allocator grants (sqlite3_malloc64
+** refuses 0x7fffff00 bytes and more): size limits of the SQL functions
+** are derived from it, so that an input too large fails with a message
+** naming the limit before anything is allocated, not with "out of memory". */
+#define DPRL_MAX_ALLOC ((size_t)0x7fffff00)
+
 /* Grow n parallel arrays (element sizes sizes[i]) to nc elements each.
 ** On failure the arrays already grown stay grown (harmless: the caller
 ** keeps its old capacity) and DPRL_ENOMEM is returned. */

@@ -406,6 +406,10 @@ int dprl_q_learn(const dprl_q_learn_opts *o, const dprl_q_transitions *d,
   ** stored points), presampling ~ 2n log2(2n): take the cheaper. */
   r.presample = o->sigma > 0 && (double)o->B * (double)period * (double)period >=
                                     2.0 * (double)d->n * log2(2.0 * d->n + 2);
+  /* An incremental path holds up to 2B points a step for a whole period,
+  ** 16 bytes each in one allocation: beyond that, presample (2n points). */
+  if (o->sigma > 0 && 32.0 * (double)o->B * (double)period > (double)DPRL_MAX_ALLOC)
+    r.presample = 1;
   memset(theta, 0, (size_t)o->m * (size_t)o->feat.K * sizeof *theta);
   int rc = qrun_init(&r, err);
   for (int64_t j = 0; rc == DPRL_OK && j < nb; j++) {

@@ -21,15 +21,29 @@ const char *const dprl_q_reuse_note =
     "J < T/B reuses a noise path over several batches; the accountant composes T/B "
     "batches with a fresh path each, so this run is not covered";
 
+/* An integer option in [lo, hi], the bounds printed as integers
+** ("must be in [1, 1000000000]", never "1e+09"). */
+static int opt_count(const dprl_options *o, const char *key, int required, int64_t dflt,
+                     int64_t lo, int64_t hi, int64_t *out) {
+  int64_t v;
+  int rc = dprl_opt_int(o, key, required, dflt, DPRL_ANY, &v);
+  if (rc) return rc;
+  if (dprl_opt_has(o, key) && (v < lo || v > hi))
+    return dprl_fail(o->err, DPRL_EINVAL, "%s: option %s must be in [%lld, %lld], got %lld",
+                     o->fn, key, (long long)lo, (long long)hi, (long long)v);
+  *out = v;
+  return DPRL_OK;
+}
+
 /* ---- calibration inputs (shared by the three functions) ---------------- */
 
 int dprl_q_read_schedule(const dprl_options *o, dprl_q_cal *c) {
-  int rc = dprl_opt_int(o, "T", 1, 0, DPRL_CLOSED(1, 1e9), &c->T);
-  if (!rc) rc = dprl_opt_int(o, "B", 1, 0, DPRL_CLOSED(1, 1e9), &c->B);
+  int rc = opt_count(o, "T", 1, 0, 1, DPRL_Q_MAX_STEPS, &c->T);
+  if (!rc) rc = opt_count(o, "B", 1, 0, 1, DPRL_Q_MAX_STEPS, &c->B);
   if (!rc && c->B > c->T)
     return dprl_fail(o->err, DPRL_EINVAL, "%s: option B must be <= T = %lld, got %lld",
                      o->fn, (long long)c->T, (long long)c->B);
-  if (!rc) rc = dprl_opt_int(o, "J", 0, c->T / c->B, DPRL_CLOSED(1, 1e9), &c->J);
+  if (!rc) rc = opt_count(o, "J", 0, c->T / c->B, 1, DPRL_Q_MAX_STEPS, &c->J);
   return rc;
 }
 
@@ -37,7 +51,7 @@ int dprl_q_read_approximator(const dprl_options *o, int K_required, dprl_q_cal *
   int kind = 0;
   int64_t K = 21;
   int rc = dprl_opt_choice(o, "features", dprl_q_feature_names, 0, &kind);
-  if (!rc) rc = dprl_opt_int(o, "K", K_required, 21, DPRL_CLOSED(2, DPRL_Q_MAX_K), &K);
+  if (!rc) rc = opt_count(o, "K", K_required, 21, 2, DPRL_Q_MAX_K, &K);
   if (!rc) rc = dprl_opt_number(o, "rmin", 0, 0, DPRL_ANY, &c->rmin);
   if (!rc) rc = dprl_opt_number(o, "rmax", 0, 1, DPRL_ANY, &c->rmax);
   if (!rc && !(c->rmax > c->rmin)) {
@@ -248,8 +262,7 @@ int dprl_q_noise_options(const char *text, size_t len, dprl_q_noise_cfg *c, dprl
   memset(c, 0, sizeof *c);
   int rc = dprl_options_open(&o, "dp_q_noise", text, len, noise_keys, err);
   if (!rc)
-    rc = dprl_opt_int(&o, "n_actions", 1, 0, DPRL_CLOSED(1, DPRL_Q_NOISE_MAX_ACTIONS),
-                      &c->n_actions);
+    rc = opt_count(&o, "n_actions", 1, 0, 1, DPRL_Q_NOISE_MAX_ACTIONS, &c->n_actions);
   if (!rc) rc = dprl_q_read_interval(&o, &c->lo, &c->hi);
   if (!rc) rc = dprl_opt_seed(&o, &c->has_seed, &c->seed);
   if (!rc) rc = read_path(&o, c);
@@ -303,17 +316,44 @@ static int learn_calibrated(const dprl_options *o, int64_t m, dprl_q_learn_cfg *
   return DPRL_OK;
 }
 
-int dprl_q_learn_options(const char *text, size_t len, dprl_q_learn_cfg *c, dprl_error *err) {
+/* What dp_q_learn holds and returns must fit: n_actions * K numbers in
+** the result, n_actions * B noise values (8 bytes) and 2B path queries
+** (16 bytes) of a batch each in one allocation. */
+static int learn_sizes(const dprl_options *o, int64_t m, int64_t K, int64_t B,
+                       int64_t max_result) {
+  int64_t bytes = max_result < DPRL_Q_MAX_RESULT ? max_result : DPRL_Q_MAX_RESULT;
+  int64_t K_max = (bytes - DPRL_Q_RESULT_FIXED - 3 * m) / (DPRL_Q_BYTES_PER_NUMBER * m);
+  int64_t B_max = (int64_t)(DPRL_MAX_ALLOC / (8 * (size_t)(m > 4 ? m : 4)));
+  if (K > K_max)
+    return dprl_fail(o->err, DPRL_EINVAL,
+                     "%s: option K must be <= %lld with n_actions = %lld (the result holds "
+                     "n_actions * K numbers of up to %d bytes, within %lld bytes: SQLite's "
+                     "length limit), got %lld",
+                     o->fn, (long long)K_max, (long long)m, DPRL_Q_BYTES_PER_NUMBER,
+                     (long long)bytes, (long long)K);
+  if (B > B_max)
+    return dprl_fail(o->err, DPRL_EINVAL,
+                     "%s: option B must be <= %lld with n_actions = %lld (a batch keeps "
+                     "n_actions * B noise values of 8 bytes, and 2B queries of 16 bytes, each "
+                     "in one allocation of at most %lld bytes), got %lld",
+                     o->fn, (long long)B_max, (long long)m, (long long)DPRL_MAX_ALLOC,
+                     (long long)B);
+  return DPRL_OK;
+}
+
+int dprl_q_learn_options(const char *text, size_t len, int64_t max_result, dprl_q_learn_cfg *c,
+                         dprl_error *err) {
   dprl_options o;
   int64_t m = 0;
   memset(c, 0, sizeof *c);
   int rc = dprl_options_open(&o, "dp_q_learn", text, len, learn_keys, err);
-  if (!rc) rc = dprl_opt_int(&o, "n_actions", 1, 0, DPRL_CLOSED(1, DPRL_Q_LEARN_MAX_ACTIONS), &m);
+  if (!rc) rc = opt_count(&o, "n_actions", 1, 0, 1, DPRL_Q_LEARN_MAX_ACTIONS, &m);
   if (!rc) rc = dprl_opt_number(&o, "gamma", 1, 0, DPRL_CLOSED_OPEN(0, 1), &c->lo.gamma);
   if (!rc) rc = dprl_q_read_interval(&o, &c->cal.feat.lo, &c->cal.feat.hi);
   if (!rc) rc = dprl_q_read_approximator(&o, 0, &c->cal);
   if (!rc) rc = dprl_opt_seed(&o, &c->has_seed, &c->seed);
   if (!rc) rc = dprl_opt_has(&o, "sigma") ? learn_explicit(&o, c) : learn_calibrated(&o, m, c);
+  if (!rc) rc = learn_sizes(&o, m, c->cal.feat.K, c->cal.B, max_result);
   dprl_options_close(&o);
   c->lo.feat = c->cal.feat;
   c->lo.m = (int)m;

@@ -22,9 +22,35 @@
 #include "q_calibrate.h"
 #include "q_learn.h"
 
+/* ---- size limits ------------------------------------------------------------
+** Checked when the options (or the rows) are read, before anything of
+** that size is allocated; each message names the option, its value and
+** the limit.  Memory limits come from DPRL_MAX_ALLOC (core.h), the
+** largest single allocation. */
 #define DPRL_Q_MAX_K 100000           /* features per action */
+#define DPRL_Q_MAX_STEPS 1000000000   /* T, and J */
 #define DPRL_Q_NOISE_MAX_ACTIONS 1000000
 #define DPRL_Q_LEARN_MAX_ACTIONS 1024
+/* dp_q_learn's result holds n_actions * K numbers of at most 24 characters
+** (-1.2345678901234567e-308) and a comma each, 3 bytes per action, and at
+** most DPRL_Q_RESULT_FIXED bytes more; it must fit in SQLite's length
+** limit and in a buffer of one allocation (doubling from 256 bytes: at
+** most 2^30 bytes, so 2^30 - 1 characters). */
+#define DPRL_Q_BYTES_PER_NUMBER 25
+#define DPRL_Q_RESULT_FIXED 4096
+#define DPRL_Q_MAX_RESULT 1073741823
+/* dp_q_learn keeps the transitions (4 arrays of 8 bytes each) and, when it
+** presamples the paths, sorts 2 states per transition (16 bytes each with
+** their index, and as many in the merged path): 32 bytes a transition in
+** one allocation. */
+#define DPRL_Q_MAX_TRANSITIONS (DPRL_MAX_ALLOC / 32)
+/* dp_q_noise returns its rows through sql_tvf.c's buffer, 32 bytes a row
+** (4 columns of 8) in one allocation whose capacity doubles from 256 rows:
+** 2^25 rows need 2^30 bytes; 2^25 + 1 would need 2^31. */
+#define DPRL_Q_NOISE_MAX_POINTS ((size_t)1 << 25)
+/* Stored points of one action that dp_q_noise loads (16 bytes each, merged
+** with up to DPRL_Q_NOISE_MAX_POINTS new ones in one allocation). */
+#define DPRL_Q_PATH_MAX_POINTS ((size_t)1 << 26)
 
 /* "tent", "rbf" (indexed by dprl_qfeat_kind), NULL-ended. */
 extern const char *const dprl_q_feature_names[];
@@ -101,7 +127,9 @@ typedef struct dprl_q_learn_cfg {
   uint64_t seed;
 } dprl_q_learn_cfg;
 
-int dprl_q_learn_options(const char *text, size_t len, dprl_q_learn_cfg *c,
-                         dprl_error *err);
+/* max_result: the longest text SQLite accepts as the result (its
+** SQLITE_LIMIT_LENGTH); n_actions * K must fit in it. */
+int dprl_q_learn_options(const char *text, size_t len, int64_t max_result,
+                         dprl_q_learn_cfg *c, dprl_error *err);
 
 #endif

@@ -37,8 +37,15 @@ static void ql_agg_free(ql_agg *g) {
 }
 
 static int ql_push(ql_agg *g, double s, int64_t a, double r, double sn, dprl_error *err) {
+  if (g->n == DPRL_Q_MAX_TRANSITIONS)
+    return dprl_fail(err, DPRL_EINVAL,
+                     "too many transitions: at most %zu fit (presampling sorts 2 states a "
+                     "transition, 32 bytes with their index and path value, in one allocation "
+                     "of at most %zu bytes)",
+                     (size_t)DPRL_Q_MAX_TRANSITIONS, DPRL_MAX_ALLOC);
   if (g->n == g->cap) {
     size_t nc = g->cap ? 2 * g->cap : 1024;
+    if (nc > DPRL_Q_MAX_TRANSITIONS) nc = DPRL_Q_MAX_TRANSITIONS;
     void **arrays[] = {(void **)&g->s, (void **)&g->r, (void **)&g->sn, (void **)&g->a};
     const size_t sizes[] = {sizeof *g->s, sizeof *g->r, sizeof *g->sn, sizeof *g->a};
     if (dprl_grow_parallel(nc, 4, arrays, sizes, err)) return DPRL_ENOMEM;
@@ -69,12 +76,14 @@ static int ql_row(ql_agg *g, sqlite3_value **argv, dprl_error *err) {
 }
 
 /* The first row: the aggregate's state, its options read and pinned. */
-static int ql_start(ql_agg **slot, sqlite3_value *options, dprl_error *err) {
+static int ql_start(ql_agg **slot, sqlite3_value *options, int64_t max_result,
+                    dprl_error *err) {
   const char *text = (const char *)sqlite3_value_text(options);
   ql_agg *g = *slot = sqlite3_malloc(sizeof *g);
   if (!g) return dprl_nomem(err);
   memset(g, 0, sizeof *g);
-  int rc = dprl_q_learn_options(text, (size_t)sqlite3_value_bytes(options), &g->cfg, err);
+  int rc = dprl_q_learn_options(text, (size_t)sqlite3_value_bytes(options), max_result,
+                                &g->cfg, err);
   if (!rc) rc = dprl_sql_pin_options(&g->options, options, err);
   return rc;
 }
@@ -93,7 +102,9 @@ static void learn_step(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     return;
   }
   int rc = *slot ? dprl_sql_same_options(&(*slot)->options, argv[4], &err)
-                 : ql_start(slot, argv[4], &err);
+                 : ql_start(slot, argv[4],
+                            sqlite3_limit(sqlite3_context_db_handle(ctx), SQLITE_LIMIT_LENGTH, -1),
+                            &err);
   if (!rc) {
     rc = ql_row(*slot, argv, &err);
     dprl_error_at_row(&err, "the transitions", (*slot)->n + 1);

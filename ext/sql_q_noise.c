@@ -33,6 +33,11 @@ static void qn_points_free(qn_points *p) {
 }
 
 static int qn_points_push(qn_points *p, double s, int64_t a, double q, dprl_error *err) {
+  if (p->n == DPRL_Q_NOISE_MAX_POINTS)
+    return dprl_fail(err, DPRL_EINVAL,
+                     "points_sql returned more rows than one call can hold, %zu (its output, "
+                     "32 bytes a row, must fit in one allocation of at most %zu bytes)",
+                     DPRL_Q_NOISE_MAX_POINTS, DPRL_MAX_ALLOC);
   if (p->n == p->cap) {
     size_t nc = p->cap ? 2 * p->cap : 1024;
     void **arrays[] = {(void **)&p->s, (void **)&p->q, (void **)&p->a};

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "json.h"
+#include "q_options.h"
 
 /* Called before any write: refused when the SAVEPOINT could not be opened
 ** (the calling statement writes itself, e.g. CREATE TABLE ... AS SELECT). */
@@ -341,6 +342,14 @@ static int read_rows(dprl_q_store *st, int64_t a, dprl_gp_point **out, size_t *n
   sqlite3_bind_int64(st->load, 1, a);
   while (!rc && (step = sqlite3_step(st->load)) == SQLITE_ROW) {
     if ((rc = check_row(st, a, err))) break;
+    if (n == DPRL_Q_PATH_MAX_POINTS) {
+      rc = dprl_fail(err, DPRL_EINVAL,
+                     "path table \"%s\" holds more than %zu points of action %lld, the most "
+                     "one call loads for an action (16 bytes each, with this call's new points, "
+                     "in one allocation of at most %zu bytes)",
+                     st->name, DPRL_Q_PATH_MAX_POINTS, (long long)a, DPRL_MAX_ALLOC);
+      break;
+    }
     if (n == cap) {
       size_t nc = cap ? 2 * cap : 256;
       void **arrays[] = {(void **)&v};
@@ -454,27 +463,33 @@ int dprl_q_store_begin(dprl_q_store *st, sqlite3 *db, const char *name,
 ** is left as it was found.  A transaction our SAVEPOINT opened is rolled
 ** back whole (a failed commit leaves it open, and later autocommit writes
 ** would then be lost on close); inside the caller's transaction, ROLLBACK
-** TO and RELEASE (which cannot commit there). */
+** TO and RELEASE (which cannot commit there).  SQLite itself may have
+** rolled back the whole transaction already (an INSERT interrupted, a
+** full disk); and on an interrupted connection no statement runs, so the
+** message then says what is left to do. */
 static void undo_savepoint(dprl_q_store *st, dprl_error *err) {
-  int ok;
-  if (st->outermost && !sqlite3_get_autocommit(st->db))
-    ok = sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL) == SQLITE_OK;
-  else
-    ok = sqlite3_exec(st->db, "ROLLBACK TO dprl_q_noise", NULL, NULL, NULL) == SQLITE_OK &&
-         sqlite3_exec(st->db, "RELEASE dprl_q_noise", NULL, NULL, NULL) == SQLITE_OK;
-  const char *tail = NULL;
-  if (ok) return;
-  if (err->code == DPRL_EINVAL) /* say so: the caller must roll back */
+  sqlite3 *db = st->db;
+  const char *tail;
+  if (sqlite3_get_autocommit(db))
+    tail = st->outermost ? NULL : "; SQLite rolled back your whole transaction";
+  else if (st->outermost ? sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL) == SQLITE_OK
+                         : sqlite3_exec(db, "ROLLBACK TO dprl_q_noise", NULL, NULL, NULL) ==
+                                   SQLITE_OK &&
+                               sqlite3_exec(db, "RELEASE dprl_q_noise", NULL, NULL, NULL) ==
+                                   SQLITE_OK)
+    return;
+  else if (err->code != DPRL_EINTR)
     tail = "; undoing it failed too: roll back the transaction";
-  else if (err->code == DPRL_EINTR)
-    tail = st->outermost
-               ? "; the transaction dp_q_noise opened for its path table is still open "
-                 "(SQLite runs no statement, ROLLBACK included, on an interrupted "
-                 "connection until the interrupted one ends): run ROLLBACK"
-               : "; dp_q_noise could not roll back its savepoint in your transaction "
-                 "(SQLite runs no statement on an interrupted connection until the "
-                 "interrupted one ends): run ROLLBACK TO dprl_q_noise, or roll back";
-  if (tail && strlen(err->msg) + strlen(tail) < sizeof err->msg) strcat(err->msg, tail);
+  else if (st->outermost)
+    tail = "; the transaction dp_q_noise opened for its path table is still open (SQLite runs "
+           "no statement, ROLLBACK included, on an interrupted connection until the "
+           "interrupted one ends): run ROLLBACK";
+  else
+    tail = "; dp_q_noise could not roll back its savepoint in your transaction (SQLite runs "
+           "no statement on an interrupted connection until the interrupted one ends): run "
+           "ROLLBACK TO dprl_q_noise, or roll back";
+  if (tail && err->code != DPRL_ENOMEM && strlen(err->msg) + strlen(tail) < sizeof err->msg)
+    strcat(err->msg, tail);
 }
 
 int dprl_q_store_end(dprl_q_store *st, int rc, dprl_error *err) {

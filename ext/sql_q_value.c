@@ -56,8 +56,14 @@ static int model_features(const dprl_json *f, q_model *q, dprl_error *err) {
   if ((rc = model_number(f, "K", &K, err)) || (rc = model_number(f, "lo", &q->feat.lo, err)) ||
       (rc = model_number(f, "hi", &q->feat.hi, err)))
     return rc;
+  if (!(K >= 2 && K <= DPRL_Q_MAX_K && K == floor(K))) {
+    char what[96], got[32];
+    snprintf(what, sizeof what, "features.K must be an integer in [2, %d], got %s", DPRL_Q_MAX_K,
+             dprl_json_num(K, got, sizeof got));
+    return model_bad(err, what);
+  }
   q->feat.kind = strcmp(kind->str, "rbf") ? DPRL_QFEAT_TENT : DPRL_QFEAT_RBF;
-  q->feat.K = K >= 2 && K <= DPRL_Q_MAX_K && K == floor(K) ? (int)K : 0;
+  q->feat.K = (int)K;
   dprl_error ferr = {0};
   if (dprl_q_features_check(&q->feat, &ferr)) return model_bad(err, ferr.msg);
   return DPRL_OK;

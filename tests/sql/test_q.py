@@ -261,7 +261,7 @@ def test_calibrate_refusals():
         ({k_: v for k_, v in WORKED.items() if k_ != "k"}, "dp_q_calibrate: option k is required"),
         (dict(WORKED, T=2.5), "dp_q_calibrate: option T must be an integer, got 2.5"),
         (dict(WORKED, B=10000), "dp_q_calibrate: option B must be <= T = 6400, got 10000"),
-        (dict(WORKED, J=0), "dp_q_calibrate: option J must be in [1, 1e+09], got 0"),
+        (dict(WORKED, J=0), "dp_q_calibrate: option J must be in [1, 1000000000], got 0"),
         (dict(WORKED, lr=-1), "dp_q_calibrate: option lr must be > 0, got -1"),
         (dict(WORKED, L=0), "dp_q_calibrate: option L must be > 0, got 0"),
         (dict(WORKED, accountant="rdp"),
@@ -633,7 +633,7 @@ def test_noise_errors():
         (src, dict(o, beta=0), "dp_q_noise: option beta must be > 0, got 0"),
         (src, {"n_actions": 2, "sigma": 0.5}, "dp_q_noise: option beta is required"),
         (src, {"sigma": 0.5, "beta": 2}, "dp_q_noise: option n_actions is required"),
-        (src, dict(o, n_actions=0), "dp_q_noise: option n_actions must be in [1, 1e+06], got 0"),
+        (src, dict(o, n_actions=0), "dp_q_noise: option n_actions must be in [1, 1000000], got 0"),
         (src, {"n_actions": 2, "beta": 2},
          "dp_q_noise: option beta goes with sigma; without sigma both come from the calibration inputs"),
         (src, {"n_actions": 2}, "dp_q_noise: option epsilon is required"),
@@ -1019,6 +1019,63 @@ def test_learn_errors():
         check_error(con, "SELECT dp_q_value(?, ?, ?)", msg, "refused: " + msg, args)
 
 
+def test_limits():
+    """Robustness issue item 3: sizes that cannot be served were accepted
+    (n_actions * K numbers beyond SQLite's length limit failed only after
+    the whole computation; n_actions * B noise values beyond one allocation
+    ran out of memory).  Each is refused when the options are read, naming
+    the option, its value and the limit as an integer."""
+    con = connect()
+    transitions(con, make_data(2, 3))
+    base = dict(n_actions=2, gamma=GAMMA, lr=0.1, T=64, B=64, sigma=0, seed=1)
+    check_error(con, LEARN, "dp_q_learn: option T must be in [1, 1000000000], got 2000000000",
+                "T beyond 10^9: the bound printed as an integer", (J(**dict(base, T=2 * 10 ** 9)),))
+    check_error(con, "SELECT dp_q_calibrate(?)", "dp_q_calibrate: option B must be in [1, 1000000000], "
+                "got 0", "B = 0 refused, integer bounds", (J(**dict(WORKED, B=0)),))
+    # the result: n_actions * K numbers of up to 25 bytes (24 characters, the
+    # longest shortest-round-trip double, and a comma), 3 bytes per action
+    # and 4096 bytes of the rest must fit in SQLITE_LIMIT_LENGTH
+    longest = repr(-2.2250738585072014e-308)
+    check(len(longest) == 24 and float(longest) == -2.2250738585072014e-308,
+          "precondition: the longest number is 24 characters")
+    limit = con.getlimit(sqlite3.SQLITE_LIMIT_LENGTH)
+    kmax = (limit - 4096 - 3 * 1024) // (25 * 1024)
+    check_error(con, LEARN, f"dp_q_learn: option K must be <= {kmax} with n_actions = 1024 (the result "
+                f"holds n_actions * K numbers of up to 25 bytes, within {limit} bytes: SQLite's length "
+                "limit), got 100000", "n_actions * K beyond the length limit refused before any work",
+                (J(**dict(base, n_actions=1024, K=100000)),))
+    con.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, 100000)
+    kmax = (100000 - 4096 - 3 * 2) // (25 * 2)
+    check(kmax == 1917, "precondition: K = 1917 is the most for n_actions = 2 within 100000 bytes")
+    p = dict(n_actions=2, gamma=GAMMA, lr=0.1, T=640, B=64, k=1e6, epsilon=1, delta=1e-5)
+    check_error(con, LEARN, "dp_q_learn: option K must be <= 1917 with n_actions = 2 (the result holds "
+                "n_actions * K numbers of up to 25 bytes, within 100000 bytes: SQLite's length limit), "
+                "got 1918", "K one above the limit SQLite set on the connection: refused",
+                (J(K=1918, **p),))
+    out = con.execute(LEARN, (J(K=1917, **p),)).fetchone()[0]
+    check(len(out) <= 100000 and len(json.loads(out)["theta"][1]) == 1917,
+          "K at the limit: the private result (noisy theta) fits", len(out))
+    con.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, limit)
+    # a batch: n_actions * B noise values of 8 bytes in one allocation of at
+    # most 0x7fffff00 bytes (SQLite's largest)
+    bmax = 0x7fffff00 // (8 * 1024)
+    check_error(con, LEARN, f"dp_q_learn: option B must be <= {bmax} with n_actions = 1024 (a batch keeps "
+                "n_actions * B noise values of 8 bytes, and 2B queries of 16 bytes, each in one allocation "
+                f"of at most 2147483392 bytes), got {bmax + 1}", "n_actions * B beyond one allocation refused",
+                (J(**dict(base, n_actions=1024, T=bmax + 1, B=bmax + 1)),))
+    bmax = 0x7fffff00 // 32
+    check_error(con, LEARN, f"dp_q_learn: option B must be <= {bmax} with n_actions = 1 (a batch keeps "
+                "n_actions * B noise values of 8 bytes, and 2B queries of 16 bytes, each in one allocation "
+                f"of at most 2147483392 bytes), got 1000000000",
+                "B beyond one allocation of queries refused (one action)",
+                (J(**dict(base, n_actions=1, T=10 ** 9, B=10 ** 9)),))
+    # dp_q_value said "got 0" for a K that is not an integer
+    model = J(features={"kind": "tent", "K": 2.5, "lo": 0, "hi": 1}, theta=[[1, 2, 3]])
+    check_error(con, "SELECT dp_q_value(?, 0.5, 0)", "dp_q_value: model must be a result of dp_q_learn: "
+                "features.K must be an integer in [2, 100000], got 2.5", "model K = 2.5: the value named",
+                (model,))
+
+
 # ---- interrupts ----------------------------------------------------------------
 
 def interrupted(con, sql, args, after=0.2):
@@ -1114,4 +1171,4 @@ if __name__ == "__main__":
          test_noise_path_table, test_noise_path_refusals, test_noise_failed_commit,
          test_noise_path_triggers, test_noise_errors, test_learn_noise_free,
          test_learn_private, test_learn_theta_attack, test_learn_more, test_learn_errors,
-         test_interrupts])
+         test_limits, test_interrupts])
