@@ -70,33 +70,37 @@ static int read_point(sqlite3_value **v, const dprl_q_noise_cfg *c, double *s, i
   return DPRL_OK;
 }
 
-/* The caller's query stopped by sqlite3_interrupt() or the progress
-** handler: SQLITE_INTERRUPT, "interrupted", as for every other loop. */
-static int query_interrupted(sqlite3 *db, int rc, char **pzErr) {
-  if (rc == SQLITE_ROW || rc == SQLITE_DONE || sqlite3_errcode(db) != SQLITE_INTERRUPT) return rc;
-  dprl_error e = {DPRL_EINTR, "interrupted"};
-  return dprl_sql_vtab_error(pzErr, "dp_q_noise", &e);
+/* A failure of the caller's query (dprl_query_* report through *pzErr)
+** as a dprl_error: stopped by sqlite3_interrupt() or the progress
+** handler, it is DPRL_EINTR "interrupted", as for every other loop. */
+static int query_failed(sqlite3 *db, int rc, char **pzErr, dprl_error *err) {
+  if (rc == SQLITE_NOMEM) dprl_nomem(err);
+  else if (sqlite3_errcode(db) == SQLITE_INTERRUPT) dprl_fail(err, DPRL_EINTR, "interrupted");
+  else dprl_fail(err, DPRL_EINVAL, "%s", *pzErr ? *pzErr : sqlite3_errmsg(db));
+  sqlite3_free(*pzErr);
+  *pzErr = NULL;
+  return err->code;
 }
 
 static int read_points(sqlite3 *db, sqlite3_value *sql, const dprl_q_noise_cfg *c,
-                       qn_points *p, dprl_error *err, char **pzErr) {
+                       qn_points *p, dprl_error *err) {
   dprl_query q;
-  int rc = dprl_query_open(&q, db, "points_sql", sql, 3, "dp_q_noise", pzErr);
-  if (rc) return query_interrupted(db, rc, pzErr);
-  while ((rc = query_interrupted(db, dprl_query_step(&q, "dp_q_noise", pzErr), pzErr)) ==
-         SQLITE_ROW) {
+  char *qerr = NULL;
+  int rc = dprl_query_open(&q, db, "points_sql", sql, 3, "dp_q_noise", &qerr);
+  if (rc) return query_failed(db, rc, &qerr, err);
+  while ((rc = dprl_query_step(&q, "dp_q_noise", &qerr)) == SQLITE_ROW) {
     sqlite3_value *row[3];
     for (int i = 0; i < 3; i++) row[i] = sqlite3_column_value(q.stmt, i);
     double s, qv;
     int64_t a;
     if (read_point(row, c, &s, &a, &qv, err) || qn_points_push(p, s, a, qv, err)) {
       dprl_error_at_row(err, "points_sql", p->n + 1);
-      rc = dprl_sql_vtab_error(pzErr, "dp_q_noise", err);
       break;
     }
   }
+  if (rc != SQLITE_ROW && rc != SQLITE_DONE) query_failed(db, rc, &qerr, err);
   dprl_query_close(&q);
-  return rc == SQLITE_DONE ? SQLITE_OK : rc;
+  return err->code;
 }
 
 /* ---- sampling ---------------------------------------------------------------- */
@@ -200,16 +204,6 @@ static int noise_sample(const dprl_q_noise_cfg *c, const qn_points *p, dprl_q_st
   return rc;
 }
 
-/* The same with the path kept in the table c->path, atomically. */
-static int noise_sample_stored(sqlite3 *db, const dprl_q_noise_cfg *c, const qn_points *p,
-                               dprl_cancel *cancel, double *vals, dprl_error *err) {
-  dprl_q_path_params pp = {c->sigma, c->beta, c->lo, c->hi, c->grid, c->has_seed};
-  dprl_q_store st;
-  int rc = dprl_q_store_begin(&st, db, c->path, &pp, cancel, err);
-  if (!rc) rc = noise_sample(c, p, &st, cancel, vals, err);
-  return dprl_q_store_end(&st, rc, err);
-}
-
 /* q on the public grid, then the grid-valued noise: nothing of q's low
 ** bits survives (ALGORITHMS.md section 6). */
 static int noise_rows(const dprl_q_noise_cfg *c, const qn_points *p, const double *vals,
@@ -217,7 +211,7 @@ static int noise_rows(const dprl_q_noise_cfg *c, const qn_points *p, const doubl
   for (size_t i = 0; i < p->n; i++) {
     if (dprl_cancel_poll(cancel, 20, err)) return err->code;
     double qr = c->grid * (double)llround(p->q[i] / c->grid);
-    if (dprl_rows_add(out)) return SQLITE_NOMEM;
+    if (dprl_rows_add(out)) return dprl_nomem(err);
     dprl_rows_double(out, 0, p->s[i]);
     dprl_rows_int(out, 1, p->a[i]);
     dprl_rows_double(out, 2, p->q[i]);
@@ -226,35 +220,40 @@ static int noise_rows(const dprl_q_noise_cfg *c, const qn_points *p, const doubl
   return DPRL_OK;
 }
 
+/* The points, their noise (kept in the path table, if any, atomically:
+** the store's transaction holds everything from before the points are
+** read to the rows), the rows. */
+static int noise_run(sqlite3 *db, sqlite3_value *sql, const dprl_q_noise_cfg *c,
+                     dprl_cancel *cancel, dprl_rows *out, dprl_error *err) {
+  dprl_q_path_params pp = {c->sigma, c->beta, c->lo, c->hi, c->grid, c->has_seed};
+  dprl_q_store st;
+  qn_points p = {0};
+  double *vals = NULL;
+  int rc = c->path ? dprl_q_store_begin(&st, db, c->path, &pp, cancel, err) : DPRL_OK;
+  if (!rc) rc = read_points(db, sql, c, &p, err);
+  if (!rc && !(vals = dprl_calloc(p.n ? p.n : 1, sizeof *vals))) rc = dprl_nomem(err);
+  if (!rc) rc = noise_sample(c, &p, c->path ? &st : NULL, cancel, vals, err);
+  if (c->path) rc = dprl_q_store_end(&st, rc, err);
+  if (!rc) rc = noise_rows(c, &p, vals, out, cancel, err);
+  dprl_free(vals);
+  qn_points_free(&p);
+  return rc;
+}
+
 static int noise_compute(sqlite3 *db, sqlite3_value **args, dprl_rows *out, char **pzErr) {
   dprl_error err = {0};
   dprl_q_noise_cfg c;
-  qn_points p = {0};
-  double *vals = NULL;
+  dprl_sql_cancel cancel;
   const char *text = (const char *)sqlite3_value_text(args[1]);
   if (!text && sqlite3_value_type(args[1]) != SQLITE_NULL) return SQLITE_NOMEM;
   int rc = dprl_q_noise_options(text, (size_t)sqlite3_value_bytes(args[1]), &c, &err);
-  if (rc) {
-    dprl_q_noise_cfg_free(&c);
-    return dprl_sql_vtab_error(pzErr, "dp_q_noise", &err);
+  if (!rc && !(rc = dprl_sql_cancel_open(&cancel, db, &err))) {
+    rc = noise_run(db, args[0], &c, &cancel.base, out, &err);
+    dprl_sql_cancel_close(&cancel);
   }
-  dprl_sql_cancel cancel;
-  if (dprl_sql_cancel_open(&cancel, db, &err)) {
-    dprl_q_noise_cfg_free(&c);
-    return dprl_sql_vtab_error(pzErr, "dp_q_noise", &err);
-  }
-  rc = read_points(db, args[0], &c, &p, &err, pzErr);
-  if (!rc && !(vals = dprl_calloc(p.n ? p.n : 1, sizeof *vals))) rc = SQLITE_NOMEM;
-  if (!rc && (c.path ? noise_sample_stored(db, &c, &p, &cancel.base, vals, &err)
-                     : noise_sample(&c, &p, NULL, &cancel.base, vals, &err)))
-    rc = dprl_sql_vtab_error(pzErr, "dp_q_noise", &err);
-  if (!rc && noise_rows(&c, &p, vals, out, &cancel.base, &err))
-    rc = dprl_sql_vtab_error(pzErr, "dp_q_noise", &err);
-  dprl_sql_cancel_close(&cancel);
-  dprl_free(vals);
-  qn_points_free(&p);
   dprl_q_noise_cfg_free(&c);
-  return rc;
+  if (rc == DPRL_ENOMEM || (!rc && out->oom)) return SQLITE_NOMEM;
+  return rc ? dprl_sql_vtab_error(pzErr, "dp_q_noise", &err) : SQLITE_OK;
 }
 
 static const char *const noise_args[] = {"points_sql", "options"};

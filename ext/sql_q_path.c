@@ -19,7 +19,7 @@
 
 /* Called before any write: refused when the SAVEPOINT could not be opened
 ** (the calling statement writes itself, e.g. CREATE TABLE ... AS SELECT). */
-static int may_write(dprl_q_store *st, dprl_error *err) {
+int dprl_q_path_may_write(dprl_q_store *st, dprl_error *err) {
   if (st->writable) return DPRL_OK;
   return dprl_fail(err, DPRL_EINVAL,
                    "path table \"%s\": cannot store new noise from inside a statement that "
@@ -28,7 +28,7 @@ static int may_write(dprl_q_store *st, dprl_error *err) {
                    st->name, st->why);
 }
 
-static int db_fail(dprl_q_store *st, const char *what, dprl_error *err) {
+int dprl_q_path_db_fail(dprl_q_store *st, const char *what, dprl_error *err) {
   int code = sqlite3_errcode(st->db);
   if (code == SQLITE_NOMEM) return dprl_nomem(err);
   if (code == SQLITE_INTERRUPT) return dprl_fail(err, DPRL_EINTR, "interrupted");
@@ -36,7 +36,23 @@ static int db_fail(dprl_q_store *st, const char *what, dprl_error *err) {
                    sqlite3_errmsg(st->db));
 }
 
-static int exec_fmt(dprl_q_store *st, const char *what, dprl_error *err, const char *fmt, ...) {
+/* A write refused for a lock.  In autocommit mode every SELECT reads the
+** main schema, and a connection that already reads a schema cannot wait
+** to write it (SQLite would deadlock): say what works instead. */
+int dprl_q_path_write_fail(dprl_q_store *st, const char *what, dprl_error *err) {
+  int rc = dprl_q_path_db_fail(st, what, err);
+  const char *tail = "; this call cannot wait for another connection's write lock, since its "
+                     "statement or your transaction already reads this schema: run it inside "
+                     "BEGIN IMMEDIATE ... COMMIT, or keep the path table in an attached database";
+  if (rc == DPRL_EINVAL && st->cannot_wait && (sqlite3_errcode(st->db) & 0xff) == SQLITE_BUSY &&
+      strlen(err->msg) + strlen(tail) < sizeof err->msg)
+    strcat(err->msg, tail);
+  return rc;
+}
+
+/* Run a write (sqlite3_mprintf style SQL). */
+int dprl_q_path_write_fmt(dprl_q_store *st, const char *what, dprl_error *err,
+                          const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   char *sql = sqlite3_vmprintf(fmt, ap);
@@ -44,12 +60,12 @@ static int exec_fmt(dprl_q_store *st, const char *what, dprl_error *err, const c
   if (!sql) return dprl_nomem(err);
   int rc = sqlite3_exec(st->db, sql, NULL, NULL, NULL);
   sqlite3_free(sql);
-  return rc == SQLITE_OK ? DPRL_OK : db_fail(st, what, err);
+  return rc == SQLITE_OK ? DPRL_OK : dprl_q_path_write_fail(st, what, err);
 }
 
 /* Prepare the SQL of fmt (sqlite3_mprintf style) into *s. */
-static int prepare_fmt(dprl_q_store *st, sqlite3_stmt **s, const char *what, dprl_error *err,
-                       const char *fmt, ...) {
+int dprl_q_path_prepare_fmt(dprl_q_store *st, sqlite3_stmt **s, const char *what,
+                            dprl_error *err, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   char *sql = sqlite3_vmprintf(fmt, ap);
@@ -57,253 +73,7 @@ static int prepare_fmt(dprl_q_store *st, sqlite3_stmt **s, const char *what, dpr
   if (!sql) return dprl_nomem(err);
   int rc = sqlite3_prepare_v2(st->db, sql, -1, s, NULL);
   sqlite3_free(sql);
-  return rc == SQLITE_OK ? DPRL_OK : db_fail(st, what, err);
-}
-
-/* ---- the two tables' schemas ------------------------------------------------ */
-
-typedef struct table_want {
-  const char *what;                /* for messages */
-  int n;                           /* columns */
-  const char *const *names, *const *types;
-  const int *pk;                   /* primary key position of each column, 0: none */
-  const char *schema;              /* as SQL */
-} table_want;
-
-static const char *const path_names[] = {"action", "state", "g"};
-static const char *const path_types[] = {"INTEGER", "REAL", "REAL"};
-static const int path_pk[] = {1, 2, 0};
-#define PATH_SCHEMA "(action INTEGER, state REAL, g REAL, PRIMARY KEY(action, state))"
-static const char *const par_names[] = {"sigma", "beta", "lo", "hi", "seeded"};
-static const char *const par_types[] = {"REAL", "REAL", "REAL", "REAL", "INTEGER"};
-static const int par_pk[] = {0, 0, 0, 0, 0};
-#define PARAMS_SCHEMA "(sigma REAL, beta REAL, lo REAL, hi REAL, seeded INTEGER)"
-
-static const table_want path_want = {"", 3, path_names, path_types, path_pk, PATH_SCHEMA};
-static const table_want params_want = {"its parameters table", 5, par_names, par_types, par_pk,
-                                       PARAMS_SCHEMA};
-
-/* Append to got (printf style); used tracks the length, clamped to gotn. */
-static void put(char *got, size_t gotn, size_t *used, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  *used += (size_t)vsnprintf(got + *used, *used < gotn ? gotn - *used : 0, fmt, ap);
-  va_end(ap);
-  if (*used >= gotn) *used = gotn - 1;
-}
-
-/* Columns of table `name` as "(a INTEGER, b REAL, PRIMARY KEY(a))" into
-** got; *ncol = 0 when there is no such table.  *ok = the columns are
-** exactly those of w. */
-static int table_shape(dprl_q_store *st, const char *name, const table_want *w, int *ncol,
-                       int *ok, char *got, size_t gotn, dprl_error *err) {
-  sqlite3_stmt *s = NULL;
-  if (sqlite3_prepare_v2(st->db, "SELECT name, type, pk FROM pragma_table_info(?1)", -1, &s,
-                         NULL) != SQLITE_OK)
-    return db_fail(st, "reading its schema", err);
-  sqlite3_bind_text(s, 1, name, -1, SQLITE_STATIC);
-  char pkcols[8][64] = {{0}};
-  int npk = 0, n = 0, rc;
-  size_t used = 0;
-  *ok = 1;
-  got[0] = 0;
-  while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-    const char *cn = (const char *)sqlite3_column_text(s, 0);
-    const char *ct = (const char *)sqlite3_column_text(s, 1);
-    int pk = sqlite3_column_int(s, 2);
-    if (!cn) cn = "";
-    if (!ct) ct = "";
-    put(got, gotn, &used, "%s%s%s%s", n ? ", " : "(", cn, *ct ? " " : "", ct);
-    if (pk >= 1 && pk <= 8) {
-      snprintf(pkcols[pk - 1], sizeof pkcols[0], "%s", cn);
-      if (pk > npk) npk = pk;
-    }
-    if (n >= w->n || sqlite3_stricmp(cn, w->names[n]) != 0 ||
-        sqlite3_stricmp(ct, w->types[n]) != 0 || pk != w->pk[n])
-      *ok = 0;
-    n++;
-  }
-  sqlite3_finalize(s);
-  if (rc != SQLITE_DONE) return db_fail(st, "reading its schema", err);
-  if (n != w->n) *ok = 0;
-  for (int i = 0; i < npk; i++)
-    put(got, gotn, &used, "%s%s", i ? ", " : ", PRIMARY KEY(", pkcols[i]);
-  if (n) put(got, gotn, &used, "%s)", npk ? ")" : "");
-  *ncol = n;
-  return DPRL_OK;
-}
-
-/* Check the schema of table `name` if it exists, else create it. */
-static int open_table(dprl_q_store *st, const char *name, const table_want *w, int *existed,
-                      dprl_error *err) {
-  char got[400];
-  int ncol = 0, ok = 0, rc = table_shape(st, name, w, &ncol, &ok, got, sizeof got, err);
-  if (rc) return rc;
-  if (ncol && !ok) {
-    if (w == &path_want)
-      return dprl_fail(err, DPRL_EINVAL, "path table \"%s\" must have the schema %s, got %s",
-                       st->name, w->schema, got);
-    return dprl_fail(err, DPRL_EINVAL,
-                     "path table \"%s\": %s \"%s\" must have the schema %s, got %s", st->name,
-                     w->what, name, w->schema, got);
-  }
-  *existed = ncol > 0;
-  if (ncol) return DPRL_OK;
-  if ((rc = may_write(st, err))) return rc;
-  return exec_fmt(st, w == &path_want ? "creating it" : "creating its parameters table", err,
-                  "CREATE TABLE \"%w\"%s", name, w->schema);
-}
-
-/* A trigger on the path table (or its parameters) could skip, change or
-** delete stored noise behind our back: a later call would then release q
-** with other noise, or none.  Refused, in every schema of the connection. */
-static int trigger_in(dprl_q_store *st, const char *schema, const char *table,
-                      dprl_error *err) {
-  sqlite3_stmt *t = NULL;
-  int rc = prepare_fmt(st, &t, "reading its triggers", err,
-                       "SELECT name FROM \"%w\".sqlite_schema WHERE type = 'trigger' "
-                       "AND tbl_name = ?1 COLLATE NOCASE", schema);
-  if (rc) return rc;
-  sqlite3_bind_text(t, 1, table, -1, SQLITE_STATIC);
-  int r = sqlite3_step(t);
-  if (r == SQLITE_ROW)
-    rc = dprl_fail(err, DPRL_EINVAL,
-                   "path table \"%s\": table \"%s\" has a trigger (\"%s\" in schema %s); "
-                   "stored noise must not be changed behind dprl's back: drop the trigger "
-                   "or use another path table",
-                   st->name, table, (const char *)sqlite3_column_text(t, 0), schema);
-  else if (r != SQLITE_DONE)
-    rc = db_fail(st, "reading its triggers", err);
-  sqlite3_finalize(t);
-  return rc;
-}
-
-static int no_triggers(dprl_q_store *st, const char *table, dprl_error *err) {
-  sqlite3_stmt *dbs = NULL;
-  int rc = DPRL_OK, step;
-  if (sqlite3_prepare_v2(st->db, "SELECT name FROM pragma_database_list", -1, &dbs, NULL) !=
-      SQLITE_OK)
-    return db_fail(st, "listing the schemas", err);
-  while (!rc && (step = sqlite3_step(dbs)) == SQLITE_ROW) {
-    const char *schema = (const char *)sqlite3_column_text(dbs, 0);
-    rc = trigger_in(st, schema ? schema : "main", table, err);
-  }
-  if (!rc && step != SQLITE_DONE) rc = db_fail(st, "listing the schemas", err);
-  sqlite3_finalize(dbs);
-  return rc;
-}
-
-/* ---- the parameters row ----------------------------------------------------- */
-
-static int count_rows(dprl_q_store *st, const char *table, int64_t *n, dprl_error *err) {
-  sqlite3_stmt *s = NULL;
-  int rc = prepare_fmt(st, &s, "reading it", err, "SELECT count(*) FROM \"%w\"", table);
-  if (!rc && sqlite3_step(s) != SQLITE_ROW) rc = db_fail(st, "reading it", err);
-  if (!rc) *n = sqlite3_column_int64(s, 0);
-  sqlite3_finalize(s);
-  return rc;
-}
-
-static int record_params(dprl_q_store *st, dprl_error *err) {
-  sqlite3_stmt *s = NULL;
-  int rc = prepare_fmt(st, &s, "recording its parameters", err,
-                       "INSERT INTO \"%w\"(sigma, beta, lo, hi, seeded) "
-                       "VALUES (?1, ?2, ?3, ?4, ?5)", st->params);
-  if (rc) return rc;
-  sqlite3_bind_double(s, 1, st->p->sigma);
-  sqlite3_bind_double(s, 2, st->p->beta);
-  sqlite3_bind_double(s, 3, st->p->lo);
-  sqlite3_bind_double(s, 4, st->p->hi);
-  sqlite3_bind_int(s, 5, st->p->seeded);
-  if (sqlite3_step(s) != SQLITE_DONE) rc = db_fail(st, "recording its parameters", err);
-  sqlite3_finalize(s);
-  return rc;
-}
-
-/* The one parameters row: sigma, beta, lo, hi into have[], seeded; *ok =
-** the first four are numbers and seeded an integer. */
-static int read_params(dprl_q_store *st, double have[4], int *seeded, int *ok,
-                       dprl_error *err) {
-  sqlite3_stmt *s = NULL;
-  int rc = prepare_fmt(st, &s, "reading its parameters", err,
-                       "SELECT sigma, beta, lo, hi, seeded FROM \"%w\"", st->params);
-  if (!rc && sqlite3_step(s) != SQLITE_ROW) rc = db_fail(st, "reading its parameters", err);
-  for (int i = 0; i < 5 && !rc; i++) {
-    int t = sqlite3_column_type(s, i);
-    *ok &= i < 4 ? t == SQLITE_FLOAT || t == SQLITE_INTEGER : t == SQLITE_INTEGER;
-    if (i < 4) have[i] = sqlite3_column_double(s, i);
-  }
-  if (!rc) *seeded = sqlite3_column_int(s, 4);
-  sqlite3_finalize(s);
-  return rc;
-}
-
-/* The stored parameters must be exactly those of this call. */
-static int same_params(dprl_q_store *st, const double have[4], int have_seeded,
-                       dprl_error *err) {
-  const dprl_q_path_params *c = st->p;
-  char a[4][32], b[4][32];
-  if (have[0] != c->sigma || have[1] != c->beta || have[2] != c->lo || have[3] != c->hi)
-    return dprl_fail(err, DPRL_EINVAL,
-                     "path table \"%s\" holds a path with sigma = %s, beta = %s, interval "
-                     "[%s, %s]; this call has sigma = %s, beta = %s, interval [%s, %s]: use "
-                     "another path table",
-                     st->name, dprl_json_num(have[0], a[0], 32),
-                     dprl_json_num(have[1], a[1], 32), dprl_json_num(have[2], a[2], 32),
-                     dprl_json_num(have[3], a[3], 32), dprl_json_num(c->sigma, b[0], 32),
-                     dprl_json_num(c->beta, b[1], 32), dprl_json_num(c->lo, b[2], 32),
-                     dprl_json_num(c->hi, b[3], 32));
-  if ((have_seeded != 0) != (c->seeded != 0))
-    return dprl_fail(err, DPRL_EINVAL,
-                     have_seeded
-                         ? "path table \"%s\" was drawn with a seed (reproducible, not "
-                           "private): use another path table for private noise"
-                         : "path table \"%s\" holds private noise: a seeded call would add "
-                           "reproducible values to it; use another path table",
-                     st->name);
-  return DPRL_OK;
-}
-
-/* The parameters: none yet (a new path: recorded) or exactly this call's. */
-static int check_params(dprl_q_store *st, int path_existed, int params_existed,
-                        dprl_error *err) {
-  int64_t nparams = 0, npoints = 0;
-  double have[4] = {0, 0, 0, 0};
-  int have_seeded = 0, types_ok = 1, rc;
-  if ((params_existed && (rc = count_rows(st, st->params, &nparams, err))) ||
-      (path_existed && (rc = count_rows(st, st->name, &npoints, err))))
-    return rc;
-  if (nparams == 0) {
-    if (npoints > 0)
-      return dprl_fail(err, DPRL_EINVAL,
-                       "path table \"%s\" holds %lld points but \"%s\" has no parameters row: "
-                       "its sigma, beta and interval are unknown",
-                       st->name, (long long)npoints, st->params);
-    return may_write(st, err) ? err->code : record_params(st, err);
-  }
-  if (nparams == 1 && (rc = read_params(st, have, &have_seeded, &types_ok, err))) return rc;
-  if (nparams != 1 || !types_ok)
-    return dprl_fail(err, DPRL_EINVAL,
-                     "path table \"%s\": \"%s\" must hold exactly one row of numbers, got %lld "
-                     "rows",
-                     st->name, st->params, (long long)nparams);
-  return same_params(st, have, have_seeded, err);
-}
-
-/* Create the tables if missing, check their schema, record or compare the
-** parameters, prepare the per-action statements.  Inside the SAVEPOINT. */
-static int store_open(dprl_q_store *st, dprl_error *err) {
-  int path_existed = 0, params_existed = 0, rc;
-  if ((rc = no_triggers(st, st->name, err)) || (rc = no_triggers(st, st->params, err)) ||
-      (rc = open_table(st, st->name, &path_want, &path_existed, err)) ||
-      (rc = open_table(st, st->params, &params_want, &params_existed, err)) ||
-      (rc = check_params(st, path_existed, params_existed, err)))
-    return rc;
-  if ((rc = prepare_fmt(st, &st->load, "loading the stored points", err,
-                        "SELECT state, g FROM \"%w\" WHERE action = ?1", st->name)))
-    return rc;
-  return prepare_fmt(st, &st->ins, "storing new points", err,
-                     "INSERT INTO \"%w\"(action, state, g) VALUES (?1, ?2, ?3)", st->name);
+  return rc == SQLITE_OK ? DPRL_OK : dprl_q_path_db_fail(st, what, err);
 }
 
 /* ---- loading and storing points -------------------------------------------- */
@@ -361,7 +131,7 @@ static int read_rows(dprl_q_store *st, int64_t a, dprl_gp_point **out, size_t *n
     v[n].g = sqlite3_column_double(st->load, 1);
     n++;
   }
-  if (!rc && step != SQLITE_DONE) rc = db_fail(st, "loading the stored points", err);
+  if (!rc && step != SQLITE_DONE) rc = dprl_q_path_db_fail(st, "loading the stored points", err);
   sqlite3_reset(st->load);
   if (rc) {
     dprl_free(v);
@@ -417,7 +187,7 @@ int dprl_q_store_has(const dprl_gp_point *pts, size_t n, double x) {
 ** never skipped, since its value is about to be released. */
 int dprl_q_store_add(dprl_q_store *st, int64_t a, dprl_gp_point *pts, size_t n,
                      dprl_error *err) {
-  int rc = may_write(st, err);
+  int rc = dprl_q_path_may_write(st, err);
   if (!rc) rc = dprl_sort(pts, n, sizeof *pts, pt_cmp, st->cancel, err);
   for (size_t j = 0; j < n && !rc; j++) {
     if (j && pts[j].x == pts[j - 1].x) continue; /* a state repeated in this call */
@@ -426,7 +196,8 @@ int dprl_q_store_add(dprl_q_store *st, int64_t a, dprl_gp_point *pts, size_t n,
     sqlite3_bind_int64(st->ins, 1, a);
     sqlite3_bind_double(st->ins, 2, pts[j].x);
     sqlite3_bind_double(st->ins, 3, pts[j].g);
-    if (sqlite3_step(st->ins) != SQLITE_DONE) rc = db_fail(st, "storing new points", err);
+    if (sqlite3_step(st->ins) != SQLITE_DONE)
+      rc = dprl_q_path_write_fail(st, "storing new points", err);
     else if (sqlite3_changes(st->db) != 1) /* e.g. a trigger's RAISE(IGNORE) */
       rc = dprl_fail(err, DPRL_EINVAL,
                      "path table \"%s\": a new point was not stored (the insert changed %d "
@@ -437,7 +208,117 @@ int dprl_q_store_add(dprl_q_store *st, int64_t a, dprl_gp_point *pts, size_t n,
   return rc;
 }
 
+/* The tables (sql_q_path_check.c), then the per-action statements. */
+static int store_open(dprl_q_store *st, dprl_error *err) {
+  int rc = dprl_q_path_open(st, err);
+  if (!rc)
+    rc = dprl_q_path_prepare_fmt(st, &st->load, "loading the stored points", err,
+                                 "SELECT state, g FROM \"%w\".\"%w\" WHERE action = ?1",
+                                 st->schema, st->table);
+  if (!rc)
+    rc = dprl_q_path_prepare_fmt(st, &st->ins, "storing new points", err,
+                                 "INSERT INTO \"%w\".\"%w\"(action, state, g) VALUES (?1, ?2, ?3)",
+                                 st->schema, st->table);
+  return rc;
+}
+
+/* ---- where the tables are ------------------------------------------------------ */
+
+/* Does schema.table exist (a table or view SQLite would find)?  Preparing
+** re-reads a schema SQLite finds out of date, and leaves no lock behind. */
+static int exists_in(dprl_q_store *st, const char *schema, const char *table, int *found,
+                     dprl_error *err) {
+  sqlite3_stmt *s = NULL;
+  char *sql = sqlite3_mprintf("SELECT 1 FROM \"%w\".\"%w\"", schema, table);
+  if (!sql) return dprl_nomem(err);
+  int rc = sqlite3_prepare_v2(st->db, sql, -1, &s, NULL);
+  sqlite3_free(sql);
+  sqlite3_finalize(s);
+  *found = rc == SQLITE_OK;
+  if (rc == SQLITE_OK || rc == SQLITE_ERROR) return DPRL_OK; /* no such table */
+  return dprl_q_path_db_fail(st, "looking for it", err);
+}
+
+/* The attached schema whose name is `want` (any case) into *out (its own
+** spelling, sqlite3_malloc'd), or, want NULL, the first schema in SQLite's
+** search order (temp, main, then attached) holding `table`, else main. */
+static int find_schema(dprl_q_store *st, const char *want, const char *table, char **out,
+                       dprl_error *err) {
+  sqlite3_stmt *dbs = NULL;
+  int rc = dprl_q_path_prepare_fmt(st, &dbs, "listing the schemas", err,
+                                   "SELECT name FROM pragma_database_list ORDER BY seq != 1, seq");
+  while (!rc && !*out && sqlite3_step(dbs) == SQLITE_ROW) {
+    const char *name = (const char *)sqlite3_column_text(dbs, 0);
+    int found = 0;
+    if (!name) rc = dprl_nomem(err);
+    else if (want) found = sqlite3_stricmp(name, want) == 0;
+    else rc = exists_in(st, name, table, &found, err);
+    if (!rc && found && !(*out = sqlite3_mprintf("%s", name))) rc = dprl_nomem(err);
+  }
+  sqlite3_finalize(dbs);
+  if (!rc && !*out && !want && !(*out = sqlite3_mprintf("main"))) rc = dprl_nomem(err);
+  return rc;
+}
+
+/* "schema.table" (schema an attached database) or "table" (where SQLite
+** would find it, else main); the parameters table in the same schema. */
+static int resolve(dprl_q_store *st, dprl_error *err) {
+  const char *dot = strchr(st->name, '.');
+  char *want = dot ? sqlite3_mprintf("%.*s", (int)(dot - st->name), st->name) : NULL;
+  if (dot && !want) return dprl_nomem(err);
+  st->table = sqlite3_mprintf("%s", dot ? dot + 1 : st->name);
+  int rc = st->table ? DPRL_OK : dprl_nomem(err);
+  if (!rc && (!*st->table || (want && !*want)))
+    rc = dprl_fail(err, DPRL_EINVAL, "option path must be a table name or schema.table, got \"%s\"",
+                   st->name);
+  if (!rc) rc = find_schema(st, want, st->table, &st->schema, err);
+  if (!rc && !st->schema)
+    rc = dprl_fail(err, DPRL_EINVAL,
+                   "option path: schema \"%s\" is not a database of this connection (main, temp "
+                   "or an attached one), in \"%s\"",
+                   want, st->name);
+  sqlite3_free(want);
+  if (!rc && (!(st->params = sqlite3_mprintf("%s_params", st->table)) ||
+              !(st->params_shown = sqlite3_mprintf("%s_params", st->name))))
+    rc = dprl_nomem(err);
+  return rc;
+}
+
 /* ---- the transaction ---------------------------------------------------------- */
+
+/* Run one statement that takes the write lock; DPRL_OK unless the lock
+** itself was refused (other failures, say a view or a read-only file, are
+** left for the checks that follow to explain). */
+static int try_lock(dprl_q_store *st, const char *sql, dprl_error *err) {
+  if (!dprl_q_path_write_fmt(st, "taking its write lock", err, sql, st->schema, st->table))
+    return DPRL_OK;
+  int code = sqlite3_errcode(st->db) & 0xff;
+  if (err->code != DPRL_EINVAL || (code != SQLITE_BUSY && code != SQLITE_LOCKED)) {
+    if (err->code == DPRL_EINVAL) dprl_error_clear(err);
+    return err->code;
+  }
+  return DPRL_EINVAL;
+}
+
+/* Take the write lock of the tables' schema before anything reads it, so
+** that SQLite's busy handler can wait for another writer.  Once this
+** connection reads a schema (in autocommit mode, every SELECT reads main
+** until it ends) it can no longer wait to write it: then the writes stay
+** deferred, and a lock conflict is an error that says so. */
+static int lock_schema(dprl_q_store *st, dprl_error *err) {
+  if (sqlite3_libversion_number() < 3034000) return DPRL_OK; /* no sqlite3_txn_state */
+  int state = sqlite3_txn_state(st->db, st->schema), found = 0, rc;
+  st->cannot_wait = state == SQLITE_TXN_READ;
+  if (state != SQLITE_TXN_NONE) return DPRL_OK;
+  if ((rc = exists_in(st, st->schema, st->table, &found, err))) return rc;
+  if (!found &&
+      (rc = try_lock(st, "CREATE TABLE IF NOT EXISTS \"%w\".\"%w\"" PATH_SCHEMA, err)))
+    return rc;
+  /* (created by another connection meanwhile, IF NOT EXISTS wrote nothing) */
+  if (sqlite3_txn_state(st->db, st->schema) != SQLITE_TXN_WRITE)
+    rc = try_lock(st, "DELETE FROM \"%w\".\"%w\" WHERE 0", err); /* writes nothing */
+  return rc;
+}
 
 int dprl_q_store_begin(dprl_q_store *st, sqlite3 *db, const char *name,
                        const dprl_q_path_params *p, dprl_cancel *cancel, dprl_error *err) {
@@ -446,6 +327,8 @@ int dprl_q_store_begin(dprl_q_store *st, sqlite3 *db, const char *name,
   st->name = name;
   st->p = p;
   st->cancel = cancel;
+  int rc = resolve(st, err);
+  if (rc) return rc;
   /* Fails while another statement of this connection writes; the path can
   ** then still be read, and a call whose points are all stored succeeds.
   ** Outside a transaction our SAVEPOINT opens one, and releasing it
@@ -454,8 +337,7 @@ int dprl_q_store_begin(dprl_q_store *st, sqlite3 *db, const char *name,
   st->outermost = sqlite3_get_autocommit(db);
   st->writable = sqlite3_exec(db, "SAVEPOINT dprl_q_noise", NULL, NULL, NULL) == SQLITE_OK;
   if (!st->writable) snprintf(st->why, sizeof st->why, "%s", sqlite3_errmsg(db));
-  st->params = sqlite3_mprintf("%s_params", name);
-  if (!st->params) return dprl_nomem(err);
+  if (st->writable && (rc = lock_schema(st, err))) return rc;
   return store_open(st, err);
 }
 
@@ -495,12 +377,15 @@ static void undo_savepoint(dprl_q_store *st, dprl_error *err) {
 int dprl_q_store_end(dprl_q_store *st, int rc, dprl_error *err) {
   sqlite3_finalize(st->load);
   sqlite3_finalize(st->ins);
+  sqlite3_free(st->schema);
+  sqlite3_free(st->table);
   sqlite3_free(st->params);
+  sqlite3_free(st->params_shown);
   st->load = st->ins = NULL;
-  st->params = NULL;
+  st->schema = st->table = st->params = st->params_shown = NULL;
   if (!st->writable) return rc;
   if (!rc && sqlite3_exec(st->db, "RELEASE dprl_q_noise", NULL, NULL, NULL) != SQLITE_OK)
-    rc = db_fail(st, "committing", err);
+    rc = dprl_q_path_db_fail(st, "committing", err);
   if (rc) undo_savepoint(st, err);
   return rc;
 }

@@ -8,10 +8,14 @@ Randomised checks use fixed seeds and bounds of >= 5 standard errors derived
 from the distribution, so the run is deterministic and never flaky."""
 import json
 import math
+import os
 import random
 import sqlite3
+import tempfile
+import threading
+import time
 
-from harness import check, check_close, check_error, close, connect, run, sql_error
+from harness import SO, check, check_close, check_error, close, connect, run, sql_error
 
 NOISE = "SELECT * FROM dp_q_noise(?, ?)"
 LEARN = "SELECT dp_q_learn(s, a, r, s_next, ?) FROM transitions"
@@ -526,6 +530,153 @@ def test_noise_path_refusals():
           "CREATE TABLE AS over stored points works and returns the stored noise")
 
 
+def schema_of(con, name):
+    """The schemas holding a table called name (any case), from each
+    schema's own sqlite_schema."""
+    dbs = [r[1] for r in con.execute("PRAGMA database_list")]
+    return sorted(d for d in dbs if con.execute(f'SELECT count(*) FROM "{d}".sqlite_schema '
+                                                "WHERE type = 'table' AND name = ? COLLATE NOCASE",
+                                                (name,)).fetchone()[0])
+
+
+def test_noise_path_schemas():
+    """Robustness issue item 5: an existing path table in aux or temp got its
+    _params table in main, and "temp.x" created a main table literally named
+    "temp.x".  A path is "table" (found where SQLite finds it, else main) or
+    "schema.table"; both tables always share the schema."""
+    con = connect()
+    con.isolation_level = None
+    con.execute("ATTACH ? AS aux", (os.path.join(tempfile.mkdtemp(), "aux.db"),))
+    pts_table(con, [(0.3, 0, 1.0), (0.6, 0, 2.0)])
+    o = dict(n_actions=1, **SB)
+    schema = "(action INTEGER, state REAL, g REAL, PRIMARY KEY(action, state))"
+    con.execute("CREATE TABLE aux.gp" + schema)
+    first = noise(con, dict(o, path="gp"))
+    check(schema_of(con, "gp") == ["aux"] and schema_of(con, "gp_params") == ["aux"],
+          "an existing aux table: its _params go to aux too, nothing to main",
+          (schema_of(con, "gp"), schema_of(con, "gp_params")))
+    check(con.execute("SELECT count(*) FROM aux.gp").fetchone() == (2,) and noise(con, dict(o, path="gp")) == first
+          and noise(con, dict(o, path="aux.gp")) == first, "the aux path is used, by either name")
+    con.execute("CREATE TEMP TABLE x" + schema)
+    noise(con, dict(o, path="x"))
+    check(schema_of(con, "x") == ["temp"] and schema_of(con, "x_params") == ["temp"],
+          "an existing temp table: both in temp", (schema_of(con, "x"), schema_of(con, "x_params")))
+    noise(con, dict(o, path="temp.y"))
+    check(schema_of(con, "y") == ["temp"] and schema_of(con, "y_params") == ["temp"]
+          and schema_of(con, "temp.y") == [], '"temp.y": temp.y and temp.y_params, no table "temp.y"')
+    noise(con, dict(o, path="AUX.z"))
+    check(schema_of(con, "z") == ["aux"] and schema_of(con, "z_params") == ["aux"],
+          '"AUX.z": the schema name in any case')
+    noise(con, dict(o, path="main.x"))
+    check(schema_of(con, "x") == ["main", "temp"] and schema_of(con, "x_params") == ["main", "temp"],
+          '"main.x" while temp.x exists: main')
+    noise(con, dict(o, path="new"))
+    check(schema_of(con, "new") == ["main"] and schema_of(con, "new_params") == ["main"],
+          "a new unqualified path: main")
+    for path, msg in [("nosuch.gp", 'option path: schema "nosuch" is not a database of this connection (main, temp or '
+                       'an attached one), in "nosuch.gp"'),
+                      ("aux.", 'option path must be a table name or schema.table, got "aux."'),
+                      (".gp", 'option path must be a table name or schema.table, got ".gp"')]:
+        check_error(con, NOISE, "dp_q_noise: " + msg, f"path {path!r} refused", ("SELECT s, a, q FROM pts",
+                                                                                J(path=path, **o)))
+    check(schema_of(con, "gp") == ["aux"], "nothing created by the refused paths")
+    # triggers: a TEMP trigger may be on a table of any schema
+    con.execute("CREATE TEMP TRIGGER zero AFTER INSERT ON aux.gp BEGIN UPDATE gp SET g = 0; END")
+    check_error(con, NOISE, 'dp_q_noise: path table "aux.gp": table "aux.gp" has a trigger ("zero" in schema '
+                "temp); stored noise must not be changed behind dprl's back: drop the trigger or use "
+                "another path table", "a TEMP trigger on aux.gp refused",
+                ("SELECT s, a, q FROM pts", J(path="aux.gp", **o)))
+    con.execute("DROP TRIGGER zero")
+    # a trigger on a main table of the same name does not touch aux.gp
+    con.execute("CREATE TABLE main.gp" + schema)
+    con.execute("CREATE TRIGGER mainonly AFTER INSERT ON main.gp BEGIN SELECT 1; END")
+    check(noise(con, dict(o, path="aux.gp")) == first, "a trigger on main.gp does not refuse aux.gp")
+
+
+def concurrent_calls(files, path, journal, immediate, threads=8, calls=5):
+    """threads connections (busy timeout 30 s) each make `calls` dp_q_noise
+    calls on one path table, with new and stored points mixed.  Returns
+    (results, errors, stored path {(action, state): g})."""
+    main_db, aux_db = files
+
+    def conn():
+        c = sqlite3.connect(main_db, timeout=30, isolation_level=None, check_same_thread=False)
+        c.enable_load_extension(True)
+        c.load_extension(os.path.abspath(SO))
+        c.execute("ATTACH ? AS aux", (aux_db,))
+        return c
+
+    c = conn()
+    c.execute(f"PRAGMA journal_mode={journal}")
+    c.execute(f"PRAGMA aux.journal_mode={journal}")
+    c.close()
+    results, errors = [], []
+
+    def work(i):
+        c = conn()
+        for j in range(calls):
+            src = "SELECT %r, %d, 0.0 UNION ALL SELECT %r, 1, 0.0" % ((i + 3 * j) % 7 / 10, j % 2, (i + j) % 4 / 10)
+            try:
+                if immediate:
+                    c.execute("BEGIN IMMEDIATE")
+                r = c.execute(NOISE, (src, J(n_actions=2, path=path, **SB))).fetchall()
+                if immediate:
+                    c.execute("COMMIT")
+                results.append(r)
+            except sqlite3.Error as e:
+                errors.append(str(e))
+                if c.in_transaction:
+                    c.execute("ROLLBACK")
+        c.close()
+
+    ts = [threading.Thread(target=work, args=(i,)) for i in range(threads)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    c = conn()
+    try:
+        stored = {(a, s): g for a, s, g in c.execute(f"SELECT action, state, g FROM {path}")}
+    except sqlite3.Error:
+        stored = {}
+    c.close()
+    return results, errors, stored
+
+
+def test_noise_concurrent_writers():
+    """Robustness issue item 4: 16 threads writing one path table failed 46
+    of 80 calls with "database is locked" despite a busy timeout: the
+    SAVEPOINT read first and could not wait to write.  Now dp_q_noise takes
+    the write lock before it reads, so the busy handler applies: with the
+    path table in an attached database, or each call inside BEGIN
+    IMMEDIATE, every call succeeds.  (In autocommit mode a SELECT already
+    reads main: a path table there cannot wait, and says so.)  Each point
+    is stored once and every call returns the stored values."""
+    distinct = {(a, s) for i in range(8) for j in range(5)
+                for a, s in ((j % 2, (i + 3 * j) % 7 / 10), (1, (i + j) % 4 / 10))}
+    for journal in ("delete", "wal"):
+        for path, immediate in (("aux.gp", False), ("gp", True)):
+            d = tempfile.mkdtemp()
+            files = (os.path.join(d, "main.db"), os.path.join(d, "aux.db"))
+            res, errs, stored = concurrent_calls(files, path, journal, immediate)
+            how = f"{journal} journal, path {path}" + (" inside BEGIN IMMEDIATE" if immediate else "")
+            check(not errs and len(res) == 40, f"{how}: all 40 calls of 8 connections succeed",
+                  f"{len(errs)} errors: {set(errs)}")
+            check(set(stored) == distinct, f"{how}: each point stored once", len(stored))
+            check(all(stored.get((a, s)) == nq for r in res for s, a, q, nq in r),
+                  f"{how}: every call returned the stored values")
+        d = tempfile.mkdtemp()
+        res, errs, stored = concurrent_calls((os.path.join(d, "main.db"), os.path.join(d, "aux.db")), "gp",
+                                             journal, False)
+        check(all(e.startswith('dp_q_noise: path table "gp": ') and "database is locked" in e
+                  and "run it inside BEGIN IMMEDIATE ... COMMIT, or keep the path table in an attached database"
+                  in e for e in errs),
+              f"{journal} journal, main in autocommit: a lock conflict names the function and what works",
+              set(errs))
+        check(all(stored.get((a, s)) == nq for r in res for s, a, q, nq in r),
+              f"{journal} journal, main in autocommit: the calls that succeed return the stored values")
+
+
 def test_noise_failed_commit():
     """Trust issue item 13: the commit of new points fails (rollback
     journal, another connection holds a read lock).  Before, the call
@@ -538,6 +689,7 @@ def test_noise_failed_commit():
     f = os.path.join(d, "locked.db")
     a = connect(f)
     a.isolation_level = None
+    a.execute("PRAGMA busy_timeout = 200")  # the commit waits for b this long, then fails
     a.execute("CREATE TABLE pts(s, a, q)")
     a.execute("INSERT INTO pts VALUES (0.3, 0, 1)")
     a.execute("CREATE TABLE log(x)")
@@ -1081,8 +1233,6 @@ def test_limits():
 def interrupted(con, sql, args, after=0.2):
     """Run sql, con.interrupt() from another thread after `after` seconds:
     (seconds from the interrupt to the end of the call, error or None)."""
-    import threading
-    import time
     timer = threading.Timer(after, con.interrupt)
     t0 = time.monotonic()
     timer.start()
@@ -1148,7 +1298,6 @@ def test_interrupts():
         check(con.execute("SELECT count(*) FROM sqlite_schema WHERE name LIKE 'gp%'").fetchone() == (0,),
               f"nothing of the interrupted call is kept (after {after} s)")
     # a progress handler that asks to stop is heard the same way
-    import time
     deadline = [time.monotonic() + 0.2]
     con.set_progress_handler(lambda: time.monotonic() > deadline[0], 100)
     t0 = time.monotonic()
@@ -1168,7 +1317,8 @@ if __name__ == "__main__":
     run([test_calibrate_proof, test_calibrate_gdp_and_paper, test_calibrate_never_below_gdp,
          test_sigma_underflow, test_calibrate_from_approximator,
          test_calibrate_refusals, test_noise_basics, test_noise_rounds_q_to_grid, test_noise_covariance,
-         test_noise_path_table, test_noise_path_refusals, test_noise_failed_commit,
+         test_noise_path_table, test_noise_path_refusals, test_noise_path_schemas,
+         test_noise_concurrent_writers, test_noise_failed_commit,
          test_noise_path_triggers, test_noise_errors, test_learn_noise_free,
          test_learn_private, test_learn_theta_attack, test_learn_more, test_learn_errors,
          test_limits, test_interrupts])
