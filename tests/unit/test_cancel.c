@@ -46,7 +46,8 @@ static void test_poll(void) {
   dprl_cancel k = make_cancel(&n, 0);
   dprl_error err = {0};
   int rc = 0;
-  for (uint64_t i = 0; i < 3 * (uint64_t)DPRL_CANCEL_EVERY + 5; i++) rc |= dprl_cancel_poll(&k, 1, &err);
+  for (uint64_t i = 0; i < 3 * (uint64_t)DPRL_CANCEL_EVERY + 5; i++)
+    rc |= dprl_cancel_poll(&k, 1, &err);
   CHECK(rc == 0 && n.calls == 3, "poll: the check runs once per DPRL_CANCEL_EVERY units of work");
   rc = dprl_cancel_poll(&k, 10 * (uint64_t)DPRL_CANCEL_EVERY, &err);
   CHECK(rc == 0 && n.calls == 4, "poll: a large piece of work checks at once");
@@ -159,7 +160,8 @@ static void test_gp_path(void) {
   dprl_cancel k = make_cancel(&c, 3);
   p->cancel = &k;
   rc |= dprl_gp_path_sample_batch(p, &rng, xs, N, out, &err) != DPRL_EINTR;
-  CHECK(rc == 0 && c.calls == 3 && dprl_gp_path_count(p) == 1 && dprl_gp_path_points(p)[0].g == first,
+  CHECK(rc == 0 && c.calls == 3 && dprl_gp_path_count(p) == 1 &&
+            dprl_gp_path_points(p)[0].g == first,
         "gp path: an interrupted batch draw stops and leaves the path unchanged");
   dprl_gp_point pts[3] = {{0.3, 0}, {0.1, 0}, {0.2, 0}};
   dprl_error e2 = {0};
