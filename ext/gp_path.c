@@ -254,7 +254,11 @@ int dprl_gp_path_load(dprl_gp_path *p, const dprl_gp_point *pts, size_t n,
     dprl_free(copy);
     return err->code;
   }
-  for (size_t i = 1; i < n; i++)
+  for (size_t i = 1; i < n; i++) {
+    if (dprl_cancel_poll(p->cancel, 2, err)) {
+      dprl_free(copy);
+      return err->code;
+    }
     if (copy[i].x == copy[i - 1].x) {
       double x = copy[i].x;
       dprl_free(copy);
@@ -262,6 +266,7 @@ int dprl_gp_path_load(dprl_gp_path *p, const dprl_gp_point *pts, size_t n,
                        "stored points must have distinct states, got %g twice",
                        x);
     }
+  }
   dprl_free(p->pts);
   p->pts = copy;
   p->n = n;

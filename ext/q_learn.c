@@ -246,13 +246,16 @@ static int collect_states(qrun *r, dprl_error *err) {
   r->svals = dprl_calloc(2 * n, sizeof *r->svals);
   if (!r->states || !r->svals) return dprl_nomem(err);
   for (size_t t = 0; t < n; t++) {
+    if (dprl_cancel_poll(r->o->cancel, 10, err)) return err->code;
     r->states[2 * t] = dprl_q_rescale(&r->o->feat, r->d->s[t]);
     r->states[2 * t + 1] = dprl_q_rescale(&r->o->feat, r->d->s_next[t]);
   }
   if (dprl_sort(r->states, 2 * n, sizeof *r->states, dbl_cmp, r->o->cancel, err))
     return err->code;
-  for (size_t t = 0; t < 2 * n; t++)
+  for (size_t t = 0; t < 2 * n; t++) {
+    if (dprl_cancel_poll(r->o->cancel, 2, err)) return err->code;
     if (k == 0 || r->states[t] != r->states[k - 1]) r->states[k++] = r->states[t];
+  }
   r->n_states = k;
   return DPRL_OK;
 }

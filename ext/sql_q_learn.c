@@ -155,8 +155,10 @@ static void put_theta_noise(dprl_buf *b, const dprl_q_learn_cfg *c) {
   dprl_buf_puts(b, "}");
 }
 
-/* The approximator and theta (one array of K numbers per action). */
-static void put_model(dprl_buf *b, const dprl_q_learn_opts *o, const double *theta) {
+/* The approximator and theta (one array of K numbers per action: up to
+** 4 x 10^7 numbers in all, seconds of formatting, so it polls). */
+static int put_model(dprl_buf *b, const dprl_q_learn_opts *o, const double *theta,
+                     dprl_cancel *cancel, dprl_error *err) {
   dprl_json_put_key(b, "features");
   dprl_buf_printf(b, "{\"kind\":\"%s\",\"K\":%d", dprl_q_feature_names[o->feat.kind],
                   o->feat.K);
@@ -166,15 +168,18 @@ static void put_model(dprl_buf *b, const dprl_q_learn_opts *o, const double *the
   dprl_json_put_key(b, "theta");
   dprl_buf_puts(b, "[");
   for (int a = 0; a < o->m; a++) {
+    if (dprl_cancel_poll(cancel, 300 * (uint64_t)o->feat.K, err)) return err->code;
     if (a) dprl_buf_puts(b, ",");
     dprl_json_put_double_array(b, theta + (size_t)a * (size_t)o->feat.K, (size_t)o->feat.K);
   }
   dprl_buf_puts(b, "]");
+  return DPRL_OK;
 }
 
 /* Private: theta (noisy), the public parameters, the public noise levels.
 ** Never the number of transitions or anything else computed from data. */
-static void learn_json(const ql_agg *g, const double *theta, dprl_buf *b) {
+static int learn_json(const ql_agg *g, const double *theta, dprl_cancel *cancel, dprl_buf *b,
+                      dprl_error *err) {
   const dprl_q_learn_cfg *c = &g->cfg;
   const dprl_q_learn_opts *o = &c->lo;
   int private_ = !c->explicit_sigma && !c->has_seed;
@@ -188,7 +193,7 @@ static void learn_json(const ql_agg *g, const double *theta, dprl_buf *b) {
   dprl_json_put_num(b, "gamma", o->gamma);
   dprl_json_put_num(b, "rmin", o->rmin);
   dprl_json_put_num(b, "rmax", o->rmax);
-  put_model(b, o, theta);
+  if (put_model(b, o, theta, cancel, err)) return err->code;
   if (!private_) {
     dprl_json_put_int(b, "transitions", (int64_t)g->n); /* a count: diagnostic only */
     dprl_json_put_key(b, "note");
@@ -199,6 +204,7 @@ static void learn_json(const ql_agg *g, const double *theta, dprl_buf *b) {
                  "private (for tests and examples)");
   }
   dprl_buf_puts(b, "}");
+  return DPRL_OK;
 }
 
 /* Algorithm 1 over the collected transitions, then the JSON. */
@@ -221,9 +227,9 @@ static void learn_result(sqlite3_context *ctx, ql_agg *g) {
   dprl_q_transitions d = {g->s, g->r, g->sn, g->a, g->n};
   if (!rc) rc = dprl_q_learn(o, &d, &rng, theta, NULL, &err);
   dprl_rng_wipe(&rng);
+  if (!rc) rc = learn_json(g, theta, &cancel.base, &b, &err);
   dprl_sql_cancel_close(&cancel);
   g->cfg.lo.cancel = NULL;
-  if (!rc) learn_json(g, theta, &b);
   if (rc) dprl_sql_result_error(ctx, "dp_q_learn", &err);
   else if (b.oom) sqlite3_result_error_nomem(ctx);
   else sqlite3_result_text(ctx, b.data, (int)b.len, SQLITE_TRANSIENT);

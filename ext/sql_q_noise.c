@@ -177,6 +177,7 @@ static int sample_action(qn_work *w, size_t a, double *vals, dprl_error *err) {
   if (!rc) rc = dprl_gp_path_sample_batch(w->path, &w->rng, w->xs, cnt, w->out, err);
   for (size_t j = 0; j < cnt && !rc; j++) {
     size_t i = w->order[lo + j];
+    if ((rc = dprl_cancel_poll(w->cancel, 50, err))) break;
     vals[i] = w->out[j];
     if (w->st && !dprl_q_store_has(old, nold, w->xs[j])) { /* (state, g) of a new point */
       w->fresh[nnew].x = w->p->s[i];

@@ -152,6 +152,7 @@ int dprl_q_store_load(dprl_q_store *st, int64_t a, dprl_gp_path *path, dprl_gp_p
   ** same value (a repeated point), so keep one. */
   rc = dprl_sort(v, n, sizeof *v, pt_cmp, st->cancel, err);
   for (size_t i = 0; i < n && !rc; i++) {
+    if ((rc = dprl_cancel_poll(st->cancel, 2, err))) break;
     if (m && v[m - 1].x == v[i].x) {
       char x[32];
       if (v[m - 1].g != v[i].g)
