@@ -97,3 +97,95 @@ void dprl_buf_free(dprl_buf *b) {
   b->len = b->cap = 0;
   b->oom = 0;
 }
+
+/* ---- helpers shared by the modules ------------------------------------- */
+
+int dprl_grow_parallel(size_t nc, int n, void **arrays[], const size_t sizes[],
+                       dprl_error *err) {
+  for (int i = 0; i < n; i++) {
+    if (sizes[i] && nc > SIZE_MAX / sizes[i]) return dprl_nomem(err);
+    void *p = dprl_realloc(*arrays[i], nc * sizes[i]);
+    if (!p) return dprl_nomem(err);
+    *arrays[i] = p;
+  }
+  return DPRL_OK;
+}
+
+void dprl_error_at_row(dprl_error *err, const char *where, size_t row) {
+  char tail[64];
+  if (err->code != DPRL_EINVAL) return;
+  snprintf(tail, sizeof tail, " (row %zu of %s)", row, where);
+  if (strlen(err->msg) + strlen(tail) < sizeof err->msg) strcat(err->msg, tail);
+}
+
+/* ---- cancellation ------------------------------------------------------ */
+
+int dprl_cancel_stop(dprl_cancel *c, dprl_error *err) {
+  if (!c->stopped) {
+    c->spent = 0;
+    if (!c->check || !c->check(c->ctx)) return DPRL_OK;
+    c->stopped = 1;
+  }
+  return dprl_fail(err, DPRL_EINTR, "interrupted");
+}
+
+static void swap_elems(char *a, char *b, size_t size) {
+  char t[64];
+  memcpy(t, a, size);
+  memcpy(a, b, size);
+  memcpy(b, t, size);
+}
+
+/* Hoare partition of base[0, n), n >= 3, around the median of the first,
+** middle and last elements: returns k, 0 < k < n, with base[0, k) <= pivot
+** <= base[k, n). */
+static size_t partition(char *base, size_t n, size_t size,
+                        int (*cmp)(const void *, const void *)) {
+  char *lo = base, *mid = base + n / 2 * size, *hi = base + (n - 1) * size, pivot[64];
+  if (cmp(mid, lo) < 0) swap_elems(mid, lo, size);
+  if (cmp(hi, lo) < 0) swap_elems(hi, lo, size);
+  if (cmp(hi, mid) < 0) swap_elems(hi, mid, size);
+  memcpy(pivot, mid, size);
+  size_t i = 0, j = n - 1;
+  for (;;) {
+    while (cmp(base + i * size, pivot) < 0) i++;
+    while (cmp(base + j * size, pivot) > 0) j--;
+    if (i >= j) return j + 1;
+    swap_elems(base + i * size, base + j * size, size);
+    i++;
+    j--;
+  }
+}
+
+int dprl_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *),
+              dprl_cancel *c, dprl_error *err) {
+  struct piece {
+    char *b;
+    size_t n;
+    int depth;
+  } stack[64];
+  int top = 0, limit = 2;
+  for (size_t k = n; k > 1; k /= 2) limit += 2; /* introsort's 2 log2 n */
+  if (size > 64 || n <= DPRL_SORT_PIECE) {
+    if (n > 1) qsort(base, n, size, cmp);
+    return dprl_cancel_poll(c, 30 * (uint64_t)n, err);
+  }
+  stack[top++] = (struct piece){base, n, 0};
+  while (top) {
+    struct piece p = stack[--top];
+    /* Keep the larger part, continue with the smaller (at most half): the
+    ** stack stays below log2 n entries. */
+    while (p.n > DPRL_SORT_PIECE && p.depth < limit) {
+      if (dprl_cancel_poll(c, 10 * (uint64_t)p.n, err)) return err->code;
+      size_t k = partition(p.b, p.n, size, cmp);
+      struct piece left = {p.b, k, p.depth + 1}, right = {p.b + k * size, p.n - k, p.depth + 1};
+      int right_larger = right.n >= left.n;
+      stack[top++] = right_larger ? right : left;
+      p = right_larger ? left : right;
+    }
+    /* A small piece, or too many unbalanced splits: libc's sort. */
+    if (p.n > 1) qsort(p.b, p.n, size, cmp);
+    if (dprl_cancel_poll(c, 30 * (uint64_t)p.n, err)) return err->code;
+  }
+  return DPRL_OK;
+}

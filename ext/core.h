@@ -15,7 +15,8 @@
 enum {
   DPRL_OK = 0,
   DPRL_EINVAL = 1, /* bad input: the message says which argument and value */
-  DPRL_ENOMEM = 2  /* out of memory: the glue answers SQLITE_NOMEM */
+  DPRL_ENOMEM = 2, /* out of memory: the glue answers SQLITE_NOMEM */
+  DPRL_EINTR = 3   /* stopped through a dprl_cancel: SQLITE_INTERRUPT */
 };
 
 typedef struct dprl_error {
@@ -58,5 +59,54 @@ void dprl_buf_printf(dprl_buf *b, const char *fmt, ...)
 #endif
     ;
 void dprl_buf_free(dprl_buf *b);
+
+/* The largest single allocation SQLite's allocator grants (sqlite3_malloc64
+** refuses 0x7fffff00 bytes and more): size limits of the SQL functions
+** are derived from it, so that an input too large fails with a message
+** naming the limit before anything is allocated, not with "out of memory". */
+#define DPRL_MAX_ALLOC ((size_t)0x7fffff00)
+
+/* Grow n parallel arrays (element sizes sizes[i]) to nc elements each.
+** On failure the arrays already grown stay grown (harmless: the caller
+** keeps its old capacity) and DPRL_ENOMEM is returned. */
+int dprl_grow_parallel(size_t nc, int n, void **arrays[], const size_t sizes[],
+                       dprl_error *err);
+/* Append " (row N of where)" to an EINVAL message, so a bad value can be
+** found in the caller's rows. */
+void dprl_error_at_row(dprl_error *err, const char *where, size_t row);
+
+/* ---- cancellation ---------------------------------------------------------
+** A long loop of the core asks its caller, now and then, whether to stop
+** (in SQLite: sqlite3_interrupt() or a progress handler; sql_glue.h makes
+** the hook).  The loop counts its work with dprl_cancel_poll, in units of
+** roughly a nanosecond (an arithmetic step ~1, a random draw ~100-1000);
+** every DPRL_CANCEL_EVERY units the hook's check runs.  Once it has said
+** stop, every later poll fails at once, so nested loops unwind quickly.
+** A NULL hook never stops.  Usage in a loop:
+**   if (dprl_cancel_poll(cancel, 50, err)) return err->code;   // EINTR
+*/
+typedef struct dprl_cancel {
+  int (*check)(void *ctx); /* nonzero: stop now */
+  void *ctx;
+  uint64_t spent;          /* work since the last check */
+  int stopped;             /* check said stop */
+} dprl_cancel;
+
+#define DPRL_CANCEL_EVERY 65536u
+
+/* DPRL_EINTR ("interrupted") once the hook says stop, else DPRL_OK. */
+int dprl_cancel_stop(dprl_cancel *c, dprl_error *err);
+static inline int dprl_cancel_poll(dprl_cancel *c, uint64_t work, dprl_error *err) {
+  if (!c || (!c->stopped && (c->spent += work) < DPRL_CANCEL_EVERY)) return DPRL_OK;
+  return dprl_cancel_stop(c, err);
+}
+
+/* qsort that polls c between pieces of about DPRL_SORT_PIECE elements
+** (quicksort partitions above, libc qsort below), so sorting millions of
+** elements can be interrupted; elements of up to 64 bytes (larger ones go
+** to qsort whole).  Not stable.  DPRL_EINTR leaves base permuted. */
+#define DPRL_SORT_PIECE 4096
+int dprl_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *),
+              dprl_cancel *c, dprl_error *err);
 
 #endif

@@ -10,6 +10,12 @@
 **   dp_first_visit(trajectories_sql, options)      table-valued, NOT private
 **   dp_prefix_stable(trajectories_sql, policies_sql, options)  table-valued
 **   dp_prefix_calibrate(options)                   its public parameters (JSON)
+**   dp_q_calibrate(options)                        scalar, JSON
+**   dp_q_noise(points_sql, options)                table-valued
+**   dp_q_learn(s, a, r, s_next, options)           aggregate
+**   dp_q_value(model, state, action)               scalar
+**   dp_plan(options)                               planned sigma and error (JSON)
+**   dprl_budget(name, epsilon, delta), dprl_budget_remaining(name)   the ledger
 **
 **   sqlite> .load ./dprl
 **   sqlite> SELECT dprl_version();
@@ -85,7 +91,10 @@ int sqlite3_dprl_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_routines *
       {"dp_lsw/dp_lsl", dprl_register_policy_eval},
       {"dp_first_visit", dprl_register_first_visit},
       {"dp_prefix_stable", dprl_register_prefix_stable},
-      {"dp_q_*", dprl_register_q},
+      {"dp_q_calibrate", dprl_register_q_calibrate},
+      {"dp_q_noise", dprl_register_q_noise},
+      {"dp_q_learn", dprl_register_q_learn},
+      {"dp_q_value", dprl_register_q_value},
   };
   int rc = sqlite3_create_function_v2(db, "dprl_version", 0,
                                       SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS,

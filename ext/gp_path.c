@@ -176,6 +176,7 @@ static int merge_draw(const dprl_gp_path *p, dprl_rng *rng, const query *q,
   size_t j = 0, k = 0;
   for (size_t t = 0; t < n; t++) {
     double x = q[t].x;
+    if (dprl_cancel_poll(p->cancel, 20, err)) return err->code;
     while (j < p->n && p->pts[j].x < x) merged[k++] = p->pts[j++];
     if (j < p->n && p->pts[j].x == x) merged[k++] = p->pts[j++];
     if (k && merged[k - 1].x == x) { /* stored, or repeated in this batch */
@@ -185,7 +186,8 @@ static int merge_draw(const dprl_gp_path *p, dprl_rng *rng, const query *q,
     /* Nearest left: the last merged point (stored or just drawn); nearest
     ** right: the next STORED point.  Markov property: exact. */
     double g;
-    if (draw(p, rng, k ? &merged[k - 1] : NULL, j < p->n ? &p->pts[j] : NULL,
+    if (dprl_cancel_poll(p->cancel, 1000, err) ||
+        draw(p, rng, k ? &merged[k - 1] : NULL, j < p->n ? &p->pts[j] : NULL,
              x, &g, err))
       return err->code;
     merged[k].x = x;
@@ -193,8 +195,8 @@ static int merge_draw(const dprl_gp_path *p, dprl_rng *rng, const query *q,
     k++;
     out[q[t].i] = g;
   }
-  while (j < p->n) merged[k++] = p->pts[j++];
-  *m = k;
+  if (j < p->n) memcpy(merged + k, p->pts + j, (p->n - j) * sizeof *merged);
+  *m = k + (p->n - j);
   return DPRL_OK;
 }
 
@@ -216,9 +218,9 @@ int dprl_gp_path_sample_batch(dprl_gp_path *p, dprl_rng *rng,
     q[i].x = xs[i];
     q[i].i = i;
   }
-  qsort(q, n, sizeof *q, query_cmp);
   size_t m = 0, room = p->n + n;
-  int rc = merge_draw(p, rng, q, n, out, merged, &m, err);
+  int rc = dprl_sort(q, n, sizeof *q, query_cmp, p->cancel, err);
+  if (!rc) rc = merge_draw(p, rng, q, n, out, merged, &m, err);
   dprl_free(q);
   if (rc) {
     dprl_free(merged);
@@ -248,8 +250,15 @@ int dprl_gp_path_load(dprl_gp_path *p, const dprl_gp_point *pts, size_t n,
   dprl_gp_point *copy = dprl_calloc(n ? n : 1, sizeof *copy);
   if (!copy) return dprl_nomem(err);
   if (n) memcpy(copy, pts, n * sizeof *copy);
-  qsort(copy, n, sizeof *copy, point_cmp);
-  for (size_t i = 1; i < n; i++)
+  if (dprl_sort(copy, n, sizeof *copy, point_cmp, p->cancel, err)) {
+    dprl_free(copy);
+    return err->code;
+  }
+  for (size_t i = 1; i < n; i++) {
+    if (dprl_cancel_poll(p->cancel, 2, err)) {
+      dprl_free(copy);
+      return err->code;
+    }
     if (copy[i].x == copy[i - 1].x) {
       double x = copy[i].x;
       dprl_free(copy);
@@ -257,6 +266,7 @@ int dprl_gp_path_load(dprl_gp_path *p, const dprl_gp_point *pts, size_t n,
                        "stored points must have distinct states, got %g twice",
                        x);
     }
+  }
   dprl_free(p->pts);
   p->pts = copy;
   p->n = n;

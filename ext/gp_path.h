@@ -31,6 +31,9 @@ typedef struct dprl_gp_path {
   double sigma, beta, grid;
   dprl_gp_point *pts; /* sorted by x, strictly increasing */
   size_t n, cap;
+  /* Polled by sample_batch and load (core.h); NULL (the default): never
+  ** stopped.  The owner sets it.  On DPRL_EINTR the path is unchanged. */
+  dprl_cancel *cancel;
 } dprl_gp_path;
 
 /* New empty path; NULL (and err set) if sigma is not finite >= 0, beta not

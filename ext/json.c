@@ -351,13 +351,8 @@ void dprl_json_put_double(dprl_buf *b, double x) {
     dprl_buf_puts(b, "null");
     return;
   }
-  /* Shortest of %.15g/%.16g/%.17g that reads back exactly. */
   char tmp[40];
-  for (int prec = 15; prec <= 17; prec++) {
-    snprintf(tmp, sizeof tmp, "%.*g", prec, x);
-    if (strtod(tmp, NULL) == x) break;
-  }
-  dprl_buf_puts(b, tmp);
+  dprl_buf_puts(b, dprl_json_num(x, tmp, sizeof tmp));
 }
 
 void dprl_json_put_double_array(dprl_buf *b, const double *x, size_t n) {
@@ -376,4 +371,31 @@ void dprl_json_put_int_array(dprl_buf *b, const int64_t *x, size_t n) {
     dprl_buf_printf(b, "%lld", (long long)x[i]);
   }
   dprl_buf_append(b, "]", 1);
+}
+
+/* ---- numbers and object members ------------------------------------------ */
+
+const char *dprl_json_num(double x, char *buf, size_t n) {
+  /* Shortest of %.15g/%.16g/%.17g that reads back exactly. */
+  for (int prec = 15; prec <= 17; prec++) {
+    snprintf(buf, n, "%.*g", prec, x);
+    if (strtod(buf, NULL) == x) break;
+  }
+  return buf;
+}
+
+void dprl_json_put_key(dprl_buf *b, const char *k) {
+  dprl_buf_puts(b, ",");
+  dprl_json_put_string(b, k);
+  dprl_buf_puts(b, ":");
+}
+
+void dprl_json_put_num(dprl_buf *b, const char *k, double x) {
+  dprl_json_put_key(b, k);
+  dprl_json_put_double(b, x);
+}
+
+void dprl_json_put_int(dprl_buf *b, const char *k, int64_t x) {
+  dprl_json_put_key(b, k);
+  dprl_buf_printf(b, "%lld", (long long)x);
 }

@@ -48,4 +48,13 @@ void dprl_json_put_double(dprl_buf *b, double x);
 void dprl_json_put_double_array(dprl_buf *b, const double *x, size_t n);
 void dprl_json_put_int_array(dprl_buf *b, const int64_t *x, size_t n);
 
+/* x in the shortest of %.15g/%.16g/%.17g that reads back exactly (what
+** dprl_json_put_double writes), into buf[n] (32 bytes are enough); returns
+** buf.  For messages too: "got 0.1", never "got 0.10000000000000001". */
+const char *dprl_json_num(double x, char *buf, size_t n);
+/* Members after the first of an object: ,"k": then the value. */
+void dprl_json_put_key(dprl_buf *b, const char *k);
+void dprl_json_put_num(dprl_buf *b, const char *k, double x);
+void dprl_json_put_int(dprl_buf *b, const char *k, int64_t x);
+
 #endif

@@ -180,6 +180,7 @@ static int check_data(const dprl_q_learn_opts *o, const dprl_q_transitions *d,
   if (d->n < 1)
     return dprl_fail(err, DPRL_EINVAL, "no transitions: need at least 1");
   for (size_t t = 0; t < d->n; t++) {
+    if (dprl_cancel_poll(o->cancel, 5, err)) return err->code;
     if (!isfinite(d->s[t]) || !isfinite(d->s_next[t]))
       return dprl_fail(err, DPRL_EINVAL,
                        "transition %zu: state must be finite, got %g -> %g", t,
@@ -245,12 +246,16 @@ static int collect_states(qrun *r, dprl_error *err) {
   r->svals = dprl_calloc(2 * n, sizeof *r->svals);
   if (!r->states || !r->svals) return dprl_nomem(err);
   for (size_t t = 0; t < n; t++) {
+    if (dprl_cancel_poll(r->o->cancel, 10, err)) return err->code;
     r->states[2 * t] = dprl_q_rescale(&r->o->feat, r->d->s[t]);
     r->states[2 * t + 1] = dprl_q_rescale(&r->o->feat, r->d->s_next[t]);
   }
-  qsort(r->states, 2 * n, sizeof *r->states, dbl_cmp);
-  for (size_t t = 0; t < 2 * n; t++)
+  if (dprl_sort(r->states, 2 * n, sizeof *r->states, dbl_cmp, r->o->cancel, err))
+    return err->code;
+  for (size_t t = 0; t < 2 * n; t++) {
+    if (dprl_cancel_poll(r->o->cancel, 2, err)) return err->code;
     if (k == 0 || r->states[t] != r->states[k - 1]) r->states[k++] = r->states[t];
+  }
   r->n_states = k;
   return DPRL_OK;
 }
@@ -274,6 +279,7 @@ static int qrun_init(qrun *r, dprl_error *err) {
   for (size_t a = 0; a < m; a++) {
     r->paths[a] = dprl_gp_path_create(o->sigma, o->beta, grid, err);
     if (!r->paths[a]) return err->code;
+    r->paths[a]->cancel = o->cancel;
   }
   return r->presample ? collect_states(r, err) : DPRL_OK;
 }
@@ -293,13 +299,15 @@ static int reset_paths(qrun *r, dprl_error *err) {
   return DPRL_OK;
 }
 
-static void draw_batch(qrun *r) {
+static int draw_batch(qrun *r, dprl_error *err) {
   for (size_t t = 0; t < r->B; t++) {
+    if (dprl_cancel_poll(r->o->cancel, 30, err)) return err->code;
     size_t i = (size_t)dprl_rng_below(r->rng, r->d->n);
     r->idx[t] = i;
     r->x[t] = dprl_q_rescale(&r->o->feat, r->d->s[i]);
     r->xn[t] = dprl_q_rescale(&r->o->feat, r->d->s_next[i]);
   }
+  return DPRL_OK;
 }
 
 /* g_a at the nq queries qx -> qv. */
@@ -308,7 +316,8 @@ static int path_values(qrun *r, int a, size_t nq, dprl_error *err) {
     return dprl_gp_path_sample_batch(r->paths[a], r->rng, r->qx, nq, r->qv,
                                      err);
   for (size_t q = 0; q < nq; q++) /* all stored: lookups, no draws */
-    if (dprl_gp_path_sample_at(r->paths[a], r->rng, r->qx[q], &r->qv[q], err))
+    if (dprl_cancel_poll(r->o->cancel, 50, err) ||
+        dprl_gp_path_sample_at(r->paths[a], r->rng, r->qx[q], &r->qv[q], err))
       return err->code;
   return DPRL_OK;
 }
@@ -319,6 +328,7 @@ static int batch_noise(qrun *r, dprl_error *err) {
   if (r->o->sigma == 0) return DPRL_OK; /* gs, gn stay 0 */
   for (int a = 0; a < r->o->m; a++) {
     size_t nq = 0, k = 0;
+    if (dprl_cancel_poll(r->o->cancel, 8 * (uint64_t)B, err)) return err->code;
     for (size_t t = 0; t < B; t++)
       if (r->d->a[r->idx[t]] == a) r->qx[nq++] = r->x[t];
     for (size_t t = 0; t < B; t++) r->qx[nq++] = r->xn[t];
@@ -331,11 +341,14 @@ static int batch_noise(qrun *r, dprl_error *err) {
 }
 
 /* One SGD step on the mean of 1/2 (Q(s,a) + g_a(s) - y)^2 (line 21). */
-static void sgd_step(qrun *r) {
+static int sgd_step(qrun *r, dprl_error *err) {
   const dprl_q_learn_opts *o = r->o;
   size_t B = r->B, K = (size_t)o->feat.K;
+  /* Work of one transition: m values of Q, each 2 (tent) or K (rbf) terms. */
+  uint64_t work = (uint64_t)o->m * (o->feat.kind == DPRL_QFEAT_TENT ? 10 : 10 * K);
   memset(r->grad, 0, (size_t)o->m * K * sizeof *r->grad);
   for (size_t t = 0; t < B; t++) {
+    if (dprl_cancel_poll(o->cancel, work, err)) return err->code;
     size_t i = r->idx[t];
     double best = -HUGE_VAL;
     for (int a = 0; a < o->m; a++) {
@@ -351,6 +364,7 @@ static void sgd_step(qrun *r) {
   }
   double step = o->lr / (double)B;
   for (size_t j = 0; j < (size_t)o->m * K; j++) r->theta[j] -= step * r->grad[j];
+  return dprl_cancel_poll(o->cancel, 2 * (uint64_t)o->m * K, err);
 }
 
 /* Clamp to +-2^51 grid steps: a 1-Lipschitz projection, and it keeps
@@ -365,16 +379,18 @@ static int64_t grid_units(double v, double g) {
 /* The private release of theta after an update (ALGORITHMS.md §10):
 ** round to the public grid, add discrete Gaussian noise, project.  Only
 ** public values decide what happens: no error can depend on the data. */
-static void theta_noise(qrun *r) {
+static int theta_noise(qrun *r, dprl_error *err) {
   const dprl_q_learn_opts *o = r->o;
   double g = o->grid_theta;
   uint64_t s = (uint64_t)ceil(o->sigma_theta / g);
   if ((double)s * g < o->sigma_theta) s++; /* never round the scale down */
   for (size_t j = 0; j < (size_t)o->m * (size_t)o->feat.K; j++) {
+    if (dprl_cancel_poll(o->cancel, 300, err)) return err->code;
     int64_t k = grid_units(r->theta[j], g) + dprl_discrete_gaussian(r->rng, s);
     const int64_t lim = INT64_C(1) << 51; /* post-processing of the noisy k */
     r->theta[j] = g * (double)(k < -lim ? -lim : k > lim ? lim : k);
   }
+  return DPRL_OK;
 }
 
 int dprl_q_learn(const dprl_q_learn_opts *o, const dprl_q_transitions *d,
@@ -393,14 +409,17 @@ int dprl_q_learn(const dprl_q_learn_opts *o, const dprl_q_transitions *d,
   ** stored points), presampling ~ 2n log2(2n): take the cheaper. */
   r.presample = o->sigma > 0 && (double)o->B * (double)period * (double)period >=
                                     2.0 * (double)d->n * log2(2.0 * d->n + 2);
+  /* An incremental path holds up to 2B points a step for a whole period,
+  ** 16 bytes each in one allocation: beyond that, presample (2n points). */
+  if (o->sigma > 0 && 32.0 * (double)o->B * (double)period > (double)DPRL_MAX_ALLOC)
+    r.presample = 1;
   memset(theta, 0, (size_t)o->m * (size_t)o->feat.K * sizeof *theta);
   int rc = qrun_init(&r, err);
   for (int64_t j = 0; rc == DPRL_OK && j < nb; j++) {
-    if (j % period == 0 && (rc = reset_paths(&r, err))) break;
-    draw_batch(&r);
-    if ((rc = batch_noise(&r, err))) break;
-    sgd_step(&r);
-    if (o->sigma_theta > 0) theta_noise(&r);
+    if ((j % period == 0 && (rc = reset_paths(&r, err))) || (rc = draw_batch(&r, err)) ||
+        (rc = batch_noise(&r, err)) || (rc = sgd_step(&r, err)) ||
+        (o->sigma_theta > 0 && (rc = theta_noise(&r, err))))
+      break;
   }
   if (rc == DPRL_OK && paths_out) {
     for (int a = 0; a < o->m; a++) paths_out[a] = r.paths[a];

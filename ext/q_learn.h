@@ -98,6 +98,9 @@ typedef struct dprl_q_learn_opts {
   ** within 2^51 grid steps (a 1-Lipschitz projection: the sensitivity
   ** holds).  sigma_theta = 0: off (then theta is not private). */
   double sigma_theta, grid_theta;
+  /* Polled throughout (core.h); NULL: never stopped.  On DPRL_EINTR theta
+  ** holds no result. */
+  dprl_cancel *cancel;
 } dprl_q_learn_opts;
 
 typedef struct dprl_q_transitions {

@@ -4,9 +4,11 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 static char *with_prefix(const char *fn, const dprl_error *err) {
   size_t n = strlen(fn);
+  if (err->code == DPRL_EINTR) return sqlite3_mprintf("%s", err->msg);
   if (strncmp(err->msg, fn, n) == 0 && err->msg[n] == ':')
     return sqlite3_mprintf("%s", err->msg);
   return sqlite3_mprintf("%s: %s", fn, err->msg);
@@ -24,6 +26,7 @@ void dprl_sql_result_error(sqlite3_context *ctx, const char *fn,
     return;
   }
   sqlite3_result_error(ctx, msg, -1);
+  if (err->code == DPRL_EINTR) sqlite3_result_error_code(ctx, SQLITE_INTERRUPT);
   sqlite3_free(msg);
 }
 
@@ -31,7 +34,8 @@ int dprl_sql_vtab_error(char **pzErr, const char *fn, const dprl_error *err) {
   if (err->code == DPRL_ENOMEM) return SQLITE_NOMEM;
   sqlite3_free(*pzErr);
   *pzErr = with_prefix(fn, err);
-  return *pzErr ? SQLITE_ERROR : SQLITE_NOMEM;
+  if (!*pzErr) return SQLITE_NOMEM;
+  return err->code == DPRL_EINTR ? SQLITE_INTERRUPT : SQLITE_ERROR;
 }
 
 void dprl_sql_describe(sqlite3_value *v, char *out, size_t n) {
@@ -153,4 +157,46 @@ int dprl_sql_same_options(const dprl_sql_pinned *p, sqlite3_value *v, dprl_error
 void dprl_sql_unpin(dprl_sql_pinned *p) {
   sqlite3_free(p->text);
   p->text = NULL;
+}
+
+/* ---- cancellation -------------------------------------------------------- */
+
+static int64_t now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* Stepping the probe is how an extension learns of sqlite3_interrupt()
+** before SQLite 3.41: a statement started on an interrupted connection
+** fails at once, and a progress handler that returns nonzero does the
+** same.  At most once a millisecond. */
+static int probe_check(void *ctx) {
+  dprl_sql_cancel *c = ctx;
+  int64_t t = now_ns();
+  if (t - c->last_ns < 1000000) return 0;
+  c->last_ns = t;
+  int rc = sqlite3_step(c->probe);
+  sqlite3_reset(c->probe);
+  return rc == SQLITE_INTERRUPT;
+}
+
+int dprl_sql_cancel_open(dprl_sql_cancel *c, sqlite3 *db, dprl_error *err) {
+  memset(c, 0, sizeof *c);
+  if (sqlite3_prepare_v2(db, "SELECT 1", -1, &c->probe, NULL) != SQLITE_OK) {
+    int code = sqlite3_errcode(db);
+    if (code == SQLITE_INTERRUPT) return dprl_fail(err, DPRL_EINTR, "interrupted");
+    if (code == SQLITE_NOMEM) return dprl_nomem(err);
+    return dprl_fail(err, DPRL_EINVAL, "preparing the interrupt check: %s",
+                     sqlite3_errmsg(db));
+  }
+  c->base.check = probe_check;
+  c->base.ctx = c;
+  c->last_ns = now_ns();
+  return DPRL_OK;
+}
+
+void dprl_sql_cancel_close(dprl_sql_cancel *c) {
+  sqlite3_finalize(c->probe);
+  c->probe = NULL;
 }

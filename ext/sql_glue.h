@@ -18,7 +18,8 @@ SQLITE_EXTENSION_INIT3
 #define DPRL_VERSION "0.1.0"
 
 /* Report err as the SQL error of ctx, prefixed "fn: " unless the message
-** already names fn; out of memory becomes SQLITE_NOMEM. */
+** already names fn; out of memory becomes SQLITE_NOMEM, DPRL_EINTR
+** SQLITE_INTERRUPT (its message as is, "interrupted"). */
 void dprl_sql_result_error(sqlite3_context *ctx, const char *fn,
                            const dprl_error *err);
 /* The same for a virtual table cursor/vtab: sets *pzErr (sqlite3_malloc'd)
@@ -51,11 +52,30 @@ int dprl_sql_pin_options(dprl_sql_pinned *p, sqlite3_value *v, dprl_error *err);
 int dprl_sql_same_options(const dprl_sql_pinned *p, sqlite3_value *v, dprl_error *err);
 void dprl_sql_unpin(dprl_sql_pinned *p);
 
+/* The cancellation hook of core.h for a call on db: every millisecond of
+** work or so it steps a trivial statement ("SELECT 1") on the same
+** connection, which fails with SQLITE_INTERRUPT once sqlite3_interrupt()
+** has been called and runs the progress handler (sqlite3_is_interrupted()
+** needs SQLite 3.41; Debian 12 ships 3.40).  Open once per call, pass
+** &c->base to the core, close when done.  A DPRL_EINTR error then becomes
+** SQLITE_INTERRUPT with the message "interrupted" (dprl_sql_result_error,
+** dprl_sql_vtab_error). */
+typedef struct dprl_sql_cancel {
+  dprl_cancel base;
+  sqlite3_stmt *probe;
+  int64_t last_ns; /* monotonic time of the last probe */
+} dprl_sql_cancel;
+int dprl_sql_cancel_open(dprl_sql_cancel *c, sqlite3 *db, dprl_error *err);
+void dprl_sql_cancel_close(dprl_sql_cancel *c);
+
 /* Registration of each feature (one per sql_*.c). */
 int dprl_register_policy_eval(sqlite3 *db);
 int dprl_register_budget(sqlite3 *db); /* sql_budget.c */
 int dprl_register_first_visit(sqlite3 *db);
 int dprl_register_prefix_stable(sqlite3 *db); /* sql_prefix_stable.c */
-int dprl_register_q(sqlite3 *db);             /* sql_q.c */
+int dprl_register_q_calibrate(sqlite3 *db);   /* sql_q_calibrate.c */
+int dprl_register_q_noise(sqlite3 *db);       /* sql_q_noise.c */
+int dprl_register_q_learn(sqlite3 *db);       /* sql_q_learn.c */
+int dprl_register_q_value(sqlite3 *db);       /* sql_q_value.c */
 
 #endif

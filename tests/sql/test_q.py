@@ -8,10 +8,14 @@ Randomised checks use fixed seeds and bounds of >= 5 standard errors derived
 from the distribution, so the run is deterministic and never flaky."""
 import json
 import math
+import os
 import random
 import sqlite3
+import tempfile
+import threading
+import time
 
-from harness import check, check_close, check_error, close, connect, run, sql_error
+from harness import SO, check, check_close, check_error, close, connect, run, sql_error
 
 NOISE = "SELECT * FROM dp_q_noise(?, ?)"
 LEARN = "SELECT dp_q_learn(s, a, r, s_next, ?) FROM transitions"
@@ -261,7 +265,7 @@ def test_calibrate_refusals():
         ({k_: v for k_, v in WORKED.items() if k_ != "k"}, "dp_q_calibrate: option k is required"),
         (dict(WORKED, T=2.5), "dp_q_calibrate: option T must be an integer, got 2.5"),
         (dict(WORKED, B=10000), "dp_q_calibrate: option B must be <= T = 6400, got 10000"),
-        (dict(WORKED, J=0), "dp_q_calibrate: option J must be in [1, 1e+09], got 0"),
+        (dict(WORKED, J=0), "dp_q_calibrate: option J must be in [1, 1000000000], got 0"),
         (dict(WORKED, lr=-1), "dp_q_calibrate: option lr must be > 0, got -1"),
         (dict(WORKED, L=0), "dp_q_calibrate: option L must be > 0, got 0"),
         (dict(WORKED, accountant="rdp"),
@@ -526,6 +530,153 @@ def test_noise_path_refusals():
           "CREATE TABLE AS over stored points works and returns the stored noise")
 
 
+def schema_of(con, name):
+    """The schemas holding a table called name (any case), from each
+    schema's own sqlite_schema."""
+    dbs = [r[1] for r in con.execute("PRAGMA database_list")]
+    return sorted(d for d in dbs if con.execute(f'SELECT count(*) FROM "{d}".sqlite_schema '
+                                                "WHERE type = 'table' AND name = ? COLLATE NOCASE",
+                                                (name,)).fetchone()[0])
+
+
+def test_noise_path_schemas():
+    """Robustness issue item 5: an existing path table in aux or temp got its
+    _params table in main, and "temp.x" created a main table literally named
+    "temp.x".  A path is "table" (found where SQLite finds it, else main) or
+    "schema.table"; both tables always share the schema."""
+    con = connect()
+    con.isolation_level = None
+    con.execute("ATTACH ? AS aux", (os.path.join(tempfile.mkdtemp(), "aux.db"),))
+    pts_table(con, [(0.3, 0, 1.0), (0.6, 0, 2.0)])
+    o = dict(n_actions=1, **SB)
+    schema = "(action INTEGER, state REAL, g REAL, PRIMARY KEY(action, state))"
+    con.execute("CREATE TABLE aux.gp" + schema)
+    first = noise(con, dict(o, path="gp"))
+    check(schema_of(con, "gp") == ["aux"] and schema_of(con, "gp_params") == ["aux"],
+          "an existing aux table: its _params go to aux too, nothing to main",
+          (schema_of(con, "gp"), schema_of(con, "gp_params")))
+    check(con.execute("SELECT count(*) FROM aux.gp").fetchone() == (2,) and noise(con, dict(o, path="gp")) == first
+          and noise(con, dict(o, path="aux.gp")) == first, "the aux path is used, by either name")
+    con.execute("CREATE TEMP TABLE x" + schema)
+    noise(con, dict(o, path="x"))
+    check(schema_of(con, "x") == ["temp"] and schema_of(con, "x_params") == ["temp"],
+          "an existing temp table: both in temp", (schema_of(con, "x"), schema_of(con, "x_params")))
+    noise(con, dict(o, path="temp.y"))
+    check(schema_of(con, "y") == ["temp"] and schema_of(con, "y_params") == ["temp"]
+          and schema_of(con, "temp.y") == [], '"temp.y": temp.y and temp.y_params, no table "temp.y"')
+    noise(con, dict(o, path="AUX.z"))
+    check(schema_of(con, "z") == ["aux"] and schema_of(con, "z_params") == ["aux"],
+          '"AUX.z": the schema name in any case')
+    noise(con, dict(o, path="main.x"))
+    check(schema_of(con, "x") == ["main", "temp"] and schema_of(con, "x_params") == ["main", "temp"],
+          '"main.x" while temp.x exists: main')
+    noise(con, dict(o, path="new"))
+    check(schema_of(con, "new") == ["main"] and schema_of(con, "new_params") == ["main"],
+          "a new unqualified path: main")
+    for path, msg in [("nosuch.gp", 'option path: schema "nosuch" is not a database of this connection (main, temp or '
+                       'an attached one), in "nosuch.gp"'),
+                      ("aux.", 'option path must be a table name or schema.table, got "aux."'),
+                      (".gp", 'option path must be a table name or schema.table, got ".gp"')]:
+        check_error(con, NOISE, "dp_q_noise: " + msg, f"path {path!r} refused", ("SELECT s, a, q FROM pts",
+                                                                                J(path=path, **o)))
+    check(schema_of(con, "gp") == ["aux"], "nothing created by the refused paths")
+    # triggers: a TEMP trigger may be on a table of any schema
+    con.execute("CREATE TEMP TRIGGER zero AFTER INSERT ON aux.gp BEGIN UPDATE gp SET g = 0; END")
+    check_error(con, NOISE, 'dp_q_noise: path table "aux.gp": table "aux.gp" has a trigger ("zero" in schema '
+                "temp); stored noise must not be changed behind dprl's back: drop the trigger or use "
+                "another path table", "a TEMP trigger on aux.gp refused",
+                ("SELECT s, a, q FROM pts", J(path="aux.gp", **o)))
+    con.execute("DROP TRIGGER zero")
+    # a trigger on a main table of the same name does not touch aux.gp
+    con.execute("CREATE TABLE main.gp" + schema)
+    con.execute("CREATE TRIGGER mainonly AFTER INSERT ON main.gp BEGIN SELECT 1; END")
+    check(noise(con, dict(o, path="aux.gp")) == first, "a trigger on main.gp does not refuse aux.gp")
+
+
+def concurrent_calls(files, path, journal, immediate, threads=8, calls=5):
+    """threads connections (busy timeout 30 s) each make `calls` dp_q_noise
+    calls on one path table, with new and stored points mixed.  Returns
+    (results, errors, stored path {(action, state): g})."""
+    main_db, aux_db = files
+
+    def conn():
+        c = sqlite3.connect(main_db, timeout=30, isolation_level=None, check_same_thread=False)
+        c.enable_load_extension(True)
+        c.load_extension(os.path.abspath(SO))
+        c.execute("ATTACH ? AS aux", (aux_db,))
+        return c
+
+    c = conn()
+    c.execute(f"PRAGMA journal_mode={journal}")
+    c.execute(f"PRAGMA aux.journal_mode={journal}")
+    c.close()
+    results, errors = [], []
+
+    def work(i):
+        c = conn()
+        for j in range(calls):
+            src = "SELECT %r, %d, 0.0 UNION ALL SELECT %r, 1, 0.0" % ((i + 3 * j) % 7 / 10, j % 2, (i + j) % 4 / 10)
+            try:
+                if immediate:
+                    c.execute("BEGIN IMMEDIATE")
+                r = c.execute(NOISE, (src, J(n_actions=2, path=path, **SB))).fetchall()
+                if immediate:
+                    c.execute("COMMIT")
+                results.append(r)
+            except sqlite3.Error as e:
+                errors.append(str(e))
+                if c.in_transaction:
+                    c.execute("ROLLBACK")
+        c.close()
+
+    ts = [threading.Thread(target=work, args=(i,)) for i in range(threads)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    c = conn()
+    try:
+        stored = {(a, s): g for a, s, g in c.execute(f"SELECT action, state, g FROM {path}")}
+    except sqlite3.Error:
+        stored = {}
+    c.close()
+    return results, errors, stored
+
+
+def test_noise_concurrent_writers():
+    """Robustness issue item 4: 16 threads writing one path table failed 46
+    of 80 calls with "database is locked" despite a busy timeout: the
+    SAVEPOINT read first and could not wait to write.  Now dp_q_noise takes
+    the write lock before it reads, so the busy handler applies: with the
+    path table in an attached database, or each call inside BEGIN
+    IMMEDIATE, every call succeeds.  (In autocommit mode a SELECT already
+    reads main: a path table there cannot wait, and says so.)  Each point
+    is stored once and every call returns the stored values."""
+    distinct = {(a, s) for i in range(8) for j in range(5)
+                for a, s in ((j % 2, (i + 3 * j) % 7 / 10), (1, (i + j) % 4 / 10))}
+    for journal in ("delete", "wal"):
+        for path, immediate in (("aux.gp", False), ("gp", True)):
+            d = tempfile.mkdtemp()
+            files = (os.path.join(d, "main.db"), os.path.join(d, "aux.db"))
+            res, errs, stored = concurrent_calls(files, path, journal, immediate)
+            how = f"{journal} journal, path {path}" + (" inside BEGIN IMMEDIATE" if immediate else "")
+            check(not errs and len(res) == 40, f"{how}: all 40 calls of 8 connections succeed",
+                  f"{len(errs)} errors: {set(errs)}")
+            check(set(stored) == distinct, f"{how}: each point stored once", len(stored))
+            check(all(stored.get((a, s)) == nq for r in res for s, a, q, nq in r),
+                  f"{how}: every call returned the stored values")
+        d = tempfile.mkdtemp()
+        res, errs, stored = concurrent_calls((os.path.join(d, "main.db"), os.path.join(d, "aux.db")), "gp",
+                                             journal, False)
+        check(all(e.startswith('dp_q_noise: path table "gp": ') and "database is locked" in e
+                  and "run it inside BEGIN IMMEDIATE ... COMMIT, or keep the path table in an attached database"
+                  in e for e in errs),
+              f"{journal} journal, main in autocommit: a lock conflict names the function and what works",
+              set(errs))
+        check(all(stored.get((a, s)) == nq for r in res for s, a, q, nq in r),
+              f"{journal} journal, main in autocommit: the calls that succeed return the stored values")
+
+
 def test_noise_failed_commit():
     """Trust issue item 13: the commit of new points fails (rollback
     journal, another connection holds a read lock).  Before, the call
@@ -538,6 +689,7 @@ def test_noise_failed_commit():
     f = os.path.join(d, "locked.db")
     a = connect(f)
     a.isolation_level = None
+    a.execute("PRAGMA busy_timeout = 200")  # the commit waits for b this long, then fails
     a.execute("CREATE TABLE pts(s, a, q)")
     a.execute("INSERT INTO pts VALUES (0.3, 0, 1)")
     a.execute("CREATE TABLE log(x)")
@@ -633,7 +785,7 @@ def test_noise_errors():
         (src, dict(o, beta=0), "dp_q_noise: option beta must be > 0, got 0"),
         (src, {"n_actions": 2, "sigma": 0.5}, "dp_q_noise: option beta is required"),
         (src, {"sigma": 0.5, "beta": 2}, "dp_q_noise: option n_actions is required"),
-        (src, dict(o, n_actions=0), "dp_q_noise: option n_actions must be in [1, 1e+06], got 0"),
+        (src, dict(o, n_actions=0), "dp_q_noise: option n_actions must be in [1, 1000000], got 0"),
         (src, {"n_actions": 2, "beta": 2},
          "dp_q_noise: option beta goes with sigma; without sigma both come from the calibration inputs"),
         (src, {"n_actions": 2}, "dp_q_noise: option epsilon is required"),
@@ -1019,10 +1171,154 @@ def test_learn_errors():
         check_error(con, "SELECT dp_q_value(?, ?, ?)", msg, "refused: " + msg, args)
 
 
+def test_limits():
+    """Robustness issue item 3: sizes that cannot be served were accepted
+    (n_actions * K numbers beyond SQLite's length limit failed only after
+    the whole computation; n_actions * B noise values beyond one allocation
+    ran out of memory).  Each is refused when the options are read, naming
+    the option, its value and the limit as an integer."""
+    con = connect()
+    transitions(con, make_data(2, 3))
+    base = dict(n_actions=2, gamma=GAMMA, lr=0.1, T=64, B=64, sigma=0, seed=1)
+    check_error(con, LEARN, "dp_q_learn: option T must be in [1, 1000000000], got 2000000000",
+                "T beyond 10^9: the bound printed as an integer", (J(**dict(base, T=2 * 10 ** 9)),))
+    check_error(con, "SELECT dp_q_calibrate(?)", "dp_q_calibrate: option B must be in [1, 1000000000], "
+                "got 0", "B = 0 refused, integer bounds", (J(**dict(WORKED, B=0)),))
+    # the result: n_actions * K numbers of up to 25 bytes (24 characters, the
+    # longest shortest-round-trip double, and a comma), 3 bytes per action
+    # and 4096 bytes of the rest must fit in SQLITE_LIMIT_LENGTH
+    longest = repr(-2.2250738585072014e-308)
+    check(len(longest) == 24 and float(longest) == -2.2250738585072014e-308,
+          "precondition: the longest number is 24 characters")
+    limit = con.getlimit(sqlite3.SQLITE_LIMIT_LENGTH)
+    kmax = (limit - 4096 - 3 * 1024) // (25 * 1024)
+    check_error(con, LEARN, f"dp_q_learn: option K must be <= {kmax} with n_actions = 1024 (the result "
+                f"holds n_actions * K numbers of up to 25 bytes, within {limit} bytes: SQLite's length "
+                "limit), got 100000", "n_actions * K beyond the length limit refused before any work",
+                (J(**dict(base, n_actions=1024, K=100000)),))
+    con.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, 100000)
+    kmax = (100000 - 4096 - 3 * 2) // (25 * 2)
+    check(kmax == 1917, "precondition: K = 1917 is the most for n_actions = 2 within 100000 bytes")
+    p = dict(n_actions=2, gamma=GAMMA, lr=0.1, T=640, B=64, k=1e6, epsilon=1, delta=1e-5)
+    check_error(con, LEARN, "dp_q_learn: option K must be <= 1917 with n_actions = 2 (the result holds "
+                "n_actions * K numbers of up to 25 bytes, within 100000 bytes: SQLite's length limit), "
+                "got 1918", "K one above the limit SQLite set on the connection: refused",
+                (J(K=1918, **p),))
+    out = con.execute(LEARN, (J(K=1917, **p),)).fetchone()[0]
+    check(len(out) <= 100000 and len(json.loads(out)["theta"][1]) == 1917,
+          "K at the limit: the private result (noisy theta) fits", len(out))
+    con.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, limit)
+    # a batch: n_actions * B noise values of 8 bytes in one allocation of at
+    # most 0x7fffff00 bytes (SQLite's largest)
+    bmax = 0x7fffff00 // (8 * 1024)
+    check_error(con, LEARN, f"dp_q_learn: option B must be <= {bmax} with n_actions = 1024 (a batch keeps "
+                "n_actions * B noise values of 8 bytes, and 2B queries of 16 bytes, each in one allocation "
+                f"of at most 2147483392 bytes), got {bmax + 1}", "n_actions * B beyond one allocation refused",
+                (J(**dict(base, n_actions=1024, T=bmax + 1, B=bmax + 1)),))
+    bmax = 0x7fffff00 // 32
+    check_error(con, LEARN, f"dp_q_learn: option B must be <= {bmax} with n_actions = 1 (a batch keeps "
+                "n_actions * B noise values of 8 bytes, and 2B queries of 16 bytes, each in one allocation "
+                f"of at most 2147483392 bytes), got 1000000000",
+                "B beyond one allocation of queries refused (one action)",
+                (J(**dict(base, n_actions=1, T=10 ** 9, B=10 ** 9)),))
+    # dp_q_value said "got 0" for a K that is not an integer
+    model = J(features={"kind": "tent", "K": 2.5, "lo": 0, "hi": 1}, theta=[[1, 2, 3]])
+    check_error(con, "SELECT dp_q_value(?, 0.5, 0)", "dp_q_value: model must be a result of dp_q_learn: "
+                "features.K must be an integer in [2, 100000], got 2.5", "model K = 2.5: the value named",
+                (model,))
+
+
+# ---- interrupts ----------------------------------------------------------------
+
+def interrupted(con, sql, args, after=0.2):
+    """Run sql, con.interrupt() from another thread after `after` seconds:
+    (seconds from the interrupt to the end of the call, error or None)."""
+    timer = threading.Timer(after, con.interrupt)
+    t0 = time.monotonic()
+    timer.start()
+    try:
+        con.execute(sql, args).fetchall()
+        err = None
+    except sqlite3.Error as e:
+        err = (str(e), getattr(e, "sqlite_errorcode", None))
+    timer.cancel()
+    return time.monotonic() - t0 - after, err
+
+
+def interrupt_tables(con):
+    """200,000 transitions and 1,000,000 points, distinct states, in tables
+    (reading them takes a fraction of the calls below)."""
+    con.execute("CREATE TABLE tr AS WITH RECURSIVE i(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM i "
+                "WHERE n < 199999) SELECT (n * 7919 % 200000) / 200000.0 AS s, n % 2 AS a, "
+                "(n % 3) / 2.0 AS r, (n * 104729 % 200000) / 200000.0 AS s_next FROM i")
+    con.execute("CREATE TABLE big AS WITH RECURSIVE i(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM i "
+                "WHERE n < 999999) SELECT (n * 7919 % 1000000) / 1000000.0 AS s, n % 2 AS a, 0.0 AS q "
+                "FROM i")
+
+
+def test_interrupts():
+    """Robustness issue item 2: the long loops ignored sqlite3_interrupt
+    (dp_q_learn with T = 3e5, B = 1, K = 1e5 ran 29 s after one).  Each call
+    below runs for 4-10 seconds uninterrupted (measured on the old code);
+    interrupted after 0.2 s (or later, to land in a later phase) it must
+    stop within 0.5 s with SQLITE_INTERRUPT and "interrupted"."""
+    con = connect()
+    con.isolation_level = None
+    interrupt_tables(con)
+    L = "SELECT dp_q_learn(s, a, r, s_next, ?) FROM (SELECT * FROM tr LIMIT ?)"
+    N = "SELECT count(*) FROM dp_q_noise('SELECT * FROM big', ?)"
+    base = dict(n_actions=2, gamma=0.9, lr=0.01, B=1, seed=1)
+    cases = [
+        ("dp_q_learn, K = 10^5 features (wide SGD steps)", L, (J(T=30000, K=100000, sigma=0, **base), 2), 0.2),
+        ("dp_q_learn, 2 x 10^6 SGD steps with noise paths", L, (J(T=2000000, sigma=0.5, beta=2, **base), 2), 0.2),
+        ("dp_q_learn, private: theta's noise on every step", L,
+         (J(n_actions=2, gamma=0.9, lr=0.01, T=100000, B=1, epsilon=1, delta=1e-5, k=1e6), 2), 0.2),
+        ("dp_q_learn, 200,000 transitions, presampled paths", L,
+         (J(n_actions=2, gamma=0.9, lr=0.01, T=64 * 30000, B=64, J=1, sigma=0.5, beta=2, seed=1), 200000), 0.2),
+        ("dp_q_noise, 10^6 points", N, (J(n_actions=2, **SB),), 0.2),
+        ("dp_q_noise, 10^6 points, later", N, (J(n_actions=2, **SB),), 1.0),
+    ]
+    for name, sql, args, after in cases:
+        late, err = interrupted(con, sql, args, after)
+        check(err == ("interrupted", sqlite3.SQLITE_INTERRUPT) and late < 0.5,
+              f"interrupt stops {name} within 0.5 s", f"{late:.3f} s after the interrupt: {err}")
+    # the path table: a call interrupted inside the transaction it opened cannot
+    # roll it back (SQLite refuses every statement on an interrupted connection
+    # until the statement ends); the message says so exactly when it is open
+    for after in (0.2, 1.0):
+        late, err = interrupted(con, N, (J(n_actions=2, path="gp", **SB),), after)
+        still_open = "still open" in (err or ("",))[0]
+        check(err is not None and err[0].startswith("interrupted") and err[1] == sqlite3.SQLITE_INTERRUPT
+              and late < 0.5, f"interrupt stops dp_q_noise with a path table (after {after} s) within 0.5 s",
+              f"{late:.3f} s: {err}")
+        check(con.in_transaction == still_open, f"the message says whether the transaction is left open "
+              f"(after {after} s)", f"{err}, in_transaction {con.in_transaction}")
+        if con.in_transaction:
+            con.execute("ROLLBACK")
+        check(con.execute("SELECT count(*) FROM sqlite_schema WHERE name LIKE 'gp%'").fetchone() == (0,),
+              f"nothing of the interrupted call is kept (after {after} s)")
+    # a progress handler that asks to stop is heard the same way
+    deadline = [time.monotonic() + 0.2]
+    con.set_progress_handler(lambda: time.monotonic() > deadline[0], 100)
+    t0 = time.monotonic()
+    err = sql_error(con, L, (J(T=2000000, sigma=0.5, beta=2, **base), 2))
+    check(err == "interrupted" and time.monotonic() - t0 < 0.7,
+          "a progress handler returning nonzero stops dp_q_learn within 0.5 s", err)
+    deadline[0] = time.monotonic() + 0.2
+    t0 = time.monotonic()
+    err = sql_error(con, N, (J(n_actions=2, **SB),))
+    check(err == "interrupted" and time.monotonic() - t0 < 0.7,
+          "a progress handler returning nonzero stops dp_q_noise within 0.5 s", err)
+    con.set_progress_handler(None, 0)
+    con.close()
+
+
 if __name__ == "__main__":
     run([test_calibrate_proof, test_calibrate_gdp_and_paper, test_calibrate_never_below_gdp,
          test_sigma_underflow, test_calibrate_from_approximator,
          test_calibrate_refusals, test_noise_basics, test_noise_rounds_q_to_grid, test_noise_covariance,
-         test_noise_path_table, test_noise_path_refusals, test_noise_failed_commit,
+         test_noise_path_table, test_noise_path_refusals, test_noise_path_schemas,
+         test_noise_concurrent_writers, test_noise_failed_commit,
          test_noise_path_triggers, test_noise_errors, test_learn_noise_free,
-         test_learn_private, test_learn_theta_attack, test_learn_more, test_learn_errors])
+         test_learn_private, test_learn_theta_attack, test_learn_more, test_learn_errors,
+         test_limits, test_interrupts])

@@ -559,7 +559,7 @@ static void sensitivity_case(int worst, int kind, const char *what) {
     r[i] = dprl_rng_unit(&g) - 0.5;
     r2[i] = r[i] + 1;
   }
-  dprl_q_learn_opts o = {{kind, 21, 0, 1}, 2, 0.9, 0.01, 64, 64, 1, -5, 5, 0, 1, 0, 0};
+  dprl_q_learn_opts o = {{kind, 21, 0, 1}, 2, 0.9, 0.01, 64, 64, 1, -5, 5, 0, 1, 0, 0, NULL};
   dprl_q_transitions d1 = {s, r, sn, a, N}, d2 = {s, r2, sn, a, N};
   dprl_rng ra, rb;
   dprl_rng_init_seeded(&ra, 5, 0);
@@ -727,7 +727,7 @@ static void test_qlearn_noise_free(void) {
   double *s = malloc(N * sizeof *s), *r = malloc(N * sizeof *r), *sn = malloc(N * sizeof *sn);
   int64_t *a = malloc(N * sizeof *a);
   make_data(EP, 11, s, a, r, sn);
-  dprl_q_learn_opts o = {{DPRL_QFEAT_TENT, 21, 0, 1}, 2, GAMMA, 0.3, 64 * 60000, 64, 1, 0, 0.5, 0, 1, 0, 0};
+  dprl_q_learn_opts o = {{DPRL_QFEAT_TENT, 21, 0, 1}, 2, GAMMA, 0.3, 64 * 60000, 64, 1, 0, 0.5, 0, 1, 0, 0, NULL};
   dprl_q_transitions d = {s, r, sn, a, N};
   double th[42], tol = 0.05, err_max = 0, eps_i = 0;
   dprl_rng g;
@@ -773,7 +773,7 @@ static void test_qlearn_noise_free(void) {
 static void noisy_case(dprl_qfeat_kind kind, int K, double sigma, int64_t J,
                        const double *s, const int64_t *a, const double *r,
                        const double *sn) {
-  dprl_q_learn_opts o = {{kind, K, 0, 1}, 2, GAMMA, 3e-4, 5000, 64, J, 0, 0.5, sigma, 0, 0, 0};
+  dprl_q_learn_opts o = {{kind, K, 0, 1}, 2, GAMMA, 3e-4, 5000, 64, J, 0, 0.5, sigma, 0, 0, 0, NULL};
   o.beta = 1 / dprl_q_v(o.lr, 23, 64);
   dprl_q_transitions d = {s, r, sn, a, 5000};
   double th[42];
@@ -815,7 +815,7 @@ static void test_qlearn_api(void) {
   static double s[500], r[500], sn[500];
   static int64_t a[500];
   make_data(10, 13, s, a, r, sn);
-  dprl_q_learn_opts o = {{DPRL_QFEAT_TENT, 11, 0, 1}, 2, GAMMA, 0.1, 640, 64, 2, 0, 0.5, 0.3, 5, 0, 0};
+  dprl_q_learn_opts o = {{DPRL_QFEAT_TENT, 11, 0, 1}, 2, GAMMA, 0.1, 640, 64, 2, 0, 0.5, 0.3, 5, 0, 0, NULL};
   dprl_q_transitions d = {s, r, sn, a, 500};
   double t1[22], t2[22];
   dprl_rng g1, g2;
@@ -833,15 +833,15 @@ static void test_qlearn_api(void) {
     dprl_q_learn_opts o;
     const char *msg;
   } bad[] = {
-      {{{DPRL_QFEAT_TENT, 11, 1, 1}, 2, 0.9, 0.1, 640, 64, 2, 0, 0.5, 0.3, 5, 0, 0},
+      {{{DPRL_QFEAT_TENT, 11, 1, 1}, 2, 0.9, 0.1, 640, 64, 2, 0, 0.5, 0.3, 5, 0, 0, NULL},
        "state interval must have finite lo < hi, got lo = 1, hi = 1"},
-      {{{DPRL_QFEAT_TENT, 11, 0, 1}, 2, 1.0, 0.1, 640, 64, 2, 0, 0.5, 0.3, 5, 0, 0},
+      {{{DPRL_QFEAT_TENT, 11, 0, 1}, 2, 1.0, 0.1, 640, 64, 2, 0, 0.5, 0.3, 5, 0, 0, NULL},
        "gamma must be in [0, 1), got 1"},
-      {{{DPRL_QFEAT_TENT, 11, 0, 1}, 2, 0.9, 0.1, 640, 700, 2, 0, 0.5, 0.3, 5, 0, 0},
+      {{{DPRL_QFEAT_TENT, 11, 0, 1}, 2, 0.9, 0.1, 640, 700, 2, 0, 0.5, 0.3, 5, 0, 0, NULL},
        "B must be in [1, T] (T = 640), got 700"},
-      {{{DPRL_QFEAT_TENT, 11, 0, 1}, 2, 0.9, 0.1, 640, 64, 2, 0.5, 0.5, 0.3, 5, 0, 0},
+      {{{DPRL_QFEAT_TENT, 11, 0, 1}, 2, 0.9, 0.1, 640, 64, 2, 0.5, 0.5, 0.3, 5, 0, 0, NULL},
        "reward bounds must have finite rmin < rmax, got rmin = 0.5, rmax = 0.5"},
-      {{{DPRL_QFEAT_TENT, 11, 0, 1}, 2, 0.9, 0.1, 640, 64, 2, 0, 0.5, -0.3, 5, 0, 0},
+      {{{DPRL_QFEAT_TENT, 11, 0, 1}, 2, 0.9, 0.1, 640, 64, 2, 0, 0.5, -0.3, 5, 0, 0, NULL},
        "sigma must be finite and >= 0, got -0.3"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {

@@ -1,0 +1,268 @@
+/*
+** sql_q_noise.c: Q(s, a) + g_a(s) for Q-values the caller supplies, g_a a
+** Gaussian-process (Ornstein-Uhlenbeck) noise path per action (Wang &
+** Hegde 2019; ALGORITHMS.md §8), on the public grid of §6.
+**
+**   SELECT * FROM dp_q_noise('SELECT state, action, q FROM my_q',
+**     '{"n_actions": 2, "epsilon": 1, "delta": 1e-5, "T": 5000, "B": 64,
+**       "lr": 3e-4, "k": 60, "K": 21, "path": "q_noise_path"}');
+**   -- state | action | q | noisy_q
+**
+** Glue only: options -> q_options.c; the points from points_sql; the
+** paths from gp_path.c, kept in the path table by sql_q_path.c.
+*/
+#include <math.h>
+#include <string.h>
+
+#include "gp_path.h"
+#include "q_options.h"
+#include "sql_q_path.h"
+#include "sql_tvf.h"
+
+typedef struct qn_points {
+  double *s, *q;
+  int64_t *a;
+  size_t n, cap;
+} qn_points;
+
+static void qn_points_free(qn_points *p) {
+  dprl_free(p->s);
+  dprl_free(p->q);
+  dprl_free(p->a);
+  memset(p, 0, sizeof *p);
+}
+
+static int qn_points_push(qn_points *p, double s, int64_t a, double q, dprl_error *err) {
+  if (p->n == DPRL_Q_NOISE_MAX_POINTS)
+    return dprl_fail(err, DPRL_EINVAL,
+                     "points_sql returned more rows than one call can hold, %zu (its output, "
+                     "32 bytes a row, must fit in one allocation of at most %zu bytes)",
+                     DPRL_Q_NOISE_MAX_POINTS, DPRL_MAX_ALLOC);
+  if (p->n == p->cap) {
+    size_t nc = p->cap ? 2 * p->cap : 1024;
+    void **arrays[] = {(void **)&p->s, (void **)&p->q, (void **)&p->a};
+    const size_t sizes[] = {sizeof *p->s, sizeof *p->q, sizeof *p->a};
+    if (dprl_grow_parallel(nc, 3, arrays, sizes, err)) return DPRL_ENOMEM;
+    p->cap = nc;
+  }
+  p->s[p->n] = s;
+  p->a[p->n] = a;
+  p->q[p->n] = q;
+  p->n++;
+  return DPRL_OK;
+}
+
+/* One row (state, action, q) of points_sql, checked. */
+static int read_point(sqlite3_value **v, const dprl_q_noise_cfg *c, double *s, int64_t *a,
+                      double *q, dprl_error *err) {
+  int rc;
+  if ((rc = dprl_sql_real(v[0], "state", s, err)) ||
+      (rc = dprl_q_check_state(*s, c->lo, c->hi, "state", err)) ||
+      (rc = dprl_sql_int(v[1], "action", a, err)) ||
+      (rc = dprl_q_check_action(*a, c->n_actions, "action", err)) ||
+      (rc = dprl_sql_real(v[2], "q", q, err)))
+    return rc;
+  if (!(fabs(*q / c->grid) < 0x1p52)) {
+    char a1[32], b1[32];
+    return dprl_fail(err, DPRL_EINVAL, "q must be below 2^52 grid steps (grid %s), got %s",
+                     dprl_json_num(c->grid, a1, sizeof a1), dprl_json_num(*q, b1, sizeof b1));
+  }
+  return DPRL_OK;
+}
+
+/* A failure of the caller's query (dprl_query_* report through *pzErr)
+** as a dprl_error: stopped by sqlite3_interrupt() or the progress
+** handler, it is DPRL_EINTR "interrupted", as for every other loop. */
+static int query_failed(sqlite3 *db, int rc, char **pzErr, dprl_error *err) {
+  if (rc == SQLITE_NOMEM) dprl_nomem(err);
+  else if (sqlite3_errcode(db) == SQLITE_INTERRUPT) dprl_fail(err, DPRL_EINTR, "interrupted");
+  else dprl_fail(err, DPRL_EINVAL, "%s", *pzErr ? *pzErr : sqlite3_errmsg(db));
+  sqlite3_free(*pzErr);
+  *pzErr = NULL;
+  return err->code;
+}
+
+static int read_points(sqlite3 *db, sqlite3_value *sql, const dprl_q_noise_cfg *c,
+                       qn_points *p, dprl_error *err) {
+  dprl_query q;
+  char *qerr = NULL;
+  int rc = dprl_query_open(&q, db, "points_sql", sql, 3, "dp_q_noise", &qerr);
+  if (rc) return query_failed(db, rc, &qerr, err);
+  while ((rc = dprl_query_step(&q, "dp_q_noise", &qerr)) == SQLITE_ROW) {
+    sqlite3_value *row[3];
+    for (int i = 0; i < 3; i++) row[i] = sqlite3_column_value(q.stmt, i);
+    double s, qv;
+    int64_t a;
+    if (read_point(row, c, &s, &a, &qv, err) || qn_points_push(p, s, a, qv, err)) {
+      dprl_error_at_row(err, "points_sql", p->n + 1);
+      break;
+    }
+  }
+  if (rc != SQLITE_ROW && rc != SQLITE_DONE) query_failed(db, rc, &qerr, err);
+  dprl_query_close(&q);
+  return err->code;
+}
+
+/* ---- sampling ---------------------------------------------------------------- */
+
+typedef struct qn_work {
+  const dprl_q_noise_cfg *c;
+  dprl_cancel *cancel;
+  const qn_points *p;
+  dprl_q_store *st;      /* NULL: no path table */
+  size_t *start, *order; /* rows of action a: order[start[a] .. start[a+1]) */
+  double *xs, *out;      /* rescaled states and values of one action */
+  dprl_gp_point *fresh;  /* new points of one action (path table only) */
+  dprl_gp_path *path;
+  dprl_rng rng;
+} qn_work;
+
+static void work_free(qn_work *w) {
+  dprl_rng_wipe(&w->rng);
+  dprl_gp_path_free(w->path);
+  dprl_free(w->start);
+  dprl_free(w->order);
+  dprl_free(w->xs);
+  dprl_free(w->out);
+  dprl_free(w->fresh);
+}
+
+/* Buffers, the path, the generator; the rows sorted by action (counting
+** sort, stable). */
+static int work_init(qn_work *w, dprl_error *err) {
+  size_t n = w->p->n, m = (size_t)w->c->n_actions, n1 = n ? n : 1;
+  w->start = dprl_calloc(m + 1, sizeof *w->start);
+  w->order = dprl_calloc(n1, sizeof *w->order);
+  w->xs = dprl_calloc(n1, sizeof *w->xs);
+  w->out = dprl_calloc(n1, sizeof *w->out);
+  w->fresh = w->st ? dprl_calloc(n1, sizeof *w->fresh) : NULL;
+  if (!(w->path = dprl_gp_path_create(w->c->sigma, w->c->beta, w->c->grid, err)))
+    return err->code;
+  if (!w->start || !w->order || !w->xs || !w->out || (w->st && !w->fresh))
+    return dprl_nomem(err);
+  w->path->cancel = w->cancel;
+  if (!w->c->has_seed && dprl_rng_init_secure(&w->rng, err)) return err->code;
+  size_t *fill = dprl_calloc(m, sizeof *fill);
+  if (!fill) return dprl_nomem(err);
+  int rc = DPRL_OK;
+  for (size_t i = 0; i < n && !rc; i++) {
+    w->start[w->p->a[i] + 1]++;
+    rc = dprl_cancel_poll(w->cancel, 4, err);
+  }
+  for (size_t a = 0; a < m; a++) w->start[a + 1] += w->start[a];
+  for (size_t i = 0; i < n && !rc; i++) {
+    w->order[w->start[w->p->a[i]] + fill[w->p->a[i]]++] = i;
+    rc = dprl_cancel_poll(w->cancel, 4, err);
+  }
+  dprl_free(fill);
+  return rc;
+}
+
+/* Action a: its path (loaded), the batch draw, the new points written;
+** vals[i] = g_a(x_i) for its rows. */
+static int sample_action(qn_work *w, size_t a, double *vals, dprl_error *err) {
+  const dprl_q_noise_cfg *c = w->c;
+  size_t lo = w->start[a], cnt = w->start[a + 1] - lo, nold = 0, nnew = 0;
+  dprl_gp_point *old = NULL;
+  int rc;
+  if (!cnt) return DPRL_OK;
+  dprl_gp_path_reset(w->path);
+  if (w->st && (rc = dprl_q_store_load(w->st, (int64_t)a, w->path, &old, &nold, err)))
+    return rc;
+  if (c->has_seed) /* one stream per action and per size of the stored path */
+    dprl_rng_init_seeded(&w->rng, c->seed, (uint64_t)a | (uint64_t)nold << 21);
+  for (size_t j = 0; j < cnt; j++)
+    w->xs[j] = (w->p->s[w->order[lo + j]] - c->lo) / (c->hi - c->lo);
+  rc = dprl_cancel_poll(w->cancel, 4 * (uint64_t)cnt, err);
+  if (!rc) rc = dprl_gp_path_sample_batch(w->path, &w->rng, w->xs, cnt, w->out, err);
+  for (size_t j = 0; j < cnt && !rc; j++) {
+    size_t i = w->order[lo + j];
+    if ((rc = dprl_cancel_poll(w->cancel, 50, err))) break;
+    vals[i] = w->out[j];
+    if (w->st && !dprl_q_store_has(old, nold, w->xs[j])) { /* (state, g) of a new point */
+      w->fresh[nnew].x = w->p->s[i];
+      w->fresh[nnew].g = w->out[j];
+      nnew++;
+    }
+  }
+  dprl_free(old);
+  if (!rc && nnew) rc = dprl_q_store_add(w->st, (int64_t)a, w->fresh, nnew, err);
+  return rc;
+}
+
+/* vals[i] = g_{a_i}(x_i), one path per action, kept in st if not NULL. */
+static int noise_sample(const dprl_q_noise_cfg *c, const qn_points *p, dprl_q_store *st,
+                        dprl_cancel *cancel, double *vals, dprl_error *err) {
+  qn_work w;
+  memset(&w, 0, sizeof w);
+  w.c = c;
+  w.cancel = cancel;
+  w.p = p;
+  w.st = st;
+  int rc = work_init(&w, err);
+  for (size_t a = 0; a < (size_t)c->n_actions && !rc; a++) rc = sample_action(&w, a, vals, err);
+  work_free(&w);
+  return rc;
+}
+
+/* q on the public grid, then the grid-valued noise: nothing of q's low
+** bits survives (ALGORITHMS.md section 6). */
+static int noise_rows(const dprl_q_noise_cfg *c, const qn_points *p, const double *vals,
+                      dprl_rows *out, dprl_cancel *cancel, dprl_error *err) {
+  for (size_t i = 0; i < p->n; i++) {
+    if (dprl_cancel_poll(cancel, 20, err)) return err->code;
+    double qr = c->grid * (double)llround(p->q[i] / c->grid);
+    if (dprl_rows_add(out)) return dprl_nomem(err);
+    dprl_rows_double(out, 0, p->s[i]);
+    dprl_rows_int(out, 1, p->a[i]);
+    dprl_rows_double(out, 2, p->q[i]);
+    dprl_rows_double(out, 3, qr + vals[i]);
+  }
+  return DPRL_OK;
+}
+
+/* The points, their noise (kept in the path table, if any, atomically:
+** the store's transaction holds everything from before the points are
+** read to the rows), the rows. */
+static int noise_run(sqlite3 *db, sqlite3_value *sql, const dprl_q_noise_cfg *c,
+                     dprl_cancel *cancel, dprl_rows *out, dprl_error *err) {
+  dprl_q_path_params pp = {c->sigma, c->beta, c->lo, c->hi, c->grid, c->has_seed};
+  dprl_q_store st;
+  qn_points p = {0};
+  double *vals = NULL;
+  int rc = c->path ? dprl_q_store_begin(&st, db, c->path, &pp, cancel, err) : DPRL_OK;
+  if (!rc) rc = read_points(db, sql, c, &p, err);
+  if (!rc && !(vals = dprl_calloc(p.n ? p.n : 1, sizeof *vals))) rc = dprl_nomem(err);
+  if (!rc) rc = noise_sample(c, &p, c->path ? &st : NULL, cancel, vals, err);
+  if (c->path) rc = dprl_q_store_end(&st, rc, err);
+  if (!rc) rc = noise_rows(c, &p, vals, out, cancel, err);
+  dprl_free(vals);
+  qn_points_free(&p);
+  return rc;
+}
+
+static int noise_compute(sqlite3 *db, sqlite3_value **args, dprl_rows *out, char **pzErr) {
+  dprl_error err = {0};
+  dprl_q_noise_cfg c;
+  dprl_sql_cancel cancel;
+  const char *text = (const char *)sqlite3_value_text(args[1]);
+  if (!text && sqlite3_value_type(args[1]) != SQLITE_NULL) return SQLITE_NOMEM;
+  int rc = dprl_q_noise_options(text, (size_t)sqlite3_value_bytes(args[1]), &c, &err);
+  if (!rc && !(rc = dprl_sql_cancel_open(&cancel, db, &err))) {
+    rc = noise_run(db, args[0], &c, &cancel.base, out, &err);
+    dprl_sql_cancel_close(&cancel);
+  }
+  dprl_q_noise_cfg_free(&c);
+  if (rc == DPRL_ENOMEM || (!rc && out->oom)) return SQLITE_NOMEM;
+  return rc ? dprl_sql_vtab_error(pzErr, "dp_q_noise", &err) : SQLITE_OK;
+}
+
+static const char *const noise_args[] = {"points_sql", "options"};
+
+static const dprl_tvf_spec noise_spec = {
+    "dp_q_noise",
+    "CREATE TABLE x(state REAL, action INTEGER, q REAL, noisy_q REAL,"
+    " points_sql HIDDEN, options HIDDEN)",
+    4, 2, 2, noise_args, noise_compute, 1 /* writes the path table */};
+
+int dprl_register_q_noise(sqlite3 *db) { return dprl_tvf_register(db, &noise_spec); }

@@ -1,0 +1,86 @@
+/*
+** sql_q_path.h: dp_q_noise's path table, the one thing dprl writes.
+**
+**   SELECT * FROM dp_q_noise('SELECT state, action, q FROM my_q',
+**     '{"n_actions": 2, "sigma": 0.5, "beta": 2, "path": "q_noise_path"}');
+**   -- q_noise_path(action, state, g) keeps every point drawn so far,
+**   -- q_noise_path_params(sigma, beta, lo, hi, seeded) the path's law
+**
+** A store is opened once per call (dprl_q_store_begin): inside a SAVEPOINT
+** it checks or creates both tables, refuses triggers on them, and records
+** or compares the parameters.  Then, per action, the stored points are
+** loaded into the path before new ones are drawn, and the new points
+** stored before any value is released.  dprl_q_store_end commits, or undoes
+** everything the call wrote and leaves the connection as it was found.
+*/
+#ifndef DPRL_SQL_Q_PATH_H
+#define DPRL_SQL_Q_PATH_H
+
+#include "gp_path.h"
+#include "sql_glue.h"
+
+/* The law of the path, and the public grid of its values. */
+typedef struct dprl_q_path_params {
+  double sigma, beta, lo, hi, grid;
+  int seeded;
+} dprl_q_path_params;
+
+typedef struct dprl_q_store {
+  sqlite3 *db;
+  const char *name;          /* the path table, as the user gave it */
+  char *schema;              /* the schema of both tables (sqlite3_malloc'd, as the */
+  char *table, *params;      /* ... names below): "<table>_params" */
+  char *params_shown;        /* "<name>_params", for messages */
+  const dprl_q_path_params *p;
+  dprl_cancel *cancel;       /* polled while sorting and storing */
+  sqlite3_stmt *load, *ins;  /* prepared once per call */
+  int writable;              /* inside our SAVEPOINT */
+  int outermost;             /* the SAVEPOINT opened the transaction */
+  int cannot_wait;           /* the schema was read before: no waiting for its lock */
+  char why[160];             /* why not writable (SQLite's message) */
+} dprl_q_store;
+
+/* Open the store of table `name` (kept, not copied): "schema.table", the
+** schema main, temp or an attached database, or "table", in the schema
+** where SQLite would find it, else main; "<table>_params" in the same
+** schema.  Unless the schema is already read by this connection, its
+** write lock is taken first (waiting as the busy handler says).
+** Whatever it returns, dprl_q_store_end must follow. */
+int dprl_q_store_begin(dprl_q_store *st, sqlite3 *db, const char *name,
+                       const dprl_q_path_params *p, dprl_cancel *cancel,
+                       dprl_error *err);
+/* The stored points of action a into path (states rescaled to [0, 1]);
+** *pts gets a sorted copy (x rescaled, g), *npts its size, for
+** dprl_q_store_has; the caller frees it. */
+int dprl_q_store_load(dprl_q_store *st, int64_t a, dprl_gp_path *path,
+                      dprl_gp_point **pts, size_t *npts, dprl_error *err);
+/* Is the rescaled state x among the n sorted points? */
+int dprl_q_store_has(const dprl_gp_point *pts, size_t n, double x);
+/* Store n new points (state as given, g) of action a, each state once;
+** sorts pts.  A point that cannot be stored is an error, never skipped. */
+int dprl_q_store_add(dprl_q_store *st, int64_t a, dprl_gp_point *pts, size_t n,
+                     dprl_error *err);
+/* Commit (rc == DPRL_OK) or undo; returns the final code. */
+int dprl_q_store_end(dprl_q_store *st, int rc, dprl_error *err);
+
+/* ---- shared by sql_q_path.c and sql_q_path_check.c only ------------------ */
+
+#define PATH_SCHEMA "(action INTEGER, state REAL, g REAL, PRIMARY KEY(action, state))"
+
+/* Check or create both tables, record or compare the parameters
+** (sql_q_path_check.c). */
+int dprl_q_path_open(dprl_q_store *st, dprl_error *err);
+/* Refused when the SAVEPOINT could not be opened (the calling statement
+** writes itself). */
+int dprl_q_path_may_write(dprl_q_store *st, dprl_error *err);
+/* SQLite's error on st->db as err: 'path table "gp": <what>: <message>'. */
+int dprl_q_path_db_fail(dprl_q_store *st, const char *what, dprl_error *err);
+/* The same for a write, saying what works when the lock cannot be waited for. */
+int dprl_q_path_write_fail(dprl_q_store *st, const char *what, dprl_error *err);
+/* Run a write, or prepare a statement, from sqlite3_mprintf-style SQL. */
+int dprl_q_path_write_fmt(dprl_q_store *st, const char *what, dprl_error *err,
+                          const char *fmt, ...);
+int dprl_q_path_prepare_fmt(dprl_q_store *st, sqlite3_stmt **s, const char *what,
+                            dprl_error *err, const char *fmt, ...);
+
+#endif

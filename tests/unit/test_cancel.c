@@ -1,0 +1,228 @@
+/*
+** test_cancel.c: the cancellation hook of core.h (dprl_cancel_poll), the
+** interruptible sort (dprl_sort), and the core loops that honour the hook
+** (gp_path's batch draw and load, q_learn).  No SQLite: tests/sql/test_q.py
+** checks the SQLite side (sqlite3_interrupt, progress handlers).
+*/
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "core.h"
+#include "gp_path.h"
+#include "noise.h"
+#include "q_learn.h"
+
+static char line[256];
+#define LABEL(...) (snprintf(line, sizeof line, __VA_ARGS__), line)
+
+/* A check that counts its calls and says stop from call number `stop_at`
+** on (0: never). */
+typedef struct counter {
+  int calls, stop_at;
+} counter;
+
+static int count_check(void *ctx) {
+  counter *c = ctx;
+  c->calls++;
+  return c->stop_at && c->calls >= c->stop_at;
+}
+
+static dprl_cancel make_cancel(counter *c, int stop_at) {
+  c->calls = 0;
+  c->stop_at = stop_at;
+  dprl_cancel k = {count_check, c, 0, 0};
+  return k;
+}
+
+static uint64_t lcg = 99;
+static uint64_t next_u(void) { /* test data only */
+  lcg = lcg * 6364136223846793005ull + 1442695040888963407ull;
+  return lcg >> 11;
+}
+
+static void test_poll(void) {
+  counter n;
+  dprl_cancel k = make_cancel(&n, 0);
+  dprl_error err = {0};
+  int rc = 0;
+  for (uint64_t i = 0; i < 3 * (uint64_t)DPRL_CANCEL_EVERY + 5; i++)
+    rc |= dprl_cancel_poll(&k, 1, &err);
+  CHECK(rc == 0 && n.calls == 3, "poll: the check runs once per DPRL_CANCEL_EVERY units of work");
+  rc = dprl_cancel_poll(&k, 10 * (uint64_t)DPRL_CANCEL_EVERY, &err);
+  CHECK(rc == 0 && n.calls == 4, "poll: a large piece of work checks at once");
+  n.stop_at = 5;
+  for (uint64_t i = 0; i < 2 * (uint64_t)DPRL_CANCEL_EVERY && !rc; i++)
+    rc = dprl_cancel_poll(&k, 1, &err);
+  CHECK(rc == DPRL_EINTR && err.code == DPRL_EINTR && strcmp(err.msg, "interrupted") == 0,
+        "poll: stop -> DPRL_EINTR, \"interrupted\"");
+  dprl_error e2 = {0};
+  CHECK(dprl_cancel_poll(&k, 1, &e2) == DPRL_EINTR && n.calls == 5,
+        "poll: once stopped, every poll fails at once without asking again");
+  dprl_error e3 = {0};
+  CHECK(dprl_cancel_poll(NULL, UINT64_MAX, &e3) == DPRL_OK && e3.code == 0,
+        "poll: a NULL hook never stops");
+}
+
+static int dbl_cmp(const void *pa, const void *pb) {
+  double a = *(const double *)pa, b = *(const double *)pb;
+  return (a > b) - (a < b);
+}
+
+static int pt_cmp(const void *pa, const void *pb) { /* by x only: ties stay */
+  const dprl_gp_point *a = pa, *b = pb;
+  return (a->x > b->x) - (a->x < b->x);
+}
+
+static int pt_full_cmp(const void *pa, const void *pb) {
+  const dprl_gp_point *a = pa, *b = pb;
+  int c = pt_cmp(pa, pb);
+  return c ? c : (a->g > b->g) - (a->g < b->g);
+}
+
+/* dprl_sort of x[0, n) against libc's qsort of a copy. */
+static void sort_case(const char *what, double *x, size_t n) {
+  double *want = malloc((n ? n : 1) * sizeof *want);
+  memcpy(want, x, n * sizeof *x);
+  qsort(want, n, sizeof *want, dbl_cmp);
+  counter c;
+  dprl_cancel k = make_cancel(&c, 0);
+  dprl_error err = {0};
+  int rc = dprl_sort(x, n, sizeof *x, dbl_cmp, &k, &err);
+  CHECK(rc == 0 && memcmp(x, want, n * sizeof *x) == 0, LABEL("sort: %s (n = %zu)", what, n));
+  free(want);
+}
+
+static void test_sort(void) {
+  enum { N = 300000 };
+  double *x = malloc(N * sizeof *x);
+  for (size_t i = 0; i < N; i++) x[i] = (double)next_u();
+  sort_case("random doubles", x, N);
+  sort_case("already sorted", x, N);
+  for (size_t i = 0; i < N / 2; i++) {
+    double t = x[i];
+    x[i] = x[N - 1 - i];
+    x[N - 1 - i] = t;
+  }
+  sort_case("reversed", x, N);
+  for (size_t i = 0; i < N; i++) x[i] = (double)(next_u() % 10);
+  sort_case("ten distinct values", x, N);
+  for (size_t i = 0; i < N; i++) x[i] = 0.5;
+  sort_case("all equal", x, N);
+  for (size_t i = 0; i < N; i++) x[i] = (double)(i < N / 2 ? i : N - i); /* organ pipe */
+  sort_case("organ pipe", x, N);
+  for (size_t i = 0; i < 100; i++) x[i] = (double)(next_u() % 1000);
+  sort_case("small (libc qsort only)", x, 100);
+  sort_case("empty", x, 0);
+  free(x);
+  /* 16-byte elements with ties on the key: sorted by key, same multiset. */
+  dprl_gp_point *p = malloc(N * sizeof *p), *q = malloc(N * sizeof *q);
+  for (size_t i = 0; i < N; i++) p[i] = (dprl_gp_point){(double)(next_u() % 5000), (double)i};
+  memcpy(q, p, N * sizeof *p);
+  dprl_error err = {0};
+  int rc = dprl_sort(p, N, sizeof *p, pt_cmp, NULL, &err), ordered = 1;
+  for (size_t i = 1; i < N; i++) ordered &= p[i - 1].x <= p[i].x;
+  qsort(p, N, sizeof *p, pt_full_cmp);
+  qsort(q, N, sizeof *q, pt_full_cmp);
+  CHECK(rc == 0 && ordered && memcmp(p, q, N * sizeof *p) == 0,
+        "sort: 16-byte points with ties, ordered by key, nothing lost");
+  free(p);
+  free(q);
+}
+
+static void test_sort_interrupted(void) {
+  enum { N = 400000 };
+  double *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y);
+  for (size_t i = 0; i < N; i++) x[i] = y[i] = (double)next_u();
+  counter c;
+  dprl_cancel k = make_cancel(&c, 2);
+  dprl_error err = {0};
+  int rc = dprl_sort(x, N, sizeof *x, dbl_cmp, &k, &err);
+  CHECK(rc == DPRL_EINTR && c.calls == 2, "sort: stops at the check that says stop");
+  qsort(x, N, sizeof *x, dbl_cmp);
+  qsort(y, N, sizeof *y, dbl_cmp);
+  CHECK(memcmp(x, y, N * sizeof *x) == 0, "sort: an interrupted sort leaves a permutation");
+  free(x);
+  free(y);
+}
+
+static void test_gp_path(void) {
+  enum { N = 200000 };
+  double *xs = malloc(N * sizeof *xs), *out = malloc(N * sizeof *out);
+  for (size_t i = 0; i < N; i++) xs[i] = (double)(next_u() % 1000000) / 1e6;
+  dprl_error err = {0};
+  dprl_gp_path *p = dprl_gp_path_create(1.0, 2.0, dprl_grid_for(1.0), &err);
+  dprl_rng rng;
+  dprl_rng_init_seeded(&rng, 4, 0);
+  double first;
+  int rc = dprl_gp_path_sample_at(p, &rng, 0.5, &first, &err);
+  counter c;
+  dprl_cancel k = make_cancel(&c, 3);
+  p->cancel = &k;
+  rc |= dprl_gp_path_sample_batch(p, &rng, xs, N, out, &err) != DPRL_EINTR;
+  CHECK(rc == 0 && c.calls == 3 && dprl_gp_path_count(p) == 1 &&
+            dprl_gp_path_points(p)[0].g == first,
+        "gp path: an interrupted batch draw stops and leaves the path unchanged");
+  dprl_gp_point pts[3] = {{0.3, 0}, {0.1, 0}, {0.2, 0}};
+  dprl_error e2 = {0};
+  CHECK(dprl_gp_path_load(p, pts, 3, &e2) == DPRL_EINTR && dprl_gp_path_count(p) == 1,
+        "gp path: a stopped hook refuses a load, path unchanged");
+  k = make_cancel(&c, 0);
+  dprl_error e3 = {0};
+  CHECK(dprl_gp_path_sample_batch(p, &rng, xs, N, out, &e3) == 0 && c.calls > 0,
+        "gp path: a batch draw with a hook that never stops completes (and asks)");
+  dprl_gp_path_free(p);
+  free(xs);
+  free(out);
+}
+
+/* q_learn stops at the check that says stop, in each of its long loops:
+** many cheap SGD steps, wide rbf features, theta's noise, presampling. */
+static void learn_case(const char *what, dprl_q_learn_opts o, size_t n) {
+  double *s = malloc(n * sizeof *s), *r = malloc(n * sizeof *r), *sn = malloc(n * sizeof *sn);
+  int64_t *a = malloc(n * sizeof *a);
+  for (size_t i = 0; i < n; i++) {
+    s[i] = (double)(next_u() % 1000000000) / 1e9;
+    sn[i] = (double)(next_u() % 1000000000) / 1e9;
+    r[i] = (double)(next_u() % 2);
+    a[i] = (int64_t)(next_u() % (uint64_t)o.m);
+  }
+  dprl_q_transitions d = {s, r, sn, a, n};
+  double *th = calloc((size_t)o.m * (size_t)o.feat.K, sizeof *th);
+  counter c;
+  dprl_cancel k = make_cancel(&c, 4);
+  o.cancel = &k;
+  dprl_rng g;
+  dprl_rng_init_seeded(&g, 5, 0);
+  dprl_error err = {0};
+  int rc = dprl_q_learn(&o, &d, &g, th, NULL, &err);
+  CHECK(rc == DPRL_EINTR && c.calls == 4 && strcmp(err.msg, "interrupted") == 0,
+        LABEL("q_learn stops when asked: %s", what));
+  free(s), free(r), free(sn), free(a), free(th);
+}
+
+static void test_qlearn(void) {
+  /* feat, m, gamma, lr, T, B, J, rmin, rmax, sigma, beta, sigma_theta, grid_theta */
+  dprl_q_learn_opts steps = {{DPRL_QFEAT_TENT, 21, 0, 1}, 2, 0.9, 0.01, 1000000000, 1,
+                             1000000000, 0, 1, 0, 1, 0, 0, NULL};
+  learn_case("10^9 steps of one transition", steps, 100);
+  dprl_q_learn_opts wide = {{DPRL_QFEAT_RBF, 100000, 0, 1}, 2, 0.9, 0.01, 300000, 1,
+                            300000, 0, 1, 0, 1, 0, 0, NULL};
+  learn_case("rbf, K = 10^5", wide, 100);
+  dprl_q_learn_opts noisy = {{DPRL_QFEAT_TENT, 100000, 0, 1}, 8, 0.9, 0.01, 300000, 1,
+                             300000, 0, 1, 0, 1, 1.0, 0x1p-26, NULL};
+  learn_case("theta noise on 8 x 10^5 coordinates", noisy, 100);
+  dprl_q_learn_opts pre = {{DPRL_QFEAT_TENT, 21, 0, 1}, 4, 0.9, 0.01, 1000000, 64, 1, 0, 1,
+                           0.5, 2, 0, 0, NULL};
+  learn_case("presampling 2 x 10^6 states per path", pre, 1000000);
+}
+
+int main(void) {
+  test_poll();
+  test_sort();
+  test_sort_interrupted();
+  test_gp_path();
+  test_qlearn();
+  printf("%d passed, %d failed\n", check_passed_count, check_failed_count);
+  return CHECK_DONE();
+}
