@@ -308,12 +308,13 @@ static int pe_scale(const dprl_pe_config *c, const int64_t *visits, int64_t m,
   int rc = pe_public(c, m, r, err);
   if (rc) return rc;
   if (c->mech == DPRL_LSW) { /* §2 */
-    rc = dprl_psi_lsw(visits, c->w, c->n_states, c->beta_psi, &r->psi, err);
+    rc = dprl_psi_lsw(visits, c->w, c->n_states, c->beta_psi, c->cancel, &r->psi, err);
     if (!rc) r->sigma = c->alpha * B * sqrt(r->psi) / c->min_sv;
   } else { /* §3 */
     double gap = c->lambda - c->phi_norm * c->phi_norm * c->rho_inf;
     double c_lambda = c->phi_norm * c->rho_inf / sqrt(2.0 * c->lambda);
-    rc = dprl_psi_lsl(visits, c->w, c->n_states, m, c->beta_psi, c_lambda, &r->psi, err);
+    rc = dprl_psi_lsl(visits, c->w, c->n_states, m, c->beta_psi, c_lambda, c->cancel, &r->psi,
+                      err);
     if (!rc) r->sigma = 2.0 * c->alpha * B * c->phi_norm * sqrt(r->psi) / gap;
   }
   if (rc) return rc;
@@ -355,8 +356,9 @@ static int pe_compute(const dprl_pe_config *c, const dprl_fv_stats *st,
   for (int64_t j = 0; j < d; j++)
     r->theta_exact[j] = clampd(r->theta_exact[j], -r->theta_max, r->theta_max);
   for (int64_t j = 0; j < d && !rc; j++)
-    rc = dprl_release_gaussian_steps(rng, r->theta_exact[j], r->steps, r->grid,
-                                     &r->theta[j], err);
+    if (!(rc = dprl_cancel_poll(c->cancel, 2000, err)))
+      rc = dprl_release_gaussian_steps(rng, r->theta_exact[j], r->steps, r->grid,
+                                       &r->theta[j], err);
   if (!rc) pe_values(c, r);
   return rc;
 }
@@ -369,7 +371,7 @@ static int pe_compute_stats(const dprl_pe_config *c, const dprl_fv_stats *st,
                       c->rule.max_states, st->m > 0 ? st->m : 1};
   r->sp = p;
   int rc = dprl_sp_calibrate(&r->sp, &r->nz, err);
-  if (!rc) rc = dprl_sp_perturb(&r->sp, &r->nz, st, rng, r->nsum, r->nvisits, err);
+  if (!rc) rc = dprl_sp_perturb(&r->sp, &r->nz, st, rng, c->cancel, r->nsum, r->nvisits, err);
   if (rc) return rc;
   dprl_sp_estimate(&r->sp, &r->nz, r->nsum, r->nvisits, r->mean, r->se, r->count);
   if (c->mech == DPRL_LSW) {
@@ -391,8 +393,31 @@ static void put_key(dprl_buf *b, const char *k) {
   dprl_buf_puts(b, ":");
 }
 
-static void pe_json(const dprl_pe_config *c, const dprl_fv_stats *st,
-                    const pe_result *r, dprl_buf *b) {
+/* Arrays of n numbers, asking whether to stop every few thousand (a
+** result of 2e7 values takes seconds to write). */
+static void put_doubles(const dprl_pe_config *c, dprl_buf *b, const double *x, size_t n,
+                        dprl_error *err) {
+  dprl_buf_puts(b, "[");
+  for (size_t i = 0; i < n; i++) {
+    if (i) dprl_buf_puts(b, ",");
+    dprl_json_put_double(b, x[i]);
+    if (dprl_cancel_poll(c->cancel, 150, err)) break;
+  }
+  dprl_buf_puts(b, "]");
+}
+
+static void put_ints(const dprl_pe_config *c, dprl_buf *b, const int64_t *x, size_t n,
+                     dprl_error *err) {
+  dprl_buf_puts(b, "[");
+  for (size_t i = 0; i < n; i++) {
+    dprl_buf_printf(b, i ? ",%lld" : "%lld", (long long)x[i]);
+    if (dprl_cancel_poll(c->cancel, 100, err)) break;
+  }
+  dprl_buf_puts(b, "]");
+}
+
+static int pe_json(const dprl_pe_config *c, const dprl_fv_stats *st,
+                   const pe_result *r, dprl_buf *b, dprl_error *err) {
   static const char *const calibs[] = {"nrs", "elementary"};
   /* The mechanism, not the SQL name: the statistics form releases the same. */
   dprl_buf_puts(b, c->mech == DPRL_LSW ? "{\"mechanism\":\"dp_lsw\""
@@ -414,23 +439,23 @@ static void pe_json(const dprl_pe_config *c, const dprl_fv_stats *st,
     dprl_buf_printf(b, ",\"calibration\":\"%s\"", calibs[c->calib]);
   }
   put_key(b, "theta");
-  dprl_json_put_double_array(b, r->theta, (size_t)c->feat.d);
+  put_doubles(c, b, r->theta, (size_t)c->feat.d, err);
   put_key(b, "values");
-  dprl_json_put_double_array(b, r->values, (size_t)c->n_states);
+  put_doubles(c, b, r->values, (size_t)c->n_states, err);
   if (c->perturb == DPRL_PERTURB_STATISTICS) {
     /* §9: sigma is public here, the noisy visits are the release itself and
     ** the standard errors are computed from them: all private to publish. */
     put_key(b, "sigma");
     dprl_json_put_double(b, r->nz.sigma);
     put_key(b, "visits");
-    dprl_json_put_double_array(b, r->nvisits, (size_t)c->n_states);
+    put_doubles(c, b, r->nvisits, (size_t)c->n_states, err);
     put_key(b, "se");
-    dprl_json_put_double_array(b, r->se, (size_t)c->n_states);
+    put_doubles(c, b, r->se, (size_t)c->n_states, err);
     if (c->diagnostic) {
       put_key(b, "theta_exact");
-      dprl_json_put_double_array(b, r->theta_exact, (size_t)c->feat.d);
+      put_doubles(c, b, r->theta_exact, (size_t)c->feat.d, err);
       put_key(b, "exact_visits");
-      dprl_json_put_int_array(b, st->visits, (size_t)c->n_states);
+      put_ints(c, b, st->visits, (size_t)c->n_states, err);
       put_key(b, "returns");
       dprl_buf_puts(b, "[");
       for (int64_t s = 0; s < c->n_states; s++) {
@@ -441,7 +466,7 @@ static void pe_json(const dprl_pe_config *c, const dprl_fv_stats *st,
     }
   } else if (c->diagnostic) { /* data-dependent: NOT covered by the guarantee (§5) */
     put_key(b, "theta_exact");
-    dprl_json_put_double_array(b, r->theta_exact, (size_t)c->feat.d);
+    put_doubles(c, b, r->theta_exact, (size_t)c->feat.d, err);
     put_key(b, "sigma");
     dprl_json_put_double(b, r->sigma);
     put_key(b, "sigma_applied");
@@ -462,7 +487,7 @@ static void pe_json(const dprl_pe_config *c, const dprl_fv_stats *st,
     put_key(b, "beta_psi");
     dprl_json_put_double(b, c->beta_psi);
     put_key(b, "visits");
-    dprl_json_put_int_array(b, st->visits, (size_t)c->n_states);
+    put_ints(c, b, st->visits, (size_t)c->n_states, err);
     put_key(b, "returns");
     dprl_buf_puts(b, "[");
     for (int64_t s = 0; s < c->n_states; s++) {
@@ -472,6 +497,7 @@ static void pe_json(const dprl_pe_config *c, const dprl_fv_stats *st,
     dprl_buf_puts(b, "]");
   }
   dprl_buf_puts(b, "}");
+  return c->cancel && c->cancel->stopped ? err->code : DPRL_OK;
 }
 
 int dprl_pe_release(const dprl_pe_config *c, const dprl_fv_stats *st,
@@ -503,8 +529,8 @@ int dprl_pe_release(const dprl_pe_config *c, const dprl_fv_stats *st,
     rc = pe_compute(c, st, &rng, &r, err);
   }
   if (!rc) {
-    pe_json(c, st, &r, out);
-    if (out->oom) rc = dprl_nomem(err);
+    rc = pe_json(c, st, &r, out, err);
+    if (!rc && out->oom) rc = dprl_nomem(err);
   }
   dprl_rng_wipe(&rng);
   dprl_free(mem);

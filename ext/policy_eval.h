@@ -31,6 +31,7 @@ typedef struct dprl_pe_config {
   int plan; /* parsed for dp_plan: both perturbations are planned */
   int64_t length_limit; /* the connection's SQLITE_LIMIT_LENGTH (0: none) */
   char *budget;         /* the "budget" option (a ledger name) or NULL */
+  dprl_cancel *cancel;  /* set by the caller: asked in every long loop */
   int has_seed;
   uint64_t seed;
   int diagnostic;

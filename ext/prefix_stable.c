@@ -554,6 +554,9 @@ static int release_one(const dprl_policy_table *pt,
   for (int64_t i = 0; i < pt->n_experts; i++) prod[i] = 1.0;
   *k = 0;
   for (int64_t j = 0; j < n; j++) {
+    /* T L m products in all: 200k experts x 1000 steps x 100 runs is
+    ** minutes, so every step asks whether to stop. */
+    if ((rc = dprl_cancel_poll(pp->cancel, (uint64_t)pt->n_experts + 100, err))) return rc;
     double count =
         count_step(prod, column(pt, states[j], actions[j]), pt->n_experts);
     int top;

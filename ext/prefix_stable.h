@@ -140,6 +140,7 @@ typedef struct dprl_prefix_params {
   double b_threshold; /* Laplace scale of theta-hat's noise: 2/eps' */
   double b_query;     /* Laplace scale of each PrefixQuery: 4/eps' */
   double grid;        /* dprl_grid_for(2/eps') <= 1, used for both draws */
+  dprl_cancel *cancel; /* asked during the release (NULL: never stops) */
 } dprl_prefix_params;
 
 /* Validate eps1 in (0, DPRL_PREFIX_MAX_EPS], delta1 in (0,1), p_min in

@@ -96,17 +96,19 @@ static int by_count_desc(const void *a, const void *b) {
   return (x < y) - (x > y);
 }
 
-/* Distinct counts, descending, with summed weights; returns the number. */
-static int64_t make_groups(const int64_t *visits, const double *w, int64_t n,
-                           group *g) {
+/* Distinct counts, descending, with summed weights, into *G. */
+static int make_groups(const int64_t *visits, const double *w, int64_t n, group *g,
+                       dprl_cancel *cancel, int64_t *Gout, dprl_error *err) {
   for (int64_t s = 0; s < n; s++) g[s] = (group){visits[s], w[s]};
-  qsort(g, (size_t)n, sizeof *g, by_count_desc);
+  int rc = dprl_sort(g, (size_t)n, sizeof *g, by_count_desc, cancel, err);
+  if (rc) return rc;
   int64_t G = 0;
   for (int64_t s = 0; s < n; s++) {
     if (G > 0 && g[G - 1].count == g[s].count) g[G - 1].weight += g[s].weight;
     else g[G++] = g[s];
   }
-  return G;
+  *Gout = G;
+  return DPRL_OK;
 }
 
 /* ---- LSW -------------------------------------------------------------------- */
@@ -115,6 +117,8 @@ typedef struct lsw_ctx {
   const group *g;
   int64_t G;
   double *tail; /* tail[i] = sum of weights of groups i..G-1 */
+  dprl_cancel *cancel;
+  dprl_error *err;
 } lsw_ctx;
 
 static double phi_lsw(void *vc, int64_t k) {
@@ -126,6 +130,8 @@ static double phi_lsw(void *vc, int64_t k) {
     if (c->g[mid].count - k > 1) lo = mid + 1;
     else hi = mid;
   }
+  /* Once stopped, every evaluation returns at once and psi is discarded. */
+  if (dprl_cancel_poll(c->cancel, (uint64_t)lo + 20, c->err)) return 0;
   double sum = c->tail[lo];
   for (int64_t i = 0; i < lo; i++) {
     double den = (double)(c->g[i].count - k);
@@ -135,7 +141,7 @@ static double phi_lsw(void *vc, int64_t k) {
 }
 
 int dprl_psi_lsw(const int64_t *visits, const double *w, int64_t n, double beta,
-                 double *psi, dprl_error *err) {
+                 dprl_cancel *cancel, double *psi, dprl_error *err) {
   group *g = dprl_malloc((size_t)n * sizeof *g);
   double *tail = dprl_malloc((size_t)(n + 1) * sizeof *tail);
   if (!g || !tail) {
@@ -143,15 +149,19 @@ int dprl_psi_lsw(const int64_t *visits, const double *w, int64_t n, double beta,
     dprl_free(tail);
     return dprl_nomem(err);
   }
-  int64_t G = make_groups(visits, w, n, g);
-  tail[G] = 0;
-  for (int64_t i = G; i-- > 0;) tail[i] = tail[i + 1] + g[i].weight;
-  lsw_ctx c = {g, G, tail};
-  int64_t K = G ? g[0].count : 0; /* K = max_s |X_s| */
-  *psi = dprl_smooth_max(phi_lsw, &c, K, beta, NULL);
+  int64_t G = 0;
+  int rc = make_groups(visits, w, n, g, cancel, &G, err);
+  if (!rc) {
+    tail[G] = 0;
+    for (int64_t i = G; i-- > 0;) tail[i] = tail[i + 1] + g[i].weight;
+    lsw_ctx c = {g, G, tail, cancel, err};
+    int64_t K = G ? g[0].count : 0; /* K = max_s |X_s| */
+    *psi = dprl_smooth_max(phi_lsw, &c, K, beta, NULL);
+    if (cancel && cancel->stopped) rc = err->code ? err->code : DPRL_EINTR;
+  }
   dprl_free(g);
   dprl_free(tail);
-  return DPRL_OK;
+  return rc;
 }
 
 /* ---- LSL -------------------------------------------------------------------- */
@@ -180,7 +190,8 @@ static double phi_lsl(void *vc, int64_t k) {
 }
 
 int dprl_psi_lsl(const int64_t *visits, const double *rho, int64_t n, int64_t m,
-                 double beta, double c_lambda, double *psi, dprl_error *err) {
+                 double beta, double c_lambda, dprl_cancel *cancel, double *psi,
+                 dprl_error *err) {
   group *g = dprl_malloc((size_t)n * sizeof *g);
   double *arr = dprl_malloc((size_t)(3 * (n + 1)) * sizeof *arr);
   if (!g || !arr) {
@@ -190,7 +201,13 @@ int dprl_psi_lsl(const int64_t *visits, const double *rho, int64_t n, int64_t m,
   }
   double rho2 = 0;
   for (int64_t s = 0; s < n; s++) rho2 += rho[s] * rho[s];
-  int64_t G = make_groups(visits, rho, n, g);
+  int64_t G = 0;
+  int rc = make_groups(visits, rho, n, g, cancel, &G, err);
+  if (rc) {
+    dprl_free(g);
+    dprl_free(arr);
+    return rc;
+  }
   lsl_ctx c = {g, G, m, c_lambda, sqrt(rho2), arr, arr + n + 1, arr + 2 * (n + 1)};
   c.pre_r[0] = 0;
   for (int64_t i = 0; i < G; i++) c.pre_r[i + 1] = c.pre_r[i] + g[i].weight;

@@ -33,12 +33,14 @@ void dprl_grid_reserve(double alpha, double beta, int64_t d, double *c,
 
 /* psi for DP-LSW: phi(k) = sum_s w_s / max(|X_s| - k, 1)^2, k in [0, K]. */
 int dprl_psi_lsw(const int64_t *visits, const double *w, int64_t n, double beta,
-                 double *psi, dprl_error *err);
+                 dprl_cancel *cancel, double *psi, dprl_error *err);
 
 /* psi for DP-LSL: phi(k) = (c_lambda sqrt(sum_s rho_s min(|X_s|+k, m))
 ** + ||rho||_2)^2, k in [0, m]. */
 int dprl_psi_lsl(const int64_t *visits, const double *rho, int64_t n, int64_t m,
-                 double beta, double c_lambda, double *psi, dprl_error *err);
+                 double beta, double c_lambda, dprl_cancel *cancel, double *psi,
+                 dprl_error *err);
+/* (cancel: asked while sorting and searching; NULL never stops.) */
 
 /* The generic maximiser, exposed for tests: max over integer k in [0, K]
 ** of exp(-k beta) phi(k) for non-decreasing phi.  *evals counts calls. */

@@ -81,17 +81,25 @@ static int fv_compute(sqlite3 *db, sqlite3_value **args, dprl_rows *out, char **
   if (fv_options_parse(args[1], &n_states, &rule, &err) ||
       dprl_fv_scratch_init(&sc, n_states, &err))
     return dprl_sql_vtab_error(pzErr, "dp_first_visit", &err);
+  dprl_sql_cancel cancel;
   int rc = fv_read(db, args[0], n_states, &buf, &err, pzErr);
-  if (!rc && dprl_step_buffer_group(&buf, &err)) rc = dprl_sql_vtab_error(pzErr, "dp_first_visit", &err);
-  size_t E = rc ? 0 : dprl_step_buffer_episodes(&buf);
-  for (size_t e = 0; e < E && !rc; e++) {
-    const dprl_step *steps;
-    size_t n;
-    fv_emit_ctx ctx = {out, {0}};
-    dprl_step_buffer_episode_key(&buf, e, &ctx.key);
-    if (dprl_step_buffer_episode(&buf, e, &steps, &n, &err) ||
-        dprl_fv_add_episode(NULL, &sc, &rule, steps, n, fv_emit, &ctx, &err))
-      rc = err.code ? dprl_sql_vtab_error(pzErr, "dp_first_visit", &err) : SQLITE_NOMEM;
+  if (!rc && dprl_sql_cancel_open(&cancel, db, &err))
+    rc = dprl_sql_vtab_error(pzErr, "dp_first_visit", &err);
+  else if (!rc) {
+    buf.cancel = &cancel.base;
+    if (dprl_step_buffer_group(&buf, &err)) rc = dprl_sql_vtab_error(pzErr, "dp_first_visit", &err);
+    size_t E = rc ? 0 : dprl_step_buffer_episodes(&buf);
+    for (size_t e = 0; e < E && !rc; e++) {
+      const dprl_step *steps;
+      size_t n;
+      fv_emit_ctx ctx = {out, {0}};
+      dprl_step_buffer_episode_key(&buf, e, &ctx.key);
+      if (dprl_step_buffer_episode(&buf, e, &steps, &n, &err) ||
+          dprl_cancel_poll(&cancel.base, 40 * (uint64_t)n + 50, &err) ||
+          dprl_fv_add_episode(NULL, &sc, &rule, steps, n, fv_emit, &ctx, &err))
+        rc = err.code ? dprl_sql_vtab_error(pzErr, "dp_first_visit", &err) : SQLITE_NOMEM;
+    }
+    dprl_sql_cancel_close(&cancel);
   }
   dprl_step_buffer_free(&buf);
   dprl_fv_scratch_free(&sc);

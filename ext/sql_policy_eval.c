@@ -131,6 +131,7 @@ static int pe_collect(pe_agg *a, dprl_error *err) {
     const dprl_step *steps;
     size_t n;
     rc = dprl_step_buffer_episode(&a->buf, e, &steps, &n, err);
+    if (!rc) rc = dprl_cancel_poll(a->cfg.cancel, 20 * (uint64_t)n + 50, err);
     if (!rc) rc = dprl_fv_add_episode(&a->st, &a->sc, &a->cfg.rule, steps, n, NULL, NULL, err);
   }
   dprl_step_buffer_free(&a->buf); /* the statistics are all that is needed now */
@@ -156,9 +157,14 @@ static void pe_final(sqlite3_context *ctx) {
   dprl_error err = {0};
   dprl_buf out = {0};
   if (!a->failed) {
-    int rc = pe_collect(a, &err);
+    dprl_sql_cancel cancel;
+    int rc = dprl_sql_cancel_open(&cancel, sqlite3_context_db_handle(ctx), &err);
+    a->cfg.cancel = a->buf.cancel = &cancel.base;
+    if (!rc) rc = pe_collect(a, &err);
     if (!rc) rc = dprl_pe_release(&a->cfg, &a->st, &out, &err);
     if (!rc) rc = pe_charge(ctx, &a->cfg, &a->options, &err);
+    a->cfg.cancel = a->buf.cancel = NULL;
+    dprl_sql_cancel_close(&cancel);
     if (rc) dprl_sql_result_error(ctx, fn, &err);
     else sqlite3_result_text(ctx, out.data, (int)out.len, SQLITE_TRANSIENT);
   }
@@ -322,9 +328,14 @@ static void stats_final(sqlite3_context *ctx) {
   dprl_error err = {0};
   dprl_buf out = {0};
   if (!a->failed) {
-    int rc = stats_check(a, &err);
+    dprl_sql_cancel cancel;
+    int rc = dprl_sql_cancel_open(&cancel, sqlite3_context_db_handle(ctx), &err);
+    a->cfg.cancel = &cancel.base;
+    if (!rc) rc = stats_check(a, &err);
     if (!rc) rc = dprl_pe_release(&a->cfg, &a->st, &out, &err);
     if (!rc) rc = pe_charge(ctx, &a->cfg, &a->options, &err);
+    a->cfg.cancel = NULL;
+    dprl_sql_cancel_close(&cancel);
     if (rc) dprl_sql_result_error(ctx, f->name, &err);
     else sqlite3_result_text(ctx, out.data, (int)out.len, SQLITE_TRANSIENT);
   }

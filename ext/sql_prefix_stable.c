@@ -249,12 +249,19 @@ static int ps_release(sqlite3 *db, ps_state *ps, const ps_opts *o, dprl_rows *ou
   dprl_trajectories tr = {(int64_t)E, ps->offsets, ps->st, ps->ac};
   dprl_prefix_release rel = {0};
   dprl_rng rng;
+  dprl_sql_cancel cancel;
+  dprl_prefix_params pp = o->pp;
+  if (dprl_sql_cancel_open(&cancel, db, &ps->err)) return dprl_sql_vtab_error(pzErr, FN, &ps->err);
+  pp.cancel = &cancel.base;
   if (o->has_seed) dprl_rng_init_seeded(&rng, o->seed, 3);
-  else if (dprl_rng_init_secure(&rng, &ps->err)) return dprl_sql_vtab_error(pzErr, FN, &ps->err);
+  else if (dprl_rng_init_secure(&rng, &ps->err)) {
+    dprl_sql_cancel_close(&cancel);
+    return dprl_sql_vtab_error(pzErr, FN, &ps->err);
+  }
   int rc = SQLITE_OK;
   /* T above the number of trajectories examines them all (no error: it
   ** would reveal their number); none at all releases nothing. */
-  if (dprl_prefix_release_run(&ps->pt, &tr, &o->pp, &rng, &rel, &ps->err))
+  if (dprl_prefix_release_run(&ps->pt, &tr, &pp, &rng, &rel, &ps->err))
     rc = dprl_sql_vtab_error(pzErr, FN, &ps->err);
   else
     rc = ps_emit(ps, &rel, out);
@@ -263,6 +270,7 @@ static int ps_release(sqlite3 *db, ps_state *ps, const ps_opts *o, dprl_rows *ou
     if (dprl_budget_charge(db, &sp, &ps->err)) rc = dprl_sql_vtab_error(pzErr, FN, &ps->err);
   }
   dprl_rng_wipe(&rng);
+  dprl_sql_cancel_close(&cancel);
   dprl_prefix_release_free(&rel);
   return rc;
 }

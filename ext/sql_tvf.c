@@ -115,6 +115,11 @@ int dprl_query_step(dprl_query *q, const char *fn, char **pzErr) {
   int rc = sqlite3_step(q->stmt);
   if (rc == SQLITE_ROW || rc == SQLITE_DONE) return rc;
   if (rc == SQLITE_NOMEM) return rc;
+  if (rc == SQLITE_INTERRUPT) { /* sqlite3_interrupt() or a progress handler */
+    sqlite3_free(*pzErr);
+    *pzErr = sqlite3_mprintf("interrupted");
+    return *pzErr ? SQLITE_INTERRUPT : SQLITE_NOMEM;
+  }
   return query_error(pzErr, fn, "%s: %s: %s", q->what,
                      sqlite3_errmsg(sqlite3_db_handle(q->stmt)));
 }

@@ -46,9 +46,10 @@ int dprl_sp_calibrate(const dprl_sp_params *p, dprl_sp_noise *out,
 }
 
 int dprl_sp_perturb(const dprl_sp_params *p, const dprl_sp_noise *nz,
-                    const dprl_fv_stats *st, dprl_rng *rng, double *sum,
-                    double *visits, dprl_error *err) {
+                    const dprl_fv_stats *st, dprl_rng *rng, dprl_cancel *cancel,
+                    double *sum, double *visits, dprl_error *err) {
   for (int64_t s = 0; s < p->n_states; s++) {
+    if (dprl_cancel_poll(cancel, 2000, err)) return err->code;
     double n = (double)st->visits[s];
     double centred = st->return_sum[s] - p->fmin * n, scaled;
     int rc = dprl_release_gaussian(rng, centred, nz->sigma, nz->grid, &sum[s], err);

@@ -50,8 +50,8 @@ int dprl_sp_calibrate(const dprl_sp_params *p, dprl_sp_noise *out,
 ** visits[s] ~ n_s + N(0, (sigma/c)^2), both from grid-valued noise
 ** (noise.h).  No error depends on the data (the grid check is public). */
 int dprl_sp_perturb(const dprl_sp_params *p, const dprl_sp_noise *nz,
-                    const dprl_fv_stats *st, dprl_rng *rng, double *sum,
-                    double *visits, dprl_error *err);
+                    const dprl_fv_stats *st, dprl_rng *rng, dprl_cancel *cancel,
+                    double *sum, double *visits, dprl_error *err);
 
 /* Post-processing of the noisy statistics, per state:
 **   visits < 1 (the public rule, fixed before any data): the state counts

@@ -283,7 +283,12 @@ static int order_by_key(dprl_step_buffer *b, dprl_error *err) {
     index_key(&b->ep, (uint32_t)e, &k[e].key);
     k[e].e = (uint32_t)e;
   }
-  qsort(k, E, sizeof *k, cmp_keyed);
+  int rc = dprl_sort(k, E, sizeof *k, cmp_keyed, b->cancel, err);
+  if (rc) {
+    dprl_free(k);
+    dprl_free(order);
+    return rc;
+  }
   for (size_t r = 0; r < E; r++) order[r] = k[r].e;
   dprl_free(k);
   dprl_free(b->order);
@@ -336,10 +341,15 @@ static int group_by_episode(dprl_step_buffer *b, dprl_error *err) {
   start[0] = 0;
   for (size_t r = 0; r < E; r++) start[r + 1] = start[r] + b->ep.count[b->order[r]];
   for (size_t k = 0; k <= nblocks; k++) bstart[k] = start[k << BLOCK_BITS < E ? k << BLOCK_BITS : E];
+  /* Each pass is a few ns a step: ask between passes and blocks. */
+  if ((rc = dprl_cancel_poll(b->cancel, 3 * (uint64_t)b->n, err))) goto done;
   cycle_walk(b, bstart, nblocks, next, BLOCK_BITS, 0);
+  if ((rc = dprl_cancel_poll(b->cancel, 3 * (uint64_t)b->n, err))) goto done;
   for (size_t k = 0; k < nblocks; k++) {
     size_t first = k << BLOCK_BITS, count = E - first < (1u << BLOCK_BITS) ? E - first : (1u << BLOCK_BITS);
     cycle_walk(b, start + first, count, next, 0, (uint32_t)first);
+    if ((rc = dprl_cancel_poll(b->cancel, 3 * (uint64_t)(start[first + count] - start[first]), err)))
+      goto done;
   }
   dprl_free(b->start);
   b->start = start;

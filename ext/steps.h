@@ -86,6 +86,7 @@ typedef struct dprl_step_buffer {
   dprl_step *scratch; /* one episode, sorted by t */
   unsigned char *mark;
   size_t scratch_cap;
+  dprl_cancel *cancel; /* asked while grouping (NULL: never stops) */
 } dprl_step_buffer;
 
 void dprl_step_buffer_free(dprl_step_buffer *b);

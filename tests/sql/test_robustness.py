@@ -80,4 +80,60 @@ def test_result_size_limits():
           "n_states at the limit: the result fits and is returned")
 
 
-run([test_result_size_limits, test_options_parser, test_trailing_comments, test_numbers_as_text])
+
+
+def interrupted(con, sql, args, after=0.2):
+    """Run sql, con.interrupt() from another thread after `after` seconds:
+    (seconds from the interrupt to the end of the call, error or None)."""
+    import sqlite3
+    import threading
+    import time
+    timer = threading.Timer(after, con.interrupt)
+    t0 = time.monotonic()
+    timer.start()
+    try:
+        con.execute(sql, args).fetchall()
+        err = None
+    except sqlite3.Error as e:
+        err = (str(e), getattr(e, "sqlite_errorcode", None))
+    timer.cancel()
+    return time.monotonic() - t0 - after, err
+
+
+def test_interrupts():
+    """Long calls of dp_lsw, dp_first_visit and dp_prefix_stable stop within
+    0.5 s of sqlite3_interrupt (from another thread) with SQLITE_INTERRUPT:
+    each runs for seconds uninterrupted (dp_lsw with 10^7 states and one
+    row: about a minute; dp_prefix_stable with one action that every expert
+    takes, so all 1,000 steps of the 300 trajectories count 20,000 experts: 5 s)."""
+    import sqlite3
+    con = connect()
+    con.execute("CREATE TABLE many AS WITH RECURSIVE i(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM i "
+                "WHERE n < 2999999) SELECT n / 3 AS episode, n % 3 AS t, n % 1000 AS state, "
+                "(n % 5) / 4.0 AS reward FROM i")
+    con.execute("CREATE TABLE pol AS WITH RECURSIVE i(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM i "
+                "WHERE n < 199999) SELECT n / 10 AS expert, n % 10 AS state, 0 AS action, "
+                "1.0 AS prob FROM i")
+    con.execute("CREATE TABLE traj AS WITH RECURSIVE i(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM i "
+                "WHERE n < 299999) SELECT n / 1000 AS episode, n % 1000 AS t, n % 10 AS state, 0 AS action "
+                "FROM i")
+    big = {"n_states": 9000000, "gamma": 0.5, "epsilon": 1, "delta": 1e-5}
+    cases = [
+        ("dp_lsw, 9 x 10^6 states, one row (noise on every coordinate)",
+         "SELECT dp_lsw(1, 0, 0, 1.0, ?)", (json.dumps(big),), 0.2),
+        ("dp_lsw, statistics, 9 x 10^6 states", "SELECT dp_lsw(1, 0, 0, 1.0, ?)",
+         (json.dumps(dict(big, perturb="statistics")),), 0.2),
+        ("dp_first_visit, 3 x 10^6 rows (while they are read)",
+         "SELECT count(*) FROM dp_first_visit('SELECT * FROM many', ?)",
+         (json.dumps({"n_states": 1000, "gamma": 0.5}),), 0.3),
+        ("dp_prefix_stable, 20,000 experts x 300 trajectories of 1,000 steps",
+         "SELECT count(*) FROM dp_prefix_stable('SELECT * FROM traj', 'SELECT * FROM pol', ?)",
+         (json.dumps({"epsilon": 1000, "delta": 0.5, "p_min": 0.5, "T": 300, "L": 1000}),), 1.0),
+    ]
+    for name, sql, args, after in cases:
+        late, err = interrupted(con, sql, args, after)
+        check(err == ("interrupted", sqlite3.SQLITE_INTERRUPT) and late < 0.5,
+              f"interrupt stops {name} within 0.5 s", f"{late:.3f} s after the interrupt: {err}")
+
+
+run([test_interrupts, test_result_size_limits, test_options_parser, test_trailing_comments, test_numbers_as_text])

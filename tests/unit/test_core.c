@@ -259,10 +259,10 @@ static void test_psi(void) {
     }
     double beta = trial % 3 == 0 ? 6e-4 : trial % 3 == 1 ? 0.05 : 0.7;
     double psi, c = urand() * 2;
-    dprl_psi_lsw(v, w, n, beta, &psi, &err);
+    dprl_psi_lsw(v, w, n, beta, NULL, &psi, &err);
     double want = psi_lsw_brute(v, w, n, beta);
     if (fabs(psi - want) > 1e-13 * want) all_lsw = 0;
-    dprl_psi_lsl(v, rho, n, m, beta, c, &psi, &err);
+    dprl_psi_lsl(v, rho, n, m, beta, c, NULL, &psi, &err);
     want = psi_lsl_brute(v, rho, n, m, beta, c);
     if (fabs(psi - want) > 1e-13 * want) all_lsl = 0;
   }
@@ -277,7 +277,7 @@ static void test_psi(void) {
     w[s] = 1;
   }
   double psi;
-  CHECK(dprl_psi_lsw(v, w, N, 6e-4, &psi, &err) == 0 && psi > 0, "psi at m = 1e6 computes");
+  CHECK(dprl_psi_lsw(v, w, N, 6e-4, NULL, &psi, &err) == 0 && psi > 0, "psi at m = 1e6 computes");
 }
 
 static void test_calibration(void) {

@@ -79,7 +79,7 @@ static void test_perturb_statistics(void) {
   int rc = 0;
   for (int k = 0; k < DRAWS; k++) {
     double s[N], v[N];
-    rc |= dprl_sp_perturb(&p, &nz, &st, &rng, s, v, &err);
+    rc |= dprl_sp_perturb(&p, &nz, &st, &rng, NULL, s, v, &err);
     for (int i = 0; i < N; i++) {
       double e0 = s[i] - (sums[i] - p.fmin * (double)visits[i]);
       double e1 = (v[i] - (double)visits[i]) * nz.c;
