@@ -211,7 +211,7 @@ int dprl_q_calibrate_options(const char *text, size_t len, dprl_q_cal *c, dprl_e
 static const char *const noise_keys[] = {
     "n_actions", "lo", "hi",         "path", "seed", "sigma",    "beta", "epsilon", "delta",
     "T",         "B",  "lr",         "k",    "L",    "J",        "accountant",     "K",
-    "features",  "rmin", "rmax",     NULL};
+    "features",  "rmin", "rmax",     "budget", NULL};
 
 /* Keys that only calibration reads: refused when sigma and beta are given. */
 static const char *const calib_only_keys[] = {"epsilon", "delta", "T", "B", "lr", "k", "L",
@@ -266,6 +266,7 @@ int dprl_q_noise_options(const char *text, size_t len, dprl_q_noise_cfg *c, dprl
   if (!rc) rc = dprl_q_read_interval(&o, &c->lo, &c->hi);
   if (!rc) rc = dprl_opt_seed(&o, &c->has_seed, &c->seed);
   if (!rc) rc = read_path(&o, c);
+  if (!rc) rc = dprl_opt_name(&o, "budget", &c->budget);
   if (!rc) rc = dprl_opt_has(&o, "sigma") ? read_noise_level(&o, c) : calibrate_noise(&o, c);
   dprl_options_close(&o);
   if (!rc) c->grid = dprl_grid_for(c->sigma);
@@ -274,7 +275,13 @@ int dprl_q_noise_options(const char *text, size_t len, dprl_q_noise_cfg *c, dprl
 
 void dprl_q_noise_cfg_free(dprl_q_noise_cfg *c) {
   dprl_free(c->path);
-  c->path = NULL;
+  dprl_free(c->budget);
+  c->path = c->budget = NULL;
+}
+
+void dprl_q_learn_cfg_free(dprl_q_learn_cfg *c) {
+  dprl_free(c->budget);
+  c->budget = NULL;
 }
 
 /* ---- dp_q_learn ----------------------------------------------------------- */
@@ -282,7 +289,7 @@ void dprl_q_noise_cfg_free(dprl_q_noise_cfg *c) {
 static const char *const learn_keys[] = {
     "n_actions", "gamma", "lr",      "T",     "B",          "J",     "K",
     "features",  "lo",    "hi",      "rmin",  "rmax",       "k",     "epsilon",
-    "delta",     "accountant", "sigma", "beta", "seed",     NULL};
+    "delta",     "accountant", "sigma", "beta", "seed",     "budget", NULL};
 
 /* sigma (and beta) given: no calibration, no noise on theta. */
 static int learn_explicit(const dprl_options *o, dprl_q_learn_cfg *c) {
@@ -352,6 +359,7 @@ int dprl_q_learn_options(const char *text, size_t len, int64_t max_result, dprl_
   if (!rc) rc = dprl_q_read_interval(&o, &c->cal.feat.lo, &c->cal.feat.hi);
   if (!rc) rc = dprl_q_read_approximator(&o, 0, &c->cal);
   if (!rc) rc = dprl_opt_seed(&o, &c->has_seed, &c->seed);
+  if (!rc) rc = dprl_opt_name(&o, "budget", &c->budget);
   if (!rc) rc = dprl_opt_has(&o, "sigma") ? learn_explicit(&o, c) : learn_calibrated(&o, m, c);
   if (!rc) rc = learn_sizes(&o, m, c->cal.feat.K, c->cal.B, max_result);
   dprl_options_close(&o);

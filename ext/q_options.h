@@ -109,6 +109,7 @@ typedef struct dprl_q_noise_cfg {
   char *path; /* the "path" option as given, or NULL (dprl_malloc'd) */
   int has_seed;
   uint64_t seed;
+  char *budget; /* a privacy ledger to charge, or NULL (dprl_malloc'd) */
 } dprl_q_noise_cfg;
 
 /* sigma and beta given, or calibrated (never with accountant "paper"). */
@@ -125,7 +126,9 @@ typedef struct dprl_q_learn_cfg {
   int explicit_sigma;    /* sigma given: no calibration, not private */
   int has_seed;
   uint64_t seed;
+  char *budget;          /* a privacy ledger to charge, or NULL */
 } dprl_q_learn_cfg;
+void dprl_q_learn_cfg_free(dprl_q_learn_cfg *c);
 
 /* max_result: the longest text SQLite accepts as the result (its
 ** SQLITE_LIMIT_LENGTH); n_actions * K must fit in it. */

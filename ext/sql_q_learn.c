@@ -17,6 +17,7 @@
 #include "json.h"
 #include "q_learn.h"
 #include "q_options.h"
+#include "sql_budget.h"
 #include "sql_glue.h"
 
 typedef struct ql_agg {
@@ -29,6 +30,7 @@ typedef struct ql_agg {
 } ql_agg;
 
 static void ql_agg_free(ql_agg *g) {
+  dprl_q_learn_cfg_free(&g->cfg);
   dprl_sql_unpin(&g->options);
   dprl_free(g->s);
   dprl_free(g->r);
@@ -229,6 +231,14 @@ static void learn_result(sqlite3_context *ctx, ql_agg *g) {
   dprl_rng_wipe(&rng);
   if (!rc) rc = learn_json(g, theta, &cancel.base, &b, &err);
   dprl_sql_cancel_close(&cancel);
+  if (!rc) { /* the ledger row, before theta is returned (sql_budget.c) */
+    const dprl_q_learn_cfg *c = &g->cfg;
+    int spends = !c->explicit_sigma && !c->has_seed;
+    dprl_spend sp = {c->budget, "dp_q_learn", spends ? c->cal.epsilon : 0,
+                     spends ? c->cal.delta : 0, spends, g->options.text,
+                     g->options.text ? (size_t)g->options.len : 0};
+    rc = dprl_budget_charge(sqlite3_context_db_handle(ctx), &sp, &err);
+  }
   g->cfg.lo.cancel = NULL;
   if (rc) dprl_sql_result_error(ctx, "dp_q_learn", &err);
   else if (b.oom) sqlite3_result_error_nomem(ctx);

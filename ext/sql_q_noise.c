@@ -17,6 +17,7 @@
 #include "gp_path.h"
 #include "q_options.h"
 #include "sql_q_path.h"
+#include "sql_budget.h"
 #include "sql_tvf.h"
 
 typedef struct qn_points {
@@ -251,6 +252,14 @@ static int noise_compute(sqlite3 *db, sqlite3_value **args, dprl_rows *out, char
   if (!rc && !(rc = dprl_sql_cancel_open(&cancel, db, &err))) {
     rc = noise_run(db, args[0], &c, &cancel.base, out, &err);
     dprl_sql_cancel_close(&cancel);
+  }
+  if (!rc) { /* the ledger row, before any row is returned: every call
+             ** spends (epsilon, delta_total), stored points or not */
+    int spends = c.sigma > 0 && c.cal.epsilon > 0 && !c.has_seed;
+    dprl_spend sp = {c.budget, "dp_q_noise", spends ? c.cal.epsilon : 0,
+                     spends ? c.cal.out.delta_total : 0, spends, text,
+                     text ? (size_t)sqlite3_value_bytes(args[1]) : 0};
+    rc = dprl_budget_charge(db, &sp, &err);
   }
   dprl_q_noise_cfg_free(&c);
   if (rc == DPRL_ENOMEM || (!rc && out->oom)) return SQLITE_NOMEM;

@@ -48,24 +48,39 @@ def test_spend_and_refuse():
     con.execute(LSW, (json.dumps(dict(o, seed=1)),)).fetchone()
     rem = remaining(con, "icu")
     check(rem["epsilon_spent"] == 2 and rem["releases"] == 2, "seeded: logged, not spent", rem)
-    # the third release would need 1 + 1 + 1.5 > 3: refused, nothing released, no row
+    # dp_q_noise: every call spends (epsilon, delta_total), here 0.5 and 1e-5
+    q = {"n_actions": 2, "epsilon": 0.5, "delta": 1e-5, "T": 5000, "B": 64, "lr": 3e-4, "k": 120,
+         "K": 21, "budget": "icu"}
+    rows = con.execute("SELECT * FROM dp_q_noise('SELECT 0.5, 0, 1.0', ?)", (json.dumps(q),)).fetchall()
+    rem = remaining(con, "icu")
+    check(len(rows) == 1 and rem["epsilon_spent"] == 2.5 and rem["releases"] == 3,
+          "dp_q_noise spends epsilon 0.5", rem)
+    err = sql_error(con, "SELECT * FROM dp_q_noise('SELECT 0.5, 0, 1.0', ?)", (json.dumps(dict(q, epsilon=1)),))
+    check(err is not None and err.startswith('dp_q_noise: budget "icu" exceeded'),
+          "dp_q_noise over the budget: refused, no row returned", err)
+    # the next release would need 2.5 + 1 > 3: refused, nothing released, no row
     before = con.execute("SELECT count(*) FROM dprl_ledger").fetchone()[0]
-    err = sql_error(con, LSW, (json.dumps(dict(o, epsilon=1.5)),))
-    check(err == 'dp_lsw: budget "icu" exceeded: this release needs epsilon 1.5, delta 1e-05; already '
-          'spent epsilon 2 of 3 and delta 2e-05 of 0.0001 (basic composition); nothing was released',
+    err = sql_error(con, LSW, (json.dumps(dict(o, epsilon=1)),))
+    check(err == 'dp_lsw: budget "icu" exceeded: this release needs epsilon 1, delta 1e-05; already '
+          'spent epsilon 2.5 of 3 and delta 3e-05 of 0.0001 (basic composition); nothing was released',
           "over the budget: refused", err)
     check(con.execute("SELECT count(*) FROM dprl_ledger").fetchone()[0] == before,
           "a refused release leaves no ledger row")
-    err = sql_error(con, PREFIX, (json.dumps(dict(p, epsilon=1.5)),))
+    err = sql_error(con, PREFIX, (json.dumps(dict(p, epsilon=1)),))
     check(err is not None and "exceeded" in err, "dp_prefix_stable refused too: no rows", err)
-    # exactly the rest is fine
-    con.execute(LSW, (json.dumps(dict(o, epsilon=1)),)).fetchone()
+    # exactly the rest is fine (dp_q_learn spends theta's epsilon)
+    con.execute("CREATE TABLE tr(s, a, r, s_next)")
+    con.execute("INSERT INTO tr VALUES (0.5, 0, 1, 0.5)")
+    ql = {"n_actions": 1, "gamma": 0, "lr": 3e-4, "T": 640, "B": 64, "K": 5, "k": 60, "epsilon": 0.5,
+          "delta": 1e-5, "budget": "icu"}
+    con.execute("SELECT dp_q_learn(s, a, r, s_next, ?) FROM tr", (json.dumps(ql),)).fetchone()
     rem = remaining(con, "icu")
-    check(rem["epsilon_remaining"] == 0 and rem["releases"] == 3, "spent exactly to the limit", rem)
-    rows = con.execute("SELECT budget, function, epsilon, delta, spent, length(options_hash) FROM "
+    check(rem["epsilon_remaining"] == 0 and rem["releases"] == 4, "spent exactly to the limit", rem)
+    rows = con.execute("SELECT budget, function, epsilon, spent, length(options_hash) FROM "
                        "dprl_ledger ORDER BY id").fetchall()
-    check(rows == [("icu", "dp_lsw", 1.0, 1e-5, 1, 16), ("icu", "dp_prefix_stable", 1.0, 1e-5, 1, 16),
-                   ("icu", "dp_lsw", 1.0, 1e-5, 0, 16), ("icu", "dp_lsw", 1.0, 1e-5, 1, 16)],
+    check(rows == [("icu", "dp_lsw", 1.0, 1, 16), ("icu", "dp_prefix_stable", 1.0, 1, 16),
+                   ("icu", "dp_lsw", 1.0, 0, 16), ("icu", "dp_q_noise", 0.5, 1, 16),
+                   ("icu", "dp_q_learn", 0.5, 1, 16)],
           "the ledger is the audit trail", rows)
 
 

@@ -801,7 +801,7 @@ def test_noise_errors():
         (src, dict(o, path=3), "dp_q_noise: option path must be a table name, got 3"),
         (src, dict(o, seed=-1), "dp_q_noise: option seed must be in [0, 9.0072e+15], got -1"),
         (src, dict(o, sigmaa=1), 'dp_q_noise: unknown option "sigmaa" (known: n_actions, lo, hi, path, seed, '
-         'sigma, beta, epsilon, delta, T, B, lr, k, L, J, accountant, K, features, rmin, rmax)'),
+         'sigma, beta, epsilon, delta, T, B, lr, k, L, J, accountant, K, features, rmin, rmax, budget)'),
         (None, o, "dp_q_noise: points_sql must be the text of a SELECT, got NULL"),
     ]
     for sql, opts, msg in cases:
@@ -1138,7 +1138,7 @@ def test_learn_errors():
         (dict({k: v for k, v in base.items() if k != "sigma"}, epsilon=1, delta=1e-5),
          "dp_q_learn: option k is required"),
         (dict(base, L=1), 'dp_q_learn: unknown option "L" (known: n_actions, gamma, lr, T, B, J, K, features, '
-         'lo, hi, rmin, rmax, k, epsilon, delta, accountant, sigma, beta, seed)'),
+         'lo, hi, rmin, rmax, k, epsilon, delta, accountant, sigma, beta, seed, budget)'),
     ]
     for o, msg in opt:
         check_error(con, LEARN, msg, "refused: " + msg, (J(**o),))
