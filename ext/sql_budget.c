@@ -215,7 +215,7 @@ static void budget_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   dprl_json_put_double(&b, delta);
   dprl_buf_puts(&b, ",\"accountant\":\"basic composition\"}");
   if (b.oom) sqlite3_result_error_nomem(ctx);
-  else sqlite3_result_text(ctx, b.data, (int)b.len, SQLITE_TRANSIENT);
+  else dprl_sql_result_json(ctx, b.data, (int)b.len);
   dprl_buf_free(&b);
 }
 
@@ -256,18 +256,18 @@ static void remaining_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   }
   dprl_buf_printf(&b, ",\"releases\":%lld}", (long long)used[2]);
   if (b.oom) sqlite3_result_error_nomem(ctx);
-  else sqlite3_result_text(ctx, b.data, (int)b.len, SQLITE_TRANSIENT);
+  else dprl_sql_result_json(ctx, b.data, (int)b.len);
   dprl_buf_free(&b);
 }
 
 int dprl_register_budget(sqlite3 *db) {
   /* Both touch the database: top-level statements only (never from a view
   ** or trigger), and not deterministic. */
-  int rc = sqlite3_create_function_v2(db, "dprl_budget", 3, SQLITE_UTF8 | SQLITE_DIRECTONLY, NULL,
+  int rc = sqlite3_create_function_v2(db, "dprl_budget", 3, DPRL_JSON_FLAGS | SQLITE_DIRECTONLY, NULL,
                                       budget_fn, NULL, NULL, NULL);
   if (rc == SQLITE_OK)
     rc = sqlite3_create_function_v2(db, "dprl_budget_remaining", 1,
-                                    SQLITE_UTF8 | SQLITE_DIRECTONLY, NULL, remaining_fn, NULL,
+                                    DPRL_JSON_FLAGS | SQLITE_DIRECTONLY, NULL, remaining_fn, NULL,
                                     NULL, NULL);
   return rc;
 }

@@ -200,3 +200,8 @@ void dprl_sql_cancel_close(dprl_sql_cancel *c) {
   sqlite3_finalize(c->probe);
   c->probe = NULL;
 }
+
+void dprl_sql_result_json(sqlite3_context *ctx, const char *text, int len) {
+  sqlite3_result_text(ctx, text, len, SQLITE_TRANSIENT);
+  sqlite3_result_subtype(ctx, DPRL_JSON_SUBTYPE);
+}

@@ -26,6 +26,16 @@ void dprl_sql_result_error(sqlite3_context *ctx, const char *fn,
 ** and returns the SQLite error code. */
 int dprl_sql_vtab_error(char **pzErr, const char *fn, const dprl_error *err);
 
+/* A JSON result: TEXT with SQLite's JSON subtype ('J'), so it nests as an
+** object in json_object()/json_group_array().  Functions that call it are
+** registered with DPRL_JSON_FLAGS. */
+#ifndef SQLITE_RESULT_SUBTYPE
+#define SQLITE_RESULT_SUBTYPE 0x001000000 /* SQLite >= 3.45; older ones ignore it */
+#endif
+#define DPRL_JSON_SUBTYPE 74
+#define DPRL_JSON_FLAGS (SQLITE_UTF8 | SQLITE_RESULT_SUBTYPE)
+void dprl_sql_result_json(sqlite3_context *ctx, const char *text, int len);
+
 /* Describe a value for messages: NULL, 2.5, 'text', a blob. */
 void dprl_sql_describe(sqlite3_value *v, char *out, size_t n);
 

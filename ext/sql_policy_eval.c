@@ -166,7 +166,7 @@ static void pe_final(sqlite3_context *ctx) {
     a->cfg.cancel = a->buf.cancel = NULL;
     dprl_sql_cancel_close(&cancel);
     if (rc) dprl_sql_result_error(ctx, fn, &err);
-    else sqlite3_result_text(ctx, out.data, (int)out.len, SQLITE_TRANSIENT);
+    else dprl_sql_result_json(ctx, out.data, (int)out.len);
   }
   dprl_buf_free(&out);
   pe_agg_free(a);
@@ -196,7 +196,7 @@ static void plan_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     dprl_free(visits);
   }
   if (rc) dprl_sql_result_error(ctx, "dp_plan", &err);
-  else sqlite3_result_text(ctx, b.data, (int)b.len, SQLITE_TRANSIENT);
+  else dprl_sql_result_json(ctx, b.data, (int)b.len);
   dprl_buf_free(&b);
 }
 
@@ -205,12 +205,12 @@ int dprl_register_policy_eval(sqlite3 *db) {
   ** statement must draw independent noise (tests/sql/test_registry.py). */
   static const pe_fn fns[] = {{"dp_lsw", DPRL_LSW}, {"dp_lsl", DPRL_LSL}};
   for (int i = 0; i < 2; i++) {
-    int rc = sqlite3_create_function_v2(db, fns[i].name, 5, SQLITE_UTF8 | SQLITE_INNOCUOUS,
+    int rc = sqlite3_create_function_v2(db, fns[i].name, 5, DPRL_JSON_FLAGS | SQLITE_INNOCUOUS,
                                         (void *)&fns[i], NULL, pe_step, pe_final, NULL);
     if (rc != SQLITE_OK) return rc;
   }
   int rc = sqlite3_create_function_v2(db, "dp_plan", 1,
-                                      SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS,
+                                      DPRL_JSON_FLAGS | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS,
                                       NULL, plan_fn, NULL, NULL, NULL);
   if (rc != SQLITE_OK) return rc;
   return dprl_register_policy_eval_stats(db);
@@ -337,7 +337,7 @@ static void stats_final(sqlite3_context *ctx) {
     a->cfg.cancel = NULL;
     dprl_sql_cancel_close(&cancel);
     if (rc) dprl_sql_result_error(ctx, f->name, &err);
-    else sqlite3_result_text(ctx, out.data, (int)out.len, SQLITE_TRANSIENT);
+    else dprl_sql_result_json(ctx, out.data, (int)out.len);
   }
   dprl_buf_free(&out);
   dprl_pe_config_free(&a->cfg);
@@ -351,7 +351,7 @@ static int dprl_register_policy_eval_stats(sqlite3 *db) {
   static const pe_fn fns[] = {{"dp_lsw_from_stats", DPRL_LSW},
                               {"dp_lsl_from_stats", DPRL_LSL}};
   for (int i = 0; i < 2; i++) {
-    int rc = sqlite3_create_function_v2(db, fns[i].name, 4, SQLITE_UTF8 | SQLITE_INNOCUOUS,
+    int rc = sqlite3_create_function_v2(db, fns[i].name, 4, DPRL_JSON_FLAGS | SQLITE_INNOCUOUS,
                                         (void *)&fns[i], NULL, stats_step, stats_final, NULL);
     if (rc != SQLITE_OK) return rc;
   }

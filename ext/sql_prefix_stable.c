@@ -349,13 +349,13 @@ static void calibrate_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   put_num(&b, "b_query", pp->b_query);
   dprl_buf_puts(&b, "}");
   if (b.oom) sqlite3_result_error_nomem(ctx);
-  else sqlite3_result_text(ctx, b.data, (int)b.len, SQLITE_TRANSIENT);
+  else dprl_sql_result_json(ctx, b.data, (int)b.len);
   dprl_buf_free(&b);
 }
 
 int dprl_register_prefix_stable(sqlite3 *db) {
   int rc = sqlite3_create_function_v2(db, FN_CAL, 1,
-                                      SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS,
+                                      DPRL_JSON_FLAGS | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS,
                                       NULL, calibrate_fn, NULL, NULL, NULL);
   return rc == SQLITE_OK ? dprl_tvf_register(db, &ps_spec) : rc;
 }

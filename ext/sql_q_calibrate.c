@@ -53,12 +53,12 @@ static void calibrate_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   dprl_buf b = {0};
   calibrate_json(&c, &b);
   if (b.oom) sqlite3_result_error_nomem(ctx);
-  else sqlite3_result_text(ctx, b.data, (int)b.len, SQLITE_TRANSIENT);
+  else dprl_sql_result_json(ctx, b.data, (int)b.len);
   dprl_buf_free(&b);
 }
 
 int dprl_register_q_calibrate(sqlite3 *db) {
   return sqlite3_create_function_v2(db, "dp_q_calibrate", 1,
-                                    SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS,
+                                    DPRL_JSON_FLAGS | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS,
                                     NULL, calibrate_fn, NULL, NULL, NULL);
 }

@@ -242,7 +242,7 @@ static void learn_result(sqlite3_context *ctx, ql_agg *g) {
   g->cfg.lo.cancel = NULL;
   if (rc) dprl_sql_result_error(ctx, "dp_q_learn", &err);
   else if (b.oom) sqlite3_result_error_nomem(ctx);
-  else sqlite3_result_text(ctx, b.data, (int)b.len, SQLITE_TRANSIENT);
+  else dprl_sql_result_json(ctx, b.data, (int)b.len);
   dprl_buf_free(&b);
   dprl_free(theta);
 }
@@ -261,6 +261,6 @@ static void learn_final(sqlite3_context *ctx) {
 }
 
 int dprl_register_q_learn(sqlite3 *db) { /* noisy: never SQLITE_DETERMINISTIC */
-  return sqlite3_create_function_v2(db, "dp_q_learn", 5, SQLITE_UTF8 | SQLITE_INNOCUOUS, NULL,
+  return sqlite3_create_function_v2(db, "dp_q_learn", 5, DPRL_JSON_FLAGS | SQLITE_INNOCUOUS, NULL,
                                     NULL, learn_step, learn_final, NULL);
 }

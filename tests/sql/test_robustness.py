@@ -82,6 +82,33 @@ def test_result_size_limits():
 
 
 
+def test_json_subtype():
+    """JSON results carry SQLite's JSON subtype: they nest as objects in
+    json_object / json_group_array (before, as strings)."""
+    con = connect()
+    con.execute("CREATE TABLE s(g, episode, t, state, reward)")
+    con.execute("INSERT INTO s VALUES (1, 1, 0, 0, 1), (2, 2, 0, 1, 0)")
+    o = json.dumps({"n_states": 2, "gamma": 0.5, "epsilon": 1, "delta": 1e-5, "perturb": "statistics"})
+    for name, sql, args in [
+            ("dp_lsw", "SELECT json_object('r', dp_lsw(episode, t, state, reward, ?)) FROM s", (o,)),
+            ("dp_plan", "SELECT json_object('r', dp_plan(?))",
+             (json.dumps({"n_states": 2, "gamma": 0.5, "epsilon": 1, "delta": 1e-5, "episodes": 2,
+                          "visits": [1, 1]}),)),
+            ("dp_q_calibrate", "SELECT json_object('r', dp_q_calibrate(?))",
+             (json.dumps({"epsilon": 1, "delta": 1e-5, "T": 640, "B": 64, "lr": 0.01, "k": 60, "L": 0.1}),)),
+            ("dp_prefix_calibrate", "SELECT json_object('r', dp_prefix_calibrate(?))",
+             (json.dumps({"epsilon": 1, "delta": 1e-5, "p_min": 0.1, "T": 10, "L": 5}),))]:
+        r = json.loads(con.execute(sql, args).fetchone()[0])
+        check(isinstance(r["r"], dict), f"{name}: nests as a JSON object", r)
+    g = [json.loads(r[0]) for r in con.execute("SELECT json_object('group', g, 'r', dp_lsw(episode, t, "
+                                                "state, reward, ?)) FROM s GROUP BY g", (o,))]
+    check(len(g) == 2 and all(isinstance(x["r"], dict) for x in g), "GROUP BY releases nest as objects")
+    m = con.execute("SELECT dp_q_value(json_extract(json_object('m', json(?)), '$.m'), 0.5, 0)",
+                    (json.dumps({"features": {"kind": "tent", "K": 2, "lo": 0, "hi": 1},
+                                 "theta": [[1, 3]]}),)).fetchone()[0]
+    check(m == 2.0, "dp_q_value accepts a model passed through JSON functions", m)
+
+
 def interrupted(con, sql, args, after=0.2):
     """Run sql, con.interrupt() from another thread after `after` seconds:
     (seconds from the interrupt to the end of the call, error or None)."""
@@ -136,4 +163,4 @@ def test_interrupts():
               f"interrupt stops {name} within 0.5 s", f"{late:.3f} s after the interrupt: {err}")
 
 
-run([test_interrupts, test_result_size_limits, test_options_parser, test_trailing_comments, test_numbers_as_text])
+run([test_json_subtype, test_interrupts, test_result_size_limits, test_options_parser, test_trailing_comments, test_numbers_as_text])
