@@ -8,6 +8,8 @@
 #   make utility  error of private values against the exact ones (seeded)
 #   make fuzz     libFuzzer on every harness, FUZZ_SECONDS each (default 60)
 #   make install  install dprl.so where `.load dprl` finds it
+#   make static   ./libdprl.a (-DSQLITE_CORE) for embedding in a program
+#   make tag      tag the release v$(VERSION) (clean tree, CHANGELOG entry)
 #
 # Core modules (plain C, no SQLite) are ext/*.c except the glue: dprl.c and
 # sql_*.c.  Unit tests link the core only.
@@ -19,7 +21,9 @@ OPT     ?= -O2
 CFLAGS  ?= $(OPT) -g
 WARN     = -Wall -Wextra -Wshadow -Wstrict-prototypes -Wno-unused-parameter
 BLAS_INC = -I/usr/include/x86_64-linux-gnu/openblas-pthread
-ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -fPIC $(WARN) $(BLAS_INC) $(CFLAGS)
+# -fvisibility=hidden: dprl.so exports only sqlite3_dprl_init (ext/dprl.c
+# marks it visible; tests/packaging/test_symbols.sh checks with nm).
+ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -fPIC -fvisibility=hidden $(WARN) $(BLAS_INC) $(CFLAGS)
 LIBS     = -llapacke -lopenblas -lm
 
 # Sanitizer build (a separate tree under build/san).
@@ -30,6 +34,13 @@ SAN_FLAGS = -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
 # a directory the loader searches without ldconfig, the multiarch libdir.
 MULTIARCH := $(shell $(CC) -print-multiarch 2>/dev/null)
 LIBDIR  ?= /usr/lib/$(MULTIARCH)
+
+# The version, from ext/sql_glue.h (the one place it is written).
+VERSION := $(shell sed -n 's/^\#define DPRL_VERSION "\(.*\)"/\1/p' ext/sql_glue.h)
+# The commit dprl_debug() reports: HEAD of this checkout, "unknown" outside
+# git (or when this directory is not the top of the repository it is in).
+GIT_COMMIT := $(shell [ "$$(git rev-parse --show-toplevel 2>/dev/null)" = "$(CURDIR)" ] && \
+                git rev-parse --short HEAD 2>/dev/null || echo unknown)
 
 DEB_PKGS = libsqlite3-dev sqlite3 liblapacke-dev libopenblas-dev python3 gnuplot-nox
 
@@ -48,7 +59,7 @@ FUZZ_NAMES = options noise sql
 FUZZ_REPLAY = $(patsubst %,$(B)/tests/test_fuzz_%,$(FUZZ_NAMES))
 
 .PHONY: all check-deps deps demo test test-fast test-san unit bench utility fuzz install \
-        uninstall clean samples paper paper-full
+        uninstall clean samples paper paper-full static tag FORCE
 .DEFAULT_GOAL := all
 
 all: check-deps dprl.so
@@ -83,7 +94,36 @@ dprl.so: $(CORE_OBJ) $(GLUE_OBJ)
 	$(CC) -shared -o $@ $^ $(LIBS) $(LDFLAGS)
 
 $(B)/%.o: ext/%.c $(HDRS) | $(B)
-	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+	$(CC) $(ALL_CFLAGS) $(COMMIT_DEF) -c -o $@ $<
+
+# dprl_debug() names the commit: dprl.o (of every build tree) is compiled
+# with it and rebuilt when build/commit, rewritten only on change, changes.
+build/commit: FORCE
+	@mkdir -p build; echo '$(GIT_COMMIT)' | cmp -s - $@ || echo '$(GIT_COMMIT)' > $@
+$(B)/dprl.o build/static/dprl.o: build/commit
+%/dprl.o: COMMIT_DEF = -DDPRL_GIT_COMMIT='"$(GIT_COMMIT)"'
+FORCE:
+
+# Embedding (README "Embedding in C"): the same sources compiled with
+# -DSQLITE_CORE into ./libdprl.a, to link into a program with its own
+# SQLite and register with sqlite3_auto_extension (ext/dprl.h).
+STATIC_OBJ = $(patsubst ext/%.c,build/static/%.o,$(CORE_SRC) $(GLUE_SRC))
+static: check-deps libdprl.a
+
+libdprl.a: $(STATIC_OBJ)
+	rm -f $@
+	ar rcs $@ $^
+
+build/static/%.o: ext/%.c $(HDRS) | build/static
+	$(CC) $(ALL_CFLAGS) -DSQLITE_CORE $(COMMIT_DEF) -c -o $@ $<
+
+build/static:
+	mkdir -p $@
+
+# The embedding test (make test runs it): auto_extension, then a release.
+build/static/test_embed: tests/packaging/test_embed.c tests/unit/check.h ext/dprl.h libdprl.a
+	$(CC) $(ALL_CFLAGS) -Iext -Itests/unit -DWANT_VERSION='"$(VERSION)"' -o $@ $< \
+	  libdprl.a -lsqlite3 $(LIBS) $(LDFLAGS)
 
 $(B)/tests/%: tests/unit/%.c tests/unit/check.h $(CORE_OBJ) | $(B)/tests
 	$(CC) $(ALL_CFLAGS) -Iext -o $@ $< $(CORE_OBJ) $(LIBS) $(LDFLAGS)
@@ -104,13 +144,13 @@ $(B)/tests/test_fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(CORE_OBJ) | $(
 # against a sanitizer build.  tests/run.sh prints the "N passed, M failed".
 test: deps
 	@$(MAKE) --no-print-directory check-deps
-	@$(MAKE) --no-print-directory dprl.so unit
+	@$(MAKE) --no-print-directory dprl.so unit build/static/test_embed
 	@$(MAKE) --no-print-directory B=build/san CFLAGS="$(SAN_FLAGS)" \
 	  LDFLAGS="-fsanitize=address,undefined" build/san/dprl.so unit-san
 	@PYTHON=$(PYTHON) SQLITE3=$(SQLITE3) sh tests/run.sh
 
 # Only the normal build (quicker while developing).
-test-fast: check-deps dprl.so unit
+test-fast: check-deps dprl.so unit build/static/test_embed
 	@PYTHON=$(PYTHON) SQLITE3=$(SQLITE3) DPRL_NO_SAN=1 sh tests/run.sh
 
 build/san/dprl.so: $(CORE_OBJ) $(GLUE_OBJ)
@@ -186,4 +226,4 @@ uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/dprl.so
 
 clean:
-	rm -rf build dprl.so
+	rm -rf build dprl.so libdprl.a
