@@ -8,6 +8,7 @@
 #   make utility  error of private values against the exact ones (seeded)
 #   make fuzz     libFuzzer on every harness, FUZZ_SECONDS each (default 60)
 #   make install  install dprl.so where `.load dprl` finds it
+#   make wheel    the Python package, dist/dprl-VERSION-py3-none-linux_x86_64.whl
 #   make static   ./libdprl.a (-DSQLITE_CORE) for embedding in a program
 #   make tag      tag the release v$(VERSION) (clean tree, CHANGELOG entry)
 #
@@ -42,7 +43,10 @@ VERSION := $(shell sed -n 's/^\#define DPRL_VERSION "\(.*\)"/\1/p' ext/sql_glue.
 GIT_COMMIT := $(shell [ "$$(git rev-parse --show-toplevel 2>/dev/null)" = "$(CURDIR)" ] && \
                 git rev-parse --short HEAD 2>/dev/null || echo unknown)
 
-DEB_PKGS = libsqlite3-dev sqlite3 liblapacke-dev libopenblas-dev python3 gnuplot-nox
+# The packaging tests (tests/packaging) build the Python wheel offline with
+# Debian's build tools and try it with apsw too.
+DEB_PKGS = libsqlite3-dev sqlite3 liblapacke-dev libopenblas-dev python3 gnuplot-nox \
+           python3-build python3-setuptools python3-wheel python3-venv python3-apsw
 
 GLUE_SRC  = $(wildcard ext/sql_*.c) ext/dprl.c
 CORE_SRC  = $(filter-out $(GLUE_SRC),$(wildcard ext/*.c))
@@ -59,7 +63,7 @@ FUZZ_NAMES = options noise sql
 FUZZ_REPLAY = $(patsubst %,$(B)/tests/test_fuzz_%,$(FUZZ_NAMES))
 
 .PHONY: all check-deps deps demo test test-fast test-san unit bench utility fuzz install \
-        uninstall clean samples paper paper-full static tag FORCE
+        uninstall clean samples paper paper-full static tag wheel FORCE
 .DEFAULT_GOAL := all
 
 all: check-deps dprl.so
@@ -216,6 +220,12 @@ paper-full: deps
 	@$(MAKE) --no-print-directory dprl.so
 	@$(MAKE) --no-print-directory -C samples/paper
 
+# The Python package (bindings/python, README "Python") into dist/, offline:
+# Debian's python3-build, python3-setuptools and python3-wheel, no build
+# isolation (which would download setuptools).
+wheel: all
+	$(PYTHON) -m build --wheel --no-isolation --outdir dist bindings/python
+
 install: all
 	install -d $(DESTDIR)$(LIBDIR)
 	install -m 0644 dprl.so $(DESTDIR)$(LIBDIR)/dprl.so
@@ -226,4 +236,4 @@ uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/dprl.so
 
 clean:
-	rm -rf build dprl.so libdprl.a
+	rm -rf build dprl.so libdprl.a dist bindings/python/build bindings/python/dprl.egg-info
