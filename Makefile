@@ -63,7 +63,7 @@ FUZZ_NAMES = options noise sql
 FUZZ_REPLAY = $(patsubst %,$(B)/tests/test_fuzz_%,$(FUZZ_NAMES))
 
 .PHONY: all check-deps deps demo test test-fast test-san unit bench utility fuzz install \
-        uninstall clean samples paper paper-full static tag wheel FORCE
+        uninstall clean samples paper paper-full static tag wheel node-deps FORCE
 .DEFAULT_GOAL := all
 
 all: check-deps dprl.so
@@ -147,14 +147,14 @@ $(B)/tests/test_fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(CORE_OBJ) | $(
 # The whole suite: unit tests and SQL tests against this build, then the same
 # against a sanitizer build.  tests/run.sh prints the "N passed, M failed".
 test: deps
-	@$(MAKE) --no-print-directory check-deps
+	@$(MAKE) --no-print-directory check-deps node-deps
 	@$(MAKE) --no-print-directory dprl.so unit build/static/test_embed
 	@$(MAKE) --no-print-directory B=build/san CFLAGS="$(SAN_FLAGS)" \
 	  LDFLAGS="-fsanitize=address,undefined" build/san/dprl.so unit-san
 	@PYTHON=$(PYTHON) SQLITE3=$(SQLITE3) sh tests/run.sh
 
 # Only the normal build (quicker while developing).
-test-fast: check-deps dprl.so unit build/static/test_embed
+test-fast: check-deps node-deps dprl.so unit build/static/test_embed
 	@PYTHON=$(PYTHON) SQLITE3=$(SQLITE3) DPRL_NO_SAN=1 sh tests/run.sh
 
 build/san/dprl.so: $(CORE_OBJ) $(GLUE_OBJ)
@@ -220,11 +220,50 @@ paper-full: deps
 	@$(MAKE) --no-print-directory dprl.so
 	@$(MAKE) --no-print-directory -C samples/paper
 
+# better-sqlite3 for the npm package's test (tests/packaging/test_node.sh),
+# installed once into build/node-deps and built there from source: its
+# install script would fetch a prebuilt binary from GitHub, which this
+# machine does not reach, and node-gyp would fetch Node's headers, so it
+# takes them from the system (NODEDIR/include/node: nodejs ships them).
+# A few minutes, once; make test does it.
+NODEDIR ?= /usr
+BETTER_SQLITE3 ?= better-sqlite3@12.11.1
+NODE_DEPS = build/node-deps/node_modules/better-sqlite3/build/Release/better_sqlite3.node
+node-deps: $(NODE_DEPS)
+$(NODE_DEPS):
+	@command -v npm >/dev/null || { echo "make node-deps: needs node (>= 20) and npm"; exit 1; }
+	@[ -f $(NODEDIR)/include/node/common.gypi ] || \
+	  { echo "make node-deps: no Node headers in $(NODEDIR)/include/node (set NODEDIR)"; exit 1; }
+	@mkdir -p build/node-deps
+	@echo "make node-deps: building $(BETTER_SQLITE3) from source into build/node-deps (once)"
+	@cd build/node-deps && echo '{"name": "dprl-test-deps", "private": true}' > package.json && \
+	  npm_config_build_from_source=true npm_config_nodedir=$(NODEDIR) \
+	  npm install --no-audit --no-fund --no-save $(BETTER_SQLITE3) > install.log 2>&1 || \
+	  { tail -30 install.log; exit 1; }
+	@[ -f $@ ] || { echo "make node-deps: $@ was not built:"; tail -30 build/node-deps/install.log; exit 1; }
+
 # The Python package (bindings/python, README "Python") into dist/, offline:
 # Debian's python3-build, python3-setuptools and python3-wheel, no build
 # isolation (which would download setuptools).
 wheel: all
 	$(PYTHON) -m build --wheel --no-isolation --outdir dist bindings/python
+
+# make tag: an annotated tag v$(VERSION) on HEAD, only from a clean tree
+# whose CHANGELOG.md has a dated entry "## [$(VERSION)] - YYYY-MM-DD" and
+# whose npm package has the same version; never moves an existing tag.
+# Push it with: git push origin v$(VERSION)
+tag:
+	@[ -n "$(VERSION)" ] || { echo "make tag: no DPRL_VERSION in ext/sql_glue.h"; exit 1; }
+	@[ -z "$$(git status --porcelain)" ] || \
+	  { echo "make tag: the tree is not clean (git status); commit or stash first"; exit 1; }
+	@grep -Eq '^## \[$(subst .,\.,$(VERSION))\] - [0-9]{4}-[0-9]{2}-[0-9]{2}' CHANGELOG.md || \
+	  { echo "make tag: CHANGELOG.md has no dated entry '## [$(VERSION)] - YYYY-MM-DD'"; exit 1; }
+	@grep -q '"version": "$(VERSION)"' bindings/node/package.json || \
+	  { echo "make tag: bindings/node/package.json is not at version $(VERSION)"; exit 1; }
+	@! git rev-parse -q --verify "refs/tags/v$(VERSION)" >/dev/null || \
+	  { echo "make tag: v$(VERSION) exists already"; exit 1; }
+	git tag -a "v$(VERSION)" -m "dprl $(VERSION)"
+	@echo "tagged v$(VERSION); push it with: git push origin v$(VERSION)"
 
 install: all
 	install -d $(DESTDIR)$(LIBDIR)
