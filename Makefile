@@ -8,6 +8,9 @@
 #   make utility  error of private values against the exact ones (seeded)
 #   make fuzz     libFuzzer on every harness, FUZZ_SECONDS each (default 60)
 #   make install  install dprl.so where `.load dprl` finds it
+#   make wheel    the Python package, dist/dprl-VERSION-py3-none-linux_x86_64.whl
+#   make static   ./libdprl.a (-DSQLITE_CORE) for embedding in a program
+#   make tag      tag the release v$(VERSION) (clean tree, CHANGELOG entry)
 #
 # Core modules (plain C, no SQLite) are ext/*.c except the glue: dprl.c and
 # sql_*.c.  Unit tests link the core only.
@@ -19,7 +22,9 @@ OPT     ?= -O2
 CFLAGS  ?= $(OPT) -g
 WARN     = -Wall -Wextra -Wshadow -Wstrict-prototypes -Wno-unused-parameter
 BLAS_INC = -I/usr/include/x86_64-linux-gnu/openblas-pthread
-ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -fPIC $(WARN) $(BLAS_INC) $(CFLAGS)
+# -fvisibility=hidden: dprl.so exports only sqlite3_dprl_init (ext/dprl.c
+# marks it visible; tests/packaging/test_symbols.sh checks with nm).
+ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -fPIC -fvisibility=hidden $(WARN) $(BLAS_INC) $(CFLAGS)
 LIBS     = -llapacke -lopenblas -lm
 
 # Sanitizer build (a separate tree under build/san).
@@ -31,7 +36,17 @@ SAN_FLAGS = -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
 MULTIARCH := $(shell $(CC) -print-multiarch 2>/dev/null)
 LIBDIR  ?= /usr/lib/$(MULTIARCH)
 
-DEB_PKGS = libsqlite3-dev sqlite3 liblapacke-dev libopenblas-dev python3 gnuplot-nox
+# The version, from ext/sql_glue.h (the one place it is written).
+VERSION := $(shell sed -n 's/^\#define DPRL_VERSION "\(.*\)"/\1/p' ext/sql_glue.h)
+# The commit dprl_debug() reports: HEAD of this checkout, "unknown" outside
+# git (or when this directory is not the top of the repository it is in).
+GIT_COMMIT := $(shell [ "$$(git rev-parse --show-toplevel 2>/dev/null)" = "$(CURDIR)" ] && \
+                git rev-parse --short HEAD 2>/dev/null || echo unknown)
+
+# The packaging tests (tests/packaging) build the Python wheel offline with
+# Debian's build tools and try it with apsw too.
+DEB_PKGS = libsqlite3-dev sqlite3 liblapacke-dev libopenblas-dev python3 gnuplot-nox \
+           python3-build python3-setuptools python3-wheel python3-venv python3-apsw
 
 GLUE_SRC  = $(wildcard ext/sql_*.c) ext/dprl.c
 CORE_SRC  = $(filter-out $(GLUE_SRC),$(wildcard ext/*.c))
@@ -48,7 +63,7 @@ FUZZ_NAMES = options noise sql
 FUZZ_REPLAY = $(patsubst %,$(B)/tests/test_fuzz_%,$(FUZZ_NAMES))
 
 .PHONY: all check-deps deps demo test test-fast test-san unit bench utility fuzz tsan install \
-        uninstall clean samples paper paper-full
+        uninstall clean samples paper paper-full static tag wheel node-deps FORCE
 .DEFAULT_GOAL := all
 
 all: check-deps dprl.so
@@ -83,7 +98,36 @@ dprl.so: $(CORE_OBJ) $(GLUE_OBJ)
 	$(CC) -shared -o $@ $^ $(LIBS) $(LDFLAGS)
 
 $(B)/%.o: ext/%.c $(HDRS) | $(B)
-	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+	$(CC) $(ALL_CFLAGS) $(COMMIT_DEF) -c -o $@ $<
+
+# dprl_debug() names the commit: dprl.o (of every build tree) is compiled
+# with it and rebuilt when build/commit, rewritten only on change, changes.
+build/commit: FORCE
+	@mkdir -p build; echo '$(GIT_COMMIT)' | cmp -s - $@ || echo '$(GIT_COMMIT)' > $@
+$(B)/dprl.o build/static/dprl.o: build/commit
+%/dprl.o: COMMIT_DEF = -DDPRL_GIT_COMMIT='"$(GIT_COMMIT)"'
+FORCE:
+
+# Embedding (README "Embedding in C"): the same sources compiled with
+# -DSQLITE_CORE into ./libdprl.a, to link into a program with its own
+# SQLite and register with sqlite3_auto_extension (ext/dprl.h).
+STATIC_OBJ = $(patsubst ext/%.c,build/static/%.o,$(CORE_SRC) $(GLUE_SRC))
+static: check-deps libdprl.a
+
+libdprl.a: $(STATIC_OBJ)
+	rm -f $@
+	ar rcs $@ $^
+
+build/static/%.o: ext/%.c $(HDRS) | build/static
+	$(CC) $(ALL_CFLAGS) -DSQLITE_CORE $(COMMIT_DEF) -c -o $@ $<
+
+build/static:
+	mkdir -p $@
+
+# The embedding test (make test runs it): auto_extension, then a release.
+build/static/test_embed: tests/packaging/test_embed.c tests/unit/check.h ext/dprl.h libdprl.a
+	$(CC) $(ALL_CFLAGS) -Iext -Itests/unit -DWANT_VERSION='"$(VERSION)"' -o $@ $< \
+	  libdprl.a -lsqlite3 $(LIBS) $(LDFLAGS)
 
 $(B)/tests/%: tests/unit/%.c tests/unit/check.h $(CORE_OBJ) | $(B)/tests
 	$(CC) $(ALL_CFLAGS) -Iext -o $@ $< $(CORE_OBJ) $(LIBS) $(LDFLAGS)
@@ -103,15 +147,15 @@ $(B)/tests/test_fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(CORE_OBJ) | $(
 # The whole suite: unit tests and SQL tests against this build, then the same
 # against a sanitizer build.  tests/run.sh prints the "N passed, M failed".
 test: deps
-	@$(MAKE) --no-print-directory check-deps
-	@$(MAKE) --no-print-directory dprl.so unit
+	@$(MAKE) --no-print-directory check-deps node-deps
+	@$(MAKE) --no-print-directory dprl.so unit build/static/test_embed
 	@$(MAKE) --no-print-directory B=build/san CFLAGS="$(SAN_FLAGS)" \
 	  LDFLAGS="-fsanitize=address,undefined" build/san/dprl.so unit-san
 	@$(MAKE) --no-print-directory tsan
 	@PYTHON=$(PYTHON) SQLITE3=$(SQLITE3) sh tests/run.sh
 
 # Only the normal build (quicker while developing).
-test-fast: check-deps dprl.so unit
+test-fast: check-deps node-deps dprl.so unit build/static/test_embed
 	@PYTHON=$(PYTHON) SQLITE3=$(SQLITE3) DPRL_NO_SAN=1 sh tests/run.sh
 
 build/san/dprl.so: $(CORE_OBJ) $(GLUE_OBJ)
@@ -186,6 +230,51 @@ paper-full: deps
 	@$(MAKE) --no-print-directory dprl.so
 	@$(MAKE) --no-print-directory -C samples/paper
 
+# better-sqlite3 for the npm package's test (tests/packaging/test_node.sh),
+# installed once into build/node-deps and built there from source: its
+# install script would fetch a prebuilt binary from GitHub, which this
+# machine does not reach, and node-gyp would fetch Node's headers, so it
+# takes them from the system (NODEDIR/include/node: nodejs ships them).
+# A few minutes, once; make test does it.
+NODEDIR ?= /usr
+BETTER_SQLITE3 ?= better-sqlite3@12.11.1
+NODE_DEPS = build/node-deps/node_modules/better-sqlite3/build/Release/better_sqlite3.node
+node-deps: $(NODE_DEPS)
+$(NODE_DEPS):
+	@command -v npm >/dev/null || { echo "make node-deps: needs node (>= 20) and npm"; exit 1; }
+	@[ -f $(NODEDIR)/include/node/common.gypi ] || \
+	  { echo "make node-deps: no Node headers in $(NODEDIR)/include/node (set NODEDIR)"; exit 1; }
+	@mkdir -p build/node-deps
+	@echo "make node-deps: building $(BETTER_SQLITE3) from source into build/node-deps (once)"
+	@cd build/node-deps && echo '{"name": "dprl-test-deps", "private": true}' > package.json && \
+	  npm_config_build_from_source=true npm_config_nodedir=$(NODEDIR) \
+	  npm install --no-audit --no-fund --no-save $(BETTER_SQLITE3) > install.log 2>&1 || \
+	  { tail -30 install.log; exit 1; }
+	@[ -f $@ ] || { echo "make node-deps: $@ was not built:"; tail -30 build/node-deps/install.log; exit 1; }
+
+# The Python package (bindings/python, README "Python") into dist/, offline:
+# Debian's python3-build, python3-setuptools and python3-wheel, no build
+# isolation (which would download setuptools).
+wheel: all
+	$(PYTHON) -m build --wheel --no-isolation --outdir dist bindings/python
+
+# make tag: an annotated tag v$(VERSION) on HEAD, only from a clean tree
+# whose CHANGELOG.md has a dated entry "## [$(VERSION)] - YYYY-MM-DD" and
+# whose npm package has the same version; never moves an existing tag.
+# Push it with: git push origin v$(VERSION)
+tag:
+	@[ -n "$(VERSION)" ] || { echo "make tag: no DPRL_VERSION in ext/sql_glue.h"; exit 1; }
+	@[ -z "$$(git status --porcelain)" ] || \
+	  { echo "make tag: the tree is not clean (git status); commit or stash first"; exit 1; }
+	@grep -Eq '^## \[$(subst .,\.,$(VERSION))\] - [0-9]{4}-[0-9]{2}-[0-9]{2}' CHANGELOG.md || \
+	  { echo "make tag: CHANGELOG.md has no dated entry '## [$(VERSION)] - YYYY-MM-DD'"; exit 1; }
+	@grep -q '"version": "$(VERSION)"' bindings/node/package.json || \
+	  { echo "make tag: bindings/node/package.json is not at version $(VERSION)"; exit 1; }
+	@! git rev-parse -q --verify "refs/tags/v$(VERSION)" >/dev/null || \
+	  { echo "make tag: v$(VERSION) exists already"; exit 1; }
+	git tag -a "v$(VERSION)" -m "dprl $(VERSION)"
+	@echo "tagged v$(VERSION); push it with: git push origin v$(VERSION)"
+
 install: all
 	install -d $(DESTDIR)$(LIBDIR)
 	install -m 0644 dprl.so $(DESTDIR)$(LIBDIR)/dprl.so
@@ -196,4 +285,4 @@ uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/dprl.so
 
 clean:
-	rm -rf build dprl.so
+	rm -rf build dprl.so libdprl.a dist bindings/python/build bindings/python/dprl.egg-info

@@ -1,8 +1,8 @@
 /*
 ** dprl.c: the entry point.  Loading the extension registers:
 **
-**   dprl_version()                                 -> '0.1.0'
-**   dprl_debug()                                   -> version, build, BLAS
+**   dprl_version()                                 -> '0.2.0'
+**   dprl_debug()                                   -> version, commit, build, BLAS
 **   dp_lsw(episode, t, state, reward, options)     aggregate
 **   dp_lsl(episode, t, state, reward, options)     aggregate
 **   dp_lsw_from_stats(state, visits, return_sum, options)   aggregate
@@ -24,14 +24,33 @@
 ** the numerical core (every other file in ext/) knows nothing of SQLite.
 ** The table-valued functions run caller SQL and are therefore
 ** SQLITE_VTAB_DIRECTONLY (sql_tvf.c): top-level statements only.
+**
+** sqlite3_dprl_init is the only symbol dprl.so exports: everything is
+** compiled with -fvisibility=hidden and it alone is marked visible.  With
+** -DSQLITE_CORE (make static) the same file links into a program that
+** registers it with sqlite3_auto_extension (dprl.h).
 */
 #include <pthread.h>
 #include <sqlite3ext.h>
 SQLITE_EXTENSION_INIT1
 
 #include "core.h"
+#include "dprl.h"
 #include "linalg.h"
 #include "sql_glue.h"
+
+/* The commit the Makefile compiled in (git rev-parse --short HEAD). */
+#ifndef DPRL_GIT_COMMIT
+#define DPRL_GIT_COMMIT "unknown"
+#endif
+
+#if defined(_WIN32)
+#define DPRL_EXPORT __declspec(dllexport)
+#elif defined(__GNUC__)
+#define DPRL_EXPORT __attribute__((visibility("default")))
+#else
+#define DPRL_EXPORT
+#endif
 
 static void *sqlite_alloc(size_t n) { return sqlite3_malloc64((sqlite3_uint64)n); }
 static void *sqlite_resize(void *p, size_t n) {
@@ -48,8 +67,8 @@ static void version_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
 static void debug_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   (void)argc;
   (void)argv;
-  char *s = sqlite3_mprintf("dprl %s\nbuilt %s %s with %s\nsqlite %s (runtime)\nblas: %s",
-                            DPRL_VERSION, __DATE__, __TIME__,
+  char *s = sqlite3_mprintf("dprl %s\ncommit %s\nbuilt %s %s with %s\nsqlite %s (runtime)\nblas: %s",
+                            DPRL_VERSION, DPRL_GIT_COMMIT, __DATE__, __TIME__,
 #if defined(__clang__)
                             "clang " __clang_version__,
 #elif defined(__GNUC__)
@@ -73,10 +92,7 @@ static void init_globals(void) {
   dprl_set_allocator(&alloc);
 }
 
-#ifdef _WIN32
-__declspec(dllexport)
-#endif
-int sqlite3_dprl_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_routines *pApi) {
+DPRL_EXPORT int sqlite3_dprl_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_routines *pApi) {
   /* The process-wide pointers (SQLite's API table, the allocator hook) are
   ** written once, however many connections and threads load dprl: a
   ** write on every load was a data race (ThreadSanitizer).  The API table

@@ -15,7 +15,7 @@
 SQLITE_EXTENSION_INIT3
 #endif
 
-#define DPRL_VERSION "0.1.0"
+#define DPRL_VERSION "0.2.0"
 
 /* Report err as the SQL error of ctx, prefixed "fn: " unless the message
 ** already names fn; out of memory becomes SQLITE_NOMEM, DPRL_EINTR

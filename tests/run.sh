@@ -1,6 +1,7 @@
 #!/bin/sh
-# tests/run.sh: run every test against the normal build, then against the
-# AddressSanitizer + UndefinedBehaviorSanitizer build (unless DPRL_NO_SAN=1).
+# tests/run.sh: run every test against the normal build, then the packaging
+# tests once, then every test against the AddressSanitizer +
+# UndefinedBehaviorSanitizer build (unless DPRL_NO_SAN=1).
 # Every test prints "ok ..." or "not ok ..."; a program that crashes or
 # whose sanitizer reports counts as one more failure.  Ends with the line
 # "N passed, M failed".
@@ -60,6 +61,14 @@ suite() { # suite BUILD_DIR SO [env for the loader]
 PRELOAD=""
 CLI_PRELOAD=""
 suite build ./dprl.so plain
+
+# Packaging, once, against the normal build (tests/packaging/): exported
+# symbols, dprl linked into a C program, the Python wheel and the npm
+# package, each installed into a fresh temporary directory.
+run "packaging test_embed" ./build/static/test_embed
+for t in tests/packaging/test_*.sh; do
+  run "packaging $(basename "$t")" env PYTHON="$PYTHON" sh "$t"
+done
 
 if [ "${DPRL_NO_SAN:-0}" != 1 ]; then
   asan=$(${CC:-cc} -print-file-name=libasan.so)
