@@ -5,6 +5,7 @@
 #   make test     install what is missing, run every test, then again under
 #                 AddressSanitizer + UndefinedBehaviorSanitizer
 #   make bench    benchmark against a bare scan and plain SQL
+#   make scale-out-demo  a release from two PostgreSQL shards (postgres_fdw)
 #   make install  install dprl.so where `.load dprl` finds it
 #
 # Core modules (plain C, no SQLite) are ext/*.c except the glue: dprl.c and
@@ -42,7 +43,7 @@ GLUE_OBJ  = $(patsubst ext/%.c,$(B)/%.o,$(GLUE_SRC))
 UNIT_BIN  = $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRC))
 
 .PHONY: all check-deps deps demo test test-fast test-san unit bench install \
-        uninstall clean samples paper paper-full
+        uninstall clean samples paper paper-full pg-deps scale-out-demo
 .DEFAULT_GOAL := all
 
 all: check-deps dprl.so
@@ -99,6 +100,28 @@ test: deps
 # Only the normal build (quicker while developing).
 test-fast: check-deps dprl.so unit
 	@PYTHON=$(PYTHON) SQLITE3=$(SQLITE3) DPRL_NO_SAN=1 sh tests/run.sh
+
+# Other engines (README "Scaling out"): PostgreSQL from Debian; fails
+# loudly when it cannot install.
+PG_PKGS      = postgresql postgresql-contrib
+
+pg-deps:
+	@need=""; for p in $(PG_PKGS); do \
+	  dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q "install ok installed" || need="$$need $$p"; \
+	done; \
+	if [ -n "$$need" ]; then \
+	  echo "dprl: installing$$need"; \
+	  if [ "$$(id -u)" != 0 ]; then echo "dprl: cannot install PostgreSQL: run as root, or: sudo apt-get install -y$$need"; exit 1; fi; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$need) >/dev/null \
+	    || { echo "dprl: FAILED to install PostgreSQL (apt-get install$$need)"; exit 1; }; \
+	fi; \
+	ls /usr/lib/postgresql/*/lib/postgres_fdw.so >/dev/null 2>&1 \
+	  || { echo "dprl: FAILED: PostgreSQL has no postgres_fdw (package postgresql-contrib)"; exit 1; }
+
+scale-out-demo: deps pg-deps
+	@$(MAKE) --no-print-directory check-deps
+	@$(MAKE) --no-print-directory dprl.so
+	@sh sql/scale_out_pg.sh
 
 build/san/dprl.so: $(CORE_OBJ) $(GLUE_OBJ)
 	$(CC) -shared -o $@ $^ $(LIBS) $(LDFLAGS)
