@@ -5,6 +5,8 @@
 #   make test     install what is missing, run every test, then again under
 #                 AddressSanitizer + UndefinedBehaviorSanitizer
 #   make bench    benchmark against a bare scan and plain SQL
+#   make test-engines  the per-engine SQL of sql/ on SQLite, PostgreSQL and
+#                 DuckDB (installs them), and the postgres_fdw demo
 #   make scale-out-demo  a release from two PostgreSQL shards (postgres_fdw)
 #   make install  install dprl.so where `.load dprl` finds it
 #
@@ -43,7 +45,8 @@ GLUE_OBJ  = $(patsubst ext/%.c,$(B)/%.o,$(GLUE_SRC))
 UNIT_BIN  = $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRC))
 
 .PHONY: all check-deps deps demo test test-fast test-san unit bench install \
-        uninstall clean samples paper paper-full pg-deps scale-out-demo
+        uninstall clean samples paper paper-full engines-deps pg-deps duckdb-deps \
+        test-engines scale-out-demo
 .DEFAULT_GOAL := all
 
 all: check-deps dprl.so
@@ -101,9 +104,14 @@ test: deps
 test-fast: check-deps dprl.so unit
 	@PYTHON=$(PYTHON) SQLITE3=$(SQLITE3) DPRL_NO_SAN=1 sh tests/run.sh
 
-# Other engines (README "Scaling out"): PostgreSQL from Debian; fails
-# loudly when it cannot install.
+# Other engines (README "Scaling out").  PostgreSQL from Debian; DuckDB from
+# npm (@duckdb/node-api, pinned) into build/engines/duckdb.  Each fails
+# loudly when it cannot install: the engine tests never skip an engine.
 PG_PKGS      = postgresql postgresql-contrib
+DUCKDB_NODE  = 1.5.6-r.1
+DUCKDB_DIR   = build/engines/duckdb
+
+engines-deps: pg-deps duckdb-deps
 
 pg-deps:
 	@need=""; for p in $(PG_PKGS); do \
@@ -117,6 +125,25 @@ pg-deps:
 	fi; \
 	ls /usr/lib/postgresql/*/lib/postgres_fdw.so >/dev/null 2>&1 \
 	  || { echo "dprl: FAILED: PostgreSQL has no postgres_fdw (package postgresql-contrib)"; exit 1; }
+
+duckdb-deps:
+	@if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then \
+	  echo "dprl: installing nodejs npm"; \
+	  [ "$$(id -u)" = 0 ] || { echo "dprl: cannot install Node.js: run as root, or: sudo apt-get install -y nodejs npm"; exit 1; }; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm) >/dev/null \
+	    || { echo "dprl: FAILED to install Node.js (apt-get install nodejs npm)"; exit 1; }; \
+	fi
+	@grep -qs '"version": "$(DUCKDB_NODE)"' $(DUCKDB_DIR)/node_modules/@duckdb/node-api/package.json || { \
+	  echo "dprl: installing @duckdb/node-api@$(DUCKDB_NODE) into $(DUCKDB_DIR)"; \
+	  mkdir -p $(DUCKDB_DIR) && cd $(DUCKDB_DIR) && \
+	  npm install --no-audit --no-fund --loglevel=error @duckdb/node-api@$(DUCKDB_NODE) >/dev/null \
+	    || { echo "dprl: FAILED to install DuckDB (npm install @duckdb/node-api@$(DUCKDB_NODE))"; exit 1; }; }
+
+# Ends with its own "N passed, M failed".
+test-engines: deps engines-deps
+	@$(MAKE) --no-print-directory check-deps
+	@$(MAKE) --no-print-directory dprl.so
+	@PYTHON=$(PYTHON) SQLITE3=$(SQLITE3) DUCKDB_NODE_DIR=$(CURDIR)/$(DUCKDB_DIR) sh tests/engines/run.sh
 
 scale-out-demo: deps pg-deps
 	@$(MAKE) --no-print-directory check-deps
