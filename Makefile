@@ -7,6 +7,9 @@
 #   make bench    benchmark against a bare scan and plain SQL
 #   make utility  error of private values against the exact ones (seeded)
 #   make fuzz     libFuzzer on every harness, FUZZ_SECONDS each (default 60)
+#   make test-engines  the per-engine SQL of sql/ on SQLite, PostgreSQL and
+#                 DuckDB (installs them), and the postgres_fdw demo
+#   make scale-out-demo  a release from two PostgreSQL shards (postgres_fdw)
 #   make install  install dprl.so where `.load dprl` finds it
 #   make wheel    the Python package, dist/dprl-VERSION-py3-none-linux_x86_64.whl
 #   make static   ./libdprl.a (-DSQLITE_CORE) for embedding in a program
@@ -63,7 +66,8 @@ FUZZ_NAMES = options noise sql
 FUZZ_REPLAY = $(patsubst %,$(B)/tests/test_fuzz_%,$(FUZZ_NAMES))
 
 .PHONY: all check-deps deps demo test test-fast test-san unit bench utility fuzz tsan install \
-        uninstall clean samples paper paper-full static tag wheel node-deps FORCE
+        uninstall clean samples paper paper-full static tag wheel node-deps FORCE \
+        engines-deps pg-deps duckdb-deps test-engines scale-out-demo
 .DEFAULT_GOAL := all
 
 all: check-deps dprl.so
@@ -157,6 +161,52 @@ test: deps
 # Only the normal build (quicker while developing).
 test-fast: check-deps node-deps dprl.so unit build/static/test_embed
 	@PYTHON=$(PYTHON) SQLITE3=$(SQLITE3) DPRL_NO_SAN=1 sh tests/run.sh
+
+# Other engines (README "Scaling out").  PostgreSQL from Debian; DuckDB from
+# npm (@duckdb/node-api, pinned) into build/engines/duckdb.  Each fails
+# loudly when it cannot install: the engine tests never skip an engine.
+PG_PKGS      = postgresql postgresql-contrib
+DUCKDB_NODE  = 1.5.6-r.1
+DUCKDB_DIR   = build/engines/duckdb
+
+engines-deps: pg-deps duckdb-deps
+
+pg-deps:
+	@need=""; for p in $(PG_PKGS); do \
+	  dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q "install ok installed" || need="$$need $$p"; \
+	done; \
+	if [ -n "$$need" ]; then \
+	  echo "dprl: installing$$need"; \
+	  if [ "$$(id -u)" != 0 ]; then echo "dprl: cannot install PostgreSQL: run as root, or: sudo apt-get install -y$$need"; exit 1; fi; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$need) >/dev/null \
+	    || { echo "dprl: FAILED to install PostgreSQL (apt-get install$$need)"; exit 1; }; \
+	fi; \
+	ls /usr/lib/postgresql/*/lib/postgres_fdw.so >/dev/null 2>&1 \
+	  || { echo "dprl: FAILED: PostgreSQL has no postgres_fdw (package postgresql-contrib)"; exit 1; }
+
+duckdb-deps:
+	@if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then \
+	  echo "dprl: installing nodejs npm"; \
+	  [ "$$(id -u)" = 0 ] || { echo "dprl: cannot install Node.js: run as root, or: sudo apt-get install -y nodejs npm"; exit 1; }; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm) >/dev/null \
+	    || { echo "dprl: FAILED to install Node.js (apt-get install nodejs npm)"; exit 1; }; \
+	fi
+	@grep -qs '"version": "$(DUCKDB_NODE)"' $(DUCKDB_DIR)/node_modules/@duckdb/node-api/package.json || { \
+	  echo "dprl: installing @duckdb/node-api@$(DUCKDB_NODE) into $(DUCKDB_DIR)"; \
+	  mkdir -p $(DUCKDB_DIR) && cd $(DUCKDB_DIR) && \
+	  npm install --no-audit --no-fund --loglevel=error @duckdb/node-api@$(DUCKDB_NODE) >/dev/null \
+	    || { echo "dprl: FAILED to install DuckDB (npm install @duckdb/node-api@$(DUCKDB_NODE))"; exit 1; }; }
+
+# Ends with its own "N passed, M failed".
+test-engines: deps engines-deps
+	@$(MAKE) --no-print-directory check-deps
+	@$(MAKE) --no-print-directory dprl.so
+	@PYTHON=$(PYTHON) SQLITE3=$(SQLITE3) DUCKDB_NODE_DIR=$(CURDIR)/$(DUCKDB_DIR) sh tests/engines/run.sh
+
+scale-out-demo: deps pg-deps
+	@$(MAKE) --no-print-directory check-deps
+	@$(MAKE) --no-print-directory dprl.so
+	@sh sql/scale_out_pg.sh
 
 build/san/dprl.so: $(CORE_OBJ) $(GLUE_OBJ)
 	$(CC) -shared -o $@ $^ $(LIBS) $(LDFLAGS)

@@ -1,43 +1,71 @@
--- sql/shard_release.sql: one private release from several database files.
--- Run from the repository root (needs ./dprl.so and the sample log):
+-- sql/shard_release.sql: one private release from several database files,
+-- in the sqlite3 shell, with the per-engine SQL of sql/sqlite/ run as is.
+-- Run from the repository root (needs ./dprl.so: `make` builds it):
 --   sqlite3 :memory: < sql/shard_release.sql
--- 1. split the sample ICU log into 3 shard files by patient (as sites or
---    years would be), 2. in each shard compute its per-state statistics
---    (the per-episode work, done where the data is), 3. release once from
---    the union of the statistics: only N rows per shard leave a shard.
+-- 1. Split the sample ICU log into 3 shard files by bucket = hash(patient)
+--    mod 8 (sql/sqlite/episode_bucket.sql): buckets 0..2, 3..5 and 6..7,
+--    as sites or years would hold them; no patient is in two shards.
+-- 2. In each shard, the check (all 0) and the per-state statistics
+--    (first_visit_check.sql, first_visit_stats.sql): the per-episode work,
+--    done where the data is.
+-- 3. The merge check on the union: the ranges partition 0..7, m = 20,000.
+-- 4. One release from the union: only the per-state rows left the shards.
 .load ./dprl
 .bail on
 .read samples/clinic.sql
+CREATE TEMP TABLE dprl_params(gamma REAL, rmin REAL, rmax REAL, fmin REAL, fmax REAL,
+                              n_states INTEGER, buckets INTEGER, bucket_lo INTEGER,
+                              bucket_hi INTEGER);
+INSERT INTO dprl_params VALUES (0.9, NULL, NULL, NULL, 9, 10, 8, 0, 7);
+-- The files are single SELECTs; the shell makes views of them.
+.read '|{ echo "CREATE TEMP VIEW episode_bucket AS"; cat sql/sqlite/episode_bucket.sql; }'
+.read '|{ echo "CREATE TEMP VIEW shard_check AS"; cat sql/sqlite/first_visit_check.sql; }'
+.read '|{ echo "CREATE TEMP VIEW shard_stats_of_steps AS"; cat sql/sqlite/first_visit_stats.sql; }'
+CREATE TEMP TABLE bucket_of AS SELECT * FROM episode_bucket;
+
 ATTACH 'build/shard0.db' AS s0;
 ATTACH 'build/shard1.db' AS s1;
 ATTACH 'build/shard2.db' AS s2;
 DROP TABLE IF EXISTS s0.steps; DROP TABLE IF EXISTS s1.steps; DROP TABLE IF EXISTS s2.steps;
-CREATE TABLE s0.steps AS SELECT * FROM main.steps WHERE episode % 3 = 0;
-CREATE TABLE s1.steps AS SELECT * FROM main.steps WHERE episode % 3 = 1;
-CREATE TABLE s2.steps AS SELECT * FROM main.steps WHERE episode % 3 = 2;
-
--- Per shard: statistics with dp_first_visit (the portable SQL in
--- sql/first_visit_stats.sql computes the same on any engine).
 DROP TABLE IF EXISTS s0.stats; DROP TABLE IF EXISTS s1.stats; DROP TABLE IF EXISTS s2.stats;
-CREATE TABLE s0.stats AS SELECT state, count(*) AS visits, sum(first_visit_return) AS return_sum
-  FROM dp_first_visit('SELECT episode, t, state, reward FROM s0.steps',
-                      '{"n_states": 10, "gamma": 0.9, "fmax": 9}') GROUP BY state;
-CREATE TABLE s1.stats AS SELECT state, count(*) AS visits, sum(first_visit_return) AS return_sum
-  FROM dp_first_visit('SELECT episode, t, state, reward FROM s1.steps',
-                      '{"n_states": 10, "gamma": 0.9, "fmax": 9}') GROUP BY state;
-CREATE TABLE s2.stats AS SELECT state, count(*) AS visits, sum(first_visit_return) AS return_sum
-  FROM dp_first_visit('SELECT episode, t, state, reward FROM s2.steps',
-                      '{"n_states": 10, "gamma": 0.9, "fmax": 9}') GROUP BY state;
+CREATE TABLE s0.steps AS SELECT s.* FROM main.steps s JOIN bucket_of b ON b.episode = s.episode
+  WHERE b.bucket BETWEEN 0 AND 2;
+CREATE TABLE s1.steps AS SELECT s.* FROM main.steps s JOIN bucket_of b ON b.episode = s.episode
+  WHERE b.bucket BETWEEN 3 AND 5;
+CREATE TABLE s2.steps AS SELECT s.* FROM main.steps s JOIN bucket_of b ON b.episode = s.episode
+  WHERE b.bucket BETWEEN 6 AND 7;
 
--- The release: m (the number of patients) is public, so it may be counted.
+-- Per shard (the views read "steps": a TEMP view of that shard's table).
+.mode list
+.headers on
+CREATE TEMP VIEW steps AS SELECT * FROM s0.steps;
+UPDATE dprl_params SET bucket_lo = 0, bucket_hi = 2;
+SELECT 'shard 0' AS shard, * FROM shard_check;
+CREATE TABLE s0.stats AS SELECT * FROM shard_stats_of_steps;
+DROP VIEW temp.steps;
+CREATE TEMP VIEW steps AS SELECT * FROM s1.steps;
+UPDATE dprl_params SET bucket_lo = 3, bucket_hi = 5;
+SELECT 'shard 1' AS shard, * FROM shard_check;
+CREATE TABLE s1.stats AS SELECT * FROM shard_stats_of_steps;
+DROP VIEW temp.steps;
+CREATE TEMP VIEW steps AS SELECT * FROM s2.steps;
+UPDATE dprl_params SET bucket_lo = 6, bucket_hi = 7;
+SELECT 'shard 2' AS shard, * FROM shard_check;
+CREATE TABLE s2.stats AS SELECT * FROM shard_stats_of_steps;
+DROP VIEW temp.steps;
+
+-- The merge check: every column 0 but episodes (m, public).
+CREATE TEMP VIEW shard_stats AS
+  SELECT * FROM s0.stats UNION ALL SELECT * FROM s1.stats UNION ALL SELECT * FROM s2.stats;
+.read sql/sqlite/stats_merge_check.sql
+
+-- The release: m = the sum of the shards' episode counts.
 .mode box
 SELECT key AS state, round(value, 3) AS private_value
 FROM json_each((
   SELECT dp_lsw_from_stats(state, visits, return_sum,
            json_set('{"n_states": 10, "gamma": 0.9, "fmax": 9, "epsilon": 1, "delta": 1e-5}',
                     '$.episodes',
-                    (SELECT count(*) FROM s0.steps WHERE t = 0) +
-                    (SELECT count(*) FROM s1.steps WHERE t = 0) +
-                    (SELECT count(*) FROM s2.steps WHERE t = 0)))
-  FROM (SELECT * FROM s0.stats UNION ALL SELECT * FROM s1.stats
-        UNION ALL SELECT * FROM s2.stats)), '$.values');
+                    (SELECT sum(episodes)
+                     FROM (SELECT DISTINCT bucket_lo, bucket_hi, episodes FROM shard_stats))))
+  FROM shard_stats), '$.values');

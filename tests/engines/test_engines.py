@@ -1,0 +1,75 @@
+"""make test-engines: the per-engine SQL of sql/ on real engines.
+
+SQLite (in process), PostgreSQL (a throwaway server on 127.0.0.1) and
+DuckDB (@duckdb/node-api) each compute the statistics, the check query and
+the merge check on the ICU sample and on adversarial tables, compared with
+dprl's dp_first_visit / dp_lsw (tests/engines/cases.py).  An engine that
+cannot be started is a failure, never a skip.
+
+    python3 tests/engines/test_engines.py [sqlite|postgres|duckdb ...]
+"""
+import os
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import cases  # noqa: E402
+import engines  # noqa: E402
+from harness import check, run  # noqa: E402
+
+WHICH = sys.argv[1:] or ["sqlite", "postgres", "duckdb"]
+ICU = cases.icu_rows()
+ICU_5000 = [r for r in ICU if r[0] <= 5000]
+ADV_LONG = cases.adversarial_rows(100_000)
+ADV = cases.adversarial_rows(5_000, seed=14)
+INTS = cases.int_id_rows()
+
+ICU_SETS = [{"gamma": 0.9, "fmax": 9.0}, {"gamma": 0.99}]
+LONG_SETS = [{"gamma": 0.99}, {"gamma": 0.999, "rmax": 1.5, "fmax": 200.0}]
+ADV_SETS = [
+    {"gamma": 0.99},
+    {"gamma": 0.5, "rmin": -1.0, "rmax": 2.0, "fmin": -1.5, "fmax": 3.0},
+    {"gamma": 0.0},
+    {"gamma": 1.0, "fmax": 50.0},
+    {"gamma": 1.0, "rmin": -1.0, "fmin": -30.0, "fmax": 50.0},
+    {"gamma": 0.3, "rmin": -0.25},
+]
+# releases through dp_lsw_from_stats: returns >= 0 (rmin = 0), which is what
+# its check (0 <= return_sum <= visits x B) accepts today
+ADV_RELEASES = [o for o in ADV_SETS if o.get("rmin", 0) >= 0]
+INT_SETS = [{"gamma": 0.95}, {"gamma": 0.7, "rmin": -0.1, "rmax": 1.0}]
+
+
+def engine_tests(name):
+    def test():
+        with tempfile.TemporaryDirectory() as tmp:
+            t0 = time.time()
+            try:
+                e = {"sqlite": engines.Sqlite, "postgres": engines.Postgres,
+                     "duckdb": engines.DuckDB}[name](tmp)
+            except engines.EngineError as err:
+                check(False, f"{name}: engine available", str(err))
+                return
+            check(True, f"{name}: engine available")
+            try:
+                cases.stats_match(e, "ICU sample", ICU, cases.STEPS_INT, 10, ICU_SETS, ICU_SETS)
+                cases.stats_match(e, "adversarial, a 100,000-step episode", ADV_LONG,
+                                  cases.STEPS_TEXT, 12, LONG_SETS, LONG_SETS)
+                cases.stats_match(e, "adversarial", ADV, cases.STEPS_TEXT, 12, ADV_SETS,
+                                  ADV_RELEASES)
+                cases.stats_match(e, "integer ids", INTS, cases.STEPS_INT, 6, INT_SETS,
+                                  INT_SETS[:1])
+                cases.bad_rows_detected(e)
+                cases.buckets_and_merge(e, ICU_5000, cases.STEPS_INT, 10, {"gamma": 0.9})
+                cases.buckets_and_merge(e, ADV, cases.STEPS_TEXT, 12, {"gamma": 0.99}, k=5,
+                                        ranges=((0, 1), (2, 2), (3, 4)))
+            finally:
+                e.close()
+            print(f"# {name}: {time.time() - t0:.1f} s")
+    test.__name__ = f"test_{name}"
+    return test
+
+
+run([engine_tests(n) for n in WHICH])

@@ -1,0 +1,97 @@
+"""The per-engine SQL of sql/<dialect>/: written by sql/gen_dialects.py from
+sql/src/, identical across dialects up to the type names README lists, and
+(on SQLite) equal to what dprl computes.  make test-engines runs the same
+checks (tests/engines/cases.py) on PostgreSQL and DuckDB too."""
+import os
+import re
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "tests", "engines"))
+sys.path.insert(0, os.path.join(ROOT, "sql"))
+import cases  # noqa: E402
+import engines  # noqa: E402
+import gen_dialects  # noqa: E402
+from harness import check, run  # noqa: E402
+
+# The substitutions from the PostgreSQL file to the Spark SQL one, as
+# README.md ("Scaling out") documents them.
+SPARK = [("AS DOUBLE PRECISION)", "AS DOUBLE)"), ("AS TEXT)", "AS STRING)")]
+DIALECTS = ["sqlite", "postgres", "duckdb", "spark"]
+
+
+def body(dialect, name):
+    """The file without its first line (which names the dialect)."""
+    with open(os.path.join(ROOT, "sql", dialect, name)) as f:
+        first, rest = f.read().split("\n", 1)
+    return first, rest
+
+
+def code(text):
+    """SQL without its -- comments."""
+    return "\n".join(re.sub(r"--.*$", "", line) for line in text.splitlines())
+
+
+def test_generated():
+    check(gen_dialects.main(["--check"]) == 0,
+          "sql/<dialect>/*.sql are what sql/gen_dialects.py writes from sql/src/")
+    check(sorted(gen_dialects.DIALECTS) == sorted(DIALECTS), "four dialects",
+          sorted(gen_dialects.DIALECTS))
+
+
+def test_identical_modulo_types():
+    with open(os.path.join(ROOT, "README.md")) as f:
+        readme = f.read()
+    for name in gen_dialects.SOURCES:
+        heads, bodies = zip(*(body(d, name) for d in DIALECTS))
+        check(all(h.startswith(f"-- {d}: ") for h, d in zip(heads, DIALECTS)),
+              f"{name}: each file says its dialect in its first line", heads)
+        check(bodies[0] == bodies[1] == bodies[2],
+              f"{name}: the SQLite, PostgreSQL and DuckDB files are the same SQL")
+        spark = bodies[1]
+        for a, b in SPARK:
+            spark = spark.replace(a, b)
+        changed = any(a in bodies[1] for a, _ in SPARK)
+        check(bodies[3] == spark and (bodies[3] != bodies[1]) == changed,
+              f"{name}: the Spark file = the PostgreSQL one with the documented type names")
+        c = code(bodies[3])
+        check(not re.search(r"DOUBLE PRECISION|AS TEXT\)|::|\bREAL\b", c),
+              f"{name}: no PostgreSQL/SQLite-only type names in the Spark file")
+        check(c.count("DOUBLE") + c.count("STRING") > 0 or name == "stats_merge_check.sql",
+              f"{name}: the Spark file uses Spark's type names")
+    check(gen_dialects.DIALECTS["spark"] == SPARK
+          and all(f"`{a}`" in readme and f"`{b}`" in readme for a, b in SPARK),
+          "the substitutions are the ones README.md lists")
+
+
+def test_hash():
+    # fixed values: the hash is a contract between shards (changing it moves
+    # episodes between buckets), so any change must be deliberate
+    w = gen_dialects.hash_weights()
+    check(gen_dialects.bucket_hash_py("") == 0 and gen_dialects.bucket_hash_py("a") == w[0] + w[11]
+          and gen_dialects.bucket_hash_py(42) == 2 * w[0] + w[5] + w[3]
+          and gen_dialects.bucket_hash_py("aa") == 2 * w[0] + 2 * w[11],
+          "the bucket hash: n W0 + sum of W_c per occurrence of c")
+    check(w[:3] == [48271, 605248, 391013], "the bucket hash weights are the published ones", w[:3])
+
+
+def test_sqlite():
+    e = engines.Sqlite()
+    long_rows = cases.adversarial_rows(100_000)
+    cases.stats_match(e, "adversarial, a 100,000-step episode", long_rows, cases.STEPS_TEXT, 12,
+                      [{"gamma": 0.99}], [{"gamma": 0.99}])
+    adv = cases.adversarial_rows(2_000, seed=14)
+    sets = [{"gamma": 0.9}, {"gamma": 0.5, "rmin": -1.0, "rmax": 2.0, "fmin": -1.5, "fmax": 3.0},
+            {"gamma": 0.0}, {"gamma": 1.0, "fmax": 50.0}, {"gamma": 0.3, "rmin": -0.25}]
+    cases.stats_match(e, "adversarial", adv, cases.STEPS_TEXT, 12, sets, sets[:1])
+    ints = cases.int_id_rows()
+    cases.stats_match(e, "integer ids", ints, cases.STEPS_INT, 6, [{"gamma": 0.95}])
+    cases.bad_rows_detected(e)
+    cases.buckets_and_merge(e, adv, cases.STEPS_TEXT, 12, {"gamma": 0.99}, k=5,
+                            ranges=((0, 1), (2, 2), (3, 4)))
+    cases.bucket_query_matches(e, adv, cases.STEPS_TEXT, 7)
+    cases.bucket_query_matches(e, ints, cases.STEPS_INT, 3)
+
+
+run([test_generated, test_identical_modulo_types, test_hash, test_sqlite])
