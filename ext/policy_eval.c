@@ -13,11 +13,11 @@
 const char *const dprl_lsw_option_names[] = {
     "n_states", "gamma", "epsilon", "delta", "rmin", "rmax", "fmin", "fmax", "features", "weights",
     "perturb", "max_states", "calibration", "seed", "release", "grouped", "episodes", "budget",
-    NULL};
+    "buckets", NULL};
 const char *const dprl_lsl_option_names[] = {
     "n_states", "gamma", "epsilon", "delta", "rmin", "rmax", "fmin", "fmax", "features", "rho",
     "lambda", "perturb", "max_states", "calibration", "seed", "release", "grouped", "episodes",
-    "budget", NULL};
+    "budget", "buckets", NULL};
 
 /* dp_plan: the options of either mechanism, the hypothetical visits, no
 ** data-side keys (seed, release, grouped) and no perturb (it plans both). */
@@ -144,8 +144,13 @@ static int parse_all(dprl_pe_config *c, const dprl_options *o, int from_stats) {
       return dprl_fail(o->err, DPRL_EINVAL,
                        "%s: option grouped applies to rows of steps, not to statistics",
                        o->fn);
-    if ((rc = dprl_opt_int(o, "episodes", 1, 0, DPRL_AT_LEAST(1), &c->episodes)))
+    if ((rc = dprl_opt_int(o, "episodes", 1, 0, DPRL_AT_LEAST(1), &c->episodes)) ||
+        (rc = dprl_opt_int(o, "buckets", 0, 0, DPRL_CLOSED(1, 2147483647), &c->buckets)))
       return rc;
+  } else if (dprl_opt_has(o, "buckets")) {
+    return dprl_fail(o->err, DPRL_EINVAL,
+                     "%s: option buckets is for the statistics form (shards hashed into K "
+                     "buckets)", o->fn);
   } else {
     if (dprl_opt_has(o, "episodes"))
       return dprl_fail(o->err, DPRL_EINVAL,

@@ -37,6 +37,8 @@ typedef struct dprl_pe_config {
   int diagnostic;
   int grouped;      /* rows arrive grouped by episode (streaming path) */
   int64_t episodes; /* from-statistics form: the public m (else -1) */
+  int64_t buckets;  /* from-statistics form: shards hash episodes into this
+                       many buckets (0: not checked) */
   /* Public quantities derived from Phi and the weights, once. */
   double phi_norm; /* ||Phi||_2 */
   double min_sv;   /* smallest singular value of Gamma^{1/2} Phi (LSW) */

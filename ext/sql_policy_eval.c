@@ -228,12 +228,86 @@ int dprl_register_policy_eval(sqlite3 *db) {
 ** release is exactly what dp_lsw / dp_lsl give from the underlying steps.
 */
 
+/* With option "buckets": K, each row also says which hash buckets of the
+** episode ids its shard covers (sql/first_visit_stats.sql): one shard is
+** one (lo, hi) range, and the ranges must cover 0..K-1 exactly once, so no
+** episode can be counted by two shards (the privacy unit) or dropped. */
+typedef struct shard_row {
+  int64_t lo, hi, state;
+} shard_row;
+
 typedef struct stats_agg {
   int failed;
   dprl_pe_config cfg;
   dprl_fv_stats st;
   dprl_sql_pinned options;
+  shard_row *rows; /* buckets form: one per row */
+  size_t n_rows, cap_rows;
 } stats_agg;
+
+static int shard_row_cmp(const void *pa, const void *pb) {
+  const shard_row *a = pa, *b = pb;
+  if (a->lo != b->lo) return (a->lo > b->lo) - (a->lo < b->lo);
+  if (a->hi != b->hi) return (a->hi > b->hi) - (a->hi < b->hi);
+  return (a->state > b->state) - (a->state < b->state);
+}
+
+static int bucket_row(stats_agg *a, sqlite3_value **argv, int64_t s, dprl_error *err) {
+  int64_t K = a->cfg.buckets, k, lo, hi;
+  int rc;
+  if ((rc = dprl_sql_int(argv[3], "buckets", &k, err)) ||
+      (rc = dprl_sql_int(argv[4], "bucket_lo", &lo, err)) ||
+      (rc = dprl_sql_int(argv[5], "bucket_hi", &hi, err)))
+    return rc;
+  if (k != K)
+    return dprl_fail(err, DPRL_EINVAL,
+                     "buckets must equal option buckets = %lld (the shard was hashed with "
+                     "another K), got %lld", (long long)K, (long long)k);
+  if (!(lo >= 0 && lo <= hi && hi <= K - 1))
+    return dprl_fail(err, DPRL_EINVAL,
+                     "bucket_lo..bucket_hi must be a range within 0..%lld, got %lld..%lld",
+                     (long long)K - 1, (long long)lo, (long long)hi);
+  if (a->n_rows == a->cap_rows) {
+    size_t nc = a->cap_rows ? 2 * a->cap_rows : 64;
+    shard_row *r = dprl_realloc(a->rows, nc * sizeof *r);
+    if (!r) return dprl_nomem(err);
+    a->rows = r;
+    a->cap_rows = nc;
+  }
+  a->rows[a->n_rows++] = (shard_row){lo, hi, s};
+  return DPRL_OK;
+}
+
+/* The shards' ranges, sorted: a state given twice by one shard (the same
+** shard unioned twice), overlapping ranges, and uncovered buckets are
+** errors.  Messages name buckets only, never a state. */
+static int buckets_check(stats_agg *a, dprl_error *err) {
+  int64_t K = a->cfg.buckets, next = 0;
+  if (K == 0) return DPRL_OK;
+  int rc = dprl_sort(a->rows, a->n_rows, sizeof *a->rows, shard_row_cmp, a->cfg.cancel, err);
+  if (rc) return rc;
+  for (size_t i = 0; i < a->n_rows; i++) {
+    const shard_row *r = &a->rows[i];
+    if (i && r->lo == r[-1].lo && r->hi == r[-1].hi) {
+      if (r->state == r[-1].state)
+        return dprl_fail(err, DPRL_EINVAL,
+                         "the shard of buckets %lld..%lld gives a state twice (was it "
+                         "unioned twice?)", (long long)r->lo, (long long)r->hi);
+      continue;
+    }
+    if (r->lo < next)
+      return dprl_fail(err, DPRL_EINVAL, "buckets %lld..%lld and %lld..%lld overlap: an episode "
+                       "would count twice", (long long)r[-1].lo, (long long)r[-1].hi,
+                       (long long)r->lo, (long long)r->hi);
+    if (r->lo > next)
+      return dprl_fail(err, DPRL_EINVAL, "bucket %lld is not covered by any shard",
+                       (long long)next);
+    next = r->hi + 1;
+  }
+  if (next < K)
+    return dprl_fail(err, DPRL_EINVAL, "bucket %lld is not covered by any shard", (long long)next);
+  return DPRL_OK;
+}
 
 static int stats_row(stats_agg *a, sqlite3_value **argv, dprl_error *err) {
   int64_t s, v;
@@ -250,6 +324,7 @@ static int stats_row(stats_agg *a, sqlite3_value **argv, dprl_error *err) {
     return dprl_fail(err, DPRL_EINVAL,
                      "visits must be in 0..episodes = 0..%lld, got %lld (state %lld)",
                      (long long)a->cfg.episodes, (long long)v, (long long)s);
+  if (a->cfg.buckets && (rc = bucket_row(a, argv, s, err))) return rc;
   a->st.visits[s] += v;
   a->st.return_sum[s] += sum;
   return DPRL_OK;
@@ -288,7 +363,7 @@ static void stats_step(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   err.code = DPRL_OK;
   err.msg[0] = 0;
   int rc = DPRL_OK;
-  (void)argc;
+  sqlite3_value *opt = argv[argc - 1]; /* 4 arguments, or 7 with the buckets */
   if (!slot) {
     sqlite3_result_error_nomem(ctx);
     return;
@@ -301,14 +376,22 @@ static void stats_step(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
       return;
     }
     memset(a, 0, sizeof *a);
-    const char *text = (const char *)sqlite3_value_text(argv[3]);
-    int len = sqlite3_value_bytes(argv[3]);
+    const char *text = (const char *)sqlite3_value_text(opt);
+    int len = sqlite3_value_bytes(opt);
     rc = dprl_pe_config_parse(&a->cfg, f->mech, f->name, text, (size_t)len, 1,
                               length_limit(ctx), &err);
+    if (!rc && argc == 7 && !a->cfg.buckets)
+      rc = dprl_fail(&err, DPRL_EINVAL,
+                     "the 7-argument form (state, visits, return_sum, buckets, bucket_lo, "
+                     "bucket_hi, options) needs option buckets");
+    if (!rc && argc == 4 && a->cfg.buckets)
+      rc = dprl_fail(&err, DPRL_EINVAL,
+                     "option buckets needs the 7-argument form (state, visits, return_sum, "
+                     "buckets, bucket_lo, bucket_hi, options)");
     if (!rc) rc = dprl_fv_stats_init(&a->st, a->cfg.n_states, &err);
-    if (!rc) rc = dprl_sql_pin_options(&a->options, argv[3], &err);
+    if (!rc) rc = dprl_sql_pin_options(&a->options, opt, &err);
   } else {
-    rc = dprl_sql_same_options(&(*slot)->options, argv[3], &err);
+    rc = dprl_sql_same_options(&(*slot)->options, opt, &err);
   }
   if (!rc) rc = stats_row(*slot, argv, &err);
   if (rc) {
@@ -331,6 +414,7 @@ static void stats_final(sqlite3_context *ctx) {
     dprl_sql_cancel cancel;
     int rc = dprl_sql_cancel_open(&cancel, sqlite3_context_db_handle(ctx), &err);
     a->cfg.cancel = &cancel.base;
+    if (!rc) rc = buckets_check(a, &err);
     if (!rc) rc = stats_check(a, &err);
     if (!rc) rc = dprl_pe_release(&a->cfg, &a->st, &out, &err);
     if (!rc) rc = pe_charge(ctx, &a->cfg, &a->options, &err);
@@ -343,6 +427,7 @@ static void stats_final(sqlite3_context *ctx) {
   dprl_pe_config_free(&a->cfg);
   dprl_fv_stats_free(&a->st);
   dprl_sql_unpin(&a->options);
+  dprl_free(a->rows);
   sqlite3_free(a);
   *slot = NULL;
 }
@@ -350,9 +435,10 @@ static void stats_final(sqlite3_context *ctx) {
 static int dprl_register_policy_eval_stats(sqlite3 *db) {
   static const pe_fn fns[] = {{"dp_lsw_from_stats", DPRL_LSW},
                               {"dp_lsl_from_stats", DPRL_LSL}};
-  for (int i = 0; i < 2; i++) {
-    int rc = sqlite3_create_function_v2(db, fns[i].name, 4, DPRL_JSON_FLAGS | SQLITE_INNOCUOUS,
-                                        (void *)&fns[i], NULL, stats_step, stats_final, NULL);
+  for (int i = 0; i < 4; i++) { /* 4 arguments, and 7 with the bucket columns */
+    int rc = sqlite3_create_function_v2(db, fns[i / 2].name, i % 2 ? 7 : 4,
+                                        DPRL_JSON_FLAGS | SQLITE_INNOCUOUS, (void *)&fns[i / 2],
+                                        NULL, stats_step, stats_final, NULL);
     if (rc != SQLITE_OK) return rc;
   }
   return SQLITE_OK;

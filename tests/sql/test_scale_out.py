@@ -242,5 +242,42 @@ def test_python_example():
     check("private value" in out and out.count("state") >= 4, "samples/python_example.py runs", out)
 
 
-run([test_first_visit_rows, test_portable_sql_matches, test_three_shards_equal_whole,
+def test_buckets():
+    """Shards hashed into K buckets: dp_lsw_from_stats with option buckets
+    takes each row's (buckets, bucket_lo, bucket_hi) and refuses shards that
+    overlap (an episode counted twice breaks the privacy unit), miss a
+    bucket, or were unioned twice; the release equals the 4-argument one."""
+    con = connect()
+    con.execute("CREATE TABLE sh(state, visits, return_sum, buckets, lo, hi)")
+    shard_a = [(0, 3, 2.0, 4, 0, 1), (1, 2, 1.5, 4, 0, 1)]
+    shard_b = [(0, 1, 0.5, 4, 2, 3), (1, 4, 3.0, 4, 2, 3)]
+    con.executemany("INSERT INTO sh VALUES (?, ?, ?, ?, ?, ?)", shard_a + shard_b)
+    o = {"n_states": 2, "gamma": 0.5, "epsilon": 1, "delta": 1e-5, "episodes": 8,
+         "perturb": "statistics", "seed": 3}
+    q7 = "SELECT dp_lsw_from_stats(state, visits, return_sum, buckets, lo, hi, ?) FROM sh"
+    q4 = "SELECT dp_lsw_from_stats(state, visits, return_sum, ?) FROM sh"
+    a = json.loads(con.execute(q7, (json.dumps(dict(o, buckets=4)),)).fetchone()[0])
+    b = json.loads(con.execute(q4, (json.dumps(o),)).fetchone()[0])
+    check(a["theta"] == b["theta"], "buckets 0..1 and 2..3 cover 0..3: the same release")
+    def err(rows, msg, name, opts=dict(o, buckets=4), sql=q7):
+        con.execute("DELETE FROM sh")
+        con.executemany("INSERT INTO sh VALUES (?, ?, ?, ?, ?, ?)", rows)
+        check_error(con, sql, msg, name, (json.dumps(opts),))
+    err(shard_a + [(0, 1, 0.5, 4, 1, 3), (1, 1, 0.5, 4, 1, 3)],
+        "dp_lsw_from_stats: buckets 0..1 and 1..3 overlap: an episode would count twice", "overlap")
+    err(shard_a, "dp_lsw_from_stats: bucket 2 is not covered by any shard", "a missing shard")
+    err(shard_a + shard_a + shard_b, "dp_lsw_from_stats: the shard of buckets 0..1 gives a state twice "
+        "(was it unioned twice?)", "a shard unioned twice")
+    err(shard_a + [(0, 1, 0.5, 8, 2, 3)], "dp_lsw_from_stats: buckets must equal option buckets = 4 (the "
+        "shard was hashed with another K), got 8", "another K")
+    err(shard_a + [(0, 1, 0.5, 4, 3, 2)], "dp_lsw_from_stats: bucket_lo..bucket_hi must be a range within "
+        "0..3, got 3..2", "an empty range")
+    err(shard_a + shard_b, "dp_lsw_from_stats: the 7-argument form (state, visits, return_sum, buckets, "
+        "bucket_lo, bucket_hi, options) needs option buckets", "7 arguments without the option", o)
+    err(shard_a + shard_b, "dp_lsw_from_stats: option buckets needs the 7-argument form (state, visits, "
+        "return_sum, buckets, bucket_lo, bucket_hi, options)", "the option with 4 arguments",
+        dict(o, buckets=4), q4)
+
+
+run([test_buckets, test_first_visit_rows, test_portable_sql_matches, test_three_shards_equal_whole,
      test_general_data_close, test_stats_errors, test_first_visit_errors, test_python_example])
