@@ -279,7 +279,7 @@ def test_bad_input():
         "delta missing")
     err(dict(B, epsilon_=1), 'dp_lsw: unknown option "epsilon_" (known: n_states, gamma, '
         'epsilon, delta, rmin, rmax, fmin, fmax, features, weights, perturb, max_states, '
-        'calibration, seed, release, grouped, episodes, budget)', "unknown key")
+        'calibration, seed, release, grouped, episodes, budget, buckets)', "unknown key")
     err(dict(B, rmin=1, rmax=1), "dp_lsw: option rmax must be > rmin = 1, got 1", "rmax <= rmin")
     err(dict(B, fmin=0.5), "dp_lsw: option fmin must be <= 0, got 0.5", "fmin > 0")
     err(dict(B, gamma=1, fmax=3, rmin=-1), "dp_lsw: option gamma = 1 with rmin < 0 needs option "
