@@ -421,6 +421,19 @@ static void put_ints(const dprl_pe_config *c, dprl_buf *b, const int64_t *x, siz
   dprl_buf_puts(b, "]");
 }
 
+/* The exact mean returns F_X(s) (diagnostic only: not private). */
+static void put_returns(const dprl_pe_config *c, const dprl_fv_stats *st, dprl_buf *b,
+                        dprl_error *err) {
+  put_key(b, "returns");
+  dprl_buf_puts(b, "[");
+  for (int64_t s = 0; s < c->n_states; s++) {
+    if (s) dprl_buf_puts(b, ",");
+    dprl_json_put_double(b, dprl_fv_mean(st, s));
+    if (dprl_cancel_poll(c->cancel, 150, err)) break;
+  }
+  dprl_buf_puts(b, "]");
+}
+
 static int pe_json(const dprl_pe_config *c, const dprl_fv_stats *st,
                    const pe_result *r, dprl_buf *b, dprl_error *err) {
   static const char *const calibs[] = {"nrs", "elementary"};
@@ -461,13 +474,7 @@ static int pe_json(const dprl_pe_config *c, const dprl_fv_stats *st,
       put_doubles(c, b, r->theta_exact, (size_t)c->feat.d, err);
       put_key(b, "exact_visits");
       put_ints(c, b, st->visits, (size_t)c->n_states, err);
-      put_key(b, "returns");
-      dprl_buf_puts(b, "[");
-      for (int64_t s = 0; s < c->n_states; s++) {
-        if (s) dprl_buf_puts(b, ",");
-        dprl_json_put_double(b, dprl_fv_mean(st, s));
-      }
-      dprl_buf_puts(b, "]");
+      put_returns(c, st, b, err);
     }
   } else if (c->diagnostic) { /* data-dependent: NOT covered by the guarantee (§5) */
     put_key(b, "theta_exact");
@@ -493,13 +500,7 @@ static int pe_json(const dprl_pe_config *c, const dprl_fv_stats *st,
     dprl_json_put_double(b, c->beta_psi);
     put_key(b, "visits");
     put_ints(c, b, st->visits, (size_t)c->n_states, err);
-    put_key(b, "returns");
-    dprl_buf_puts(b, "[");
-    for (int64_t s = 0; s < c->n_states; s++) {
-      if (s) dprl_buf_puts(b, ",");
-      dprl_json_put_double(b, dprl_fv_mean(st, s));
-    }
-    dprl_buf_puts(b, "]");
+    put_returns(c, st, b, err);
   }
   dprl_buf_puts(b, "}");
   return c->cancel && c->cancel->stopped ? err->code : DPRL_OK;

@@ -77,3 +77,20 @@ def run(tests):
 
 def normal_cdf(x):
     return 0.5 * math.erfc(-x / math.sqrt(2))
+
+
+def interrupted(con, sql, args, after=0.2):
+    """Run sql, con.interrupt() from another thread after `after` seconds:
+    (seconds from the interrupt to the end of the call, error or None)."""
+    import threading
+    import time
+    timer = threading.Timer(after, con.interrupt)
+    t0 = time.monotonic()
+    timer.start()
+    try:
+        con.execute(sql, args).fetchall()
+        err = None
+    except sqlite3.Error as e:
+        err = (str(e), getattr(e, "sqlite_errorcode", None))
+    timer.cancel()
+    return time.monotonic() - t0 - after, err

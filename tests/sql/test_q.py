@@ -15,7 +15,7 @@ import tempfile
 import threading
 import time
 
-from harness import SO, check, check_close, check_error, close, connect, run, sql_error
+from harness import interrupted, SO, check, check_close, check_error, close, connect, run, sql_error
 
 NOISE = "SELECT * FROM dp_q_noise(?, ?)"
 LEARN = "SELECT dp_q_learn(s, a, r, s_next, ?) FROM transitions"
@@ -1229,21 +1229,6 @@ def test_limits():
 
 
 # ---- interrupts ----------------------------------------------------------------
-
-def interrupted(con, sql, args, after=0.2):
-    """Run sql, con.interrupt() from another thread after `after` seconds:
-    (seconds from the interrupt to the end of the call, error or None)."""
-    timer = threading.Timer(after, con.interrupt)
-    t0 = time.monotonic()
-    timer.start()
-    try:
-        con.execute(sql, args).fetchall()
-        err = None
-    except sqlite3.Error as e:
-        err = (str(e), getattr(e, "sqlite_errorcode", None))
-    timer.cancel()
-    return time.monotonic() - t0 - after, err
-
 
 def interrupt_tables(con):
     """200,000 transitions and 1,000,000 points, distinct states, in tables

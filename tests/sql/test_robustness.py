@@ -4,7 +4,7 @@ as text.  No timing is asserted; the sizes are ones a quadratic parser
 could not finish in the suite's time (100,000 keys took 41 s before)."""
 import json
 
-from harness import check, check_error, connect, run, sql_error
+from harness import interrupted, check, check_error, connect, run, sql_error
 
 PLAN = "SELECT dp_plan(?)"
 
@@ -107,24 +107,6 @@ def test_json_subtype():
                     (json.dumps({"features": {"kind": "tent", "K": 2, "lo": 0, "hi": 1},
                                  "theta": [[1, 3]]}),)).fetchone()[0]
     check(m == 2.0, "dp_q_value accepts a model passed through JSON functions", m)
-
-
-def interrupted(con, sql, args, after=0.2):
-    """Run sql, con.interrupt() from another thread after `after` seconds:
-    (seconds from the interrupt to the end of the call, error or None)."""
-    import sqlite3
-    import threading
-    import time
-    timer = threading.Timer(after, con.interrupt)
-    t0 = time.monotonic()
-    timer.start()
-    try:
-        con.execute(sql, args).fetchall()
-        err = None
-    except sqlite3.Error as e:
-        err = (str(e), getattr(e, "sqlite_errorcode", None))
-    timer.cancel()
-    return time.monotonic() - t0 - after, err
 
 
 def test_interrupts():
