@@ -17,9 +17,9 @@ set ylabel sprintf("RMSE over the 40 states (mean of %d runs; bars: std. error)"
 # dotted; the statistics perturbation (fmax = 1) in green / orange, solid,
 # with triangles.
 methods = "LSW DP-LSW DP-LSW_(fmax=1) DP-LSW_stats_(fmax=1) LSL DP-LSL DP-LSL_(fmax=1) DP-LSL_stats_(fmax=1)"
-colour(i) = word("#1f4e9c #1f4e9c #6fa8ff #138a36 #b22222 #b22222 #ff8c69 #e08a00", i)
+colour(i) = word("#1f4e9c #1f4e9c #4f93ff #138a36 #b22222 #b22222 #ff7f50 #e08a00", i)
 dash(i) = (i == 2 || i == 6) ? 2 : ((i == 3 || i == 7) ? 3 : 1)
-width(i) = (i == 1 || i == 5) ? 2 : ((i == 4 || i == 8) ? 3 : 1.5)
+width(i) = (i == 1 || i == 5) ? 2 : ((i == 4 || i == 8) ? 3 : ((i == 3 || i == 7) ? 2.2 : 1.5))
 point(i) = (i == 4 || i == 8) ? 9 : (i <= 4 ? 7 : 5)
 name(i) = system("echo '" . word(methods, i) . "' | tr _ ' '")
 label(i) = name(i) . (i == 2 || i == 3 || i == 6 || i == 7 ? " output" : "")
