@@ -271,7 +271,7 @@ demo: deps
 	@cd samples && $(SQLITE3) -bail :memory: < demo.sql
 
 # Balle et al. section 6 on the chain (samples/paper/README.md): up to 10^5
-# episodes in about 3 minutes on 2 cores; paper-full goes to 10^6 (~15 min).
+# episodes in a few minutes on 2 cores; paper-full goes to 10^6 (15-40 min, with load).
 paper: deps
 	@$(MAKE) --no-print-directory dprl.so
 	@$(MAKE) --no-print-directory -C samples/paper quick

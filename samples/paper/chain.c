@@ -11,6 +11,9 @@
 **
 ** "diagnostic" returns both theta_exact (LSW, the non-private estimate) and
 ** theta (DP-LSW, the noisy release), so one call gives two of the methods.
+** Each private method runs under both of dprl's perturbations: the paper's
+** output perturbation (the default) and "perturb": "statistics" (Gaussian
+** noise on the per-state statistics, ext/ALGORITHMS.md section 9).
 ** Each value estimate is compared with V from the Bellman equation, solved
 ** here, and one CSV row per (features, method, batch size, run) goes to
 ** stdout:  features,method,episodes,run,rmse,sigma,lambda
@@ -30,6 +33,7 @@
 **   at each fixed lambda of the list; -V prints V(s) and exits.
 ** Each SELECT runs all the aggregates of one batch in one table scan, e.g.
 **   SELECT dp_lsw(..., '{... "seed": 17}'), dp_lsw(..., '{... "fmax": 1}'),
+**          dp_lsw(..., '{... "fmax": 1, "perturb": "statistics"}'),
 **          dp_lsl(..., '{... "lambda": 1000}'), ... FROM steps;
 */
 #include <math.h>
@@ -45,7 +49,8 @@
 #define GAMMA 0.99
 #define EPSILON 0.1
 #define DELTA 0.1
-#define MAX_SIZES 32
+#define MAX_LIST 16   /* batch sizes (-m) or lambdas (-L) */
+#define SEED_RADIX 32 /* mixed radix of the noise seeds (noise_seed) */
 
 static double now(void) {
   struct timespec ts;
@@ -221,10 +226,15 @@ static void make_batch(sqlite3 *db, int run, int64_t m, int start_first,
 
 /* ---- dp_lsw / dp_lsl calls: several aggregates in one scan ------------- */
 
-#define MAX_CALLS 32
+/* Per batch: a group of GROUP calls (output, output with fmax, statistics
+** with fmax) for each lambda of -L, or for each of the 4 (features, method)
+** pairs. */
+#define GROUP 3
+#define MAX_CALLS (GROUP * MAX_LIST)
 
 typedef struct {
   int lsl, agg, fmax; /* dp_lsl?  {"aggregate": 2}?  "fmax": 1? */
+  int stats;          /* "perturb": "statistics"? (else the output perturbation) */
   double lambda;      /* dp_lsl only */
   int64_t seed;       /* noise seed: every call its own */
 } call_spec;
@@ -232,7 +242,9 @@ typedef struct {
 typedef struct {
   double values[N];      /* private: Phi theta, as released ("values") */
   double theta_exact[N]; /* non-private LSW / LSL (diagnostic) */
-  double sigma;          /* sigma_applied (diagnostic) */
+  double visits[N];      /* statistics only: exact_visits (diagnostic) */
+  double sigma;          /* output: sigma_applied (diagnostic); statistics:
+                            the public noise scale "sigma" */
   int d;
 } release;
 
@@ -251,18 +263,29 @@ static int json_array(sqlite3 *db, const char *json, const char *path,
   return n;
 }
 
-static void parse_release(sqlite3 *db, const char *json, int agg, release *r) {
+/* A release's sigma: "sigma_applied" for the output perturbation (the scale
+** of the noise actually added), "sigma" for the statistics perturbation (it
+** has no sigma_applied; its sigma is public).  Each key must be present. */
+static void parse_release(sqlite3 *db, const char *json, const call_spec *c,
+                          release *r) {
   sqlite3_stmt *st;
+  const char *key = c->stats ? "$.sigma" : "$.sigma_applied";
   if (!json) die(db, "NULL result");
   if (json_array(db, json, "$.values", r->values, N) != N) die(db, "values");
   r->d = json_array(db, json, "$.theta_exact", r->theta_exact, N);
-  if (r->d != (agg ? N / 2 : N)) die(db, "theta_exact");
-  if (sqlite3_prepare_v2(db, "SELECT json_extract(?1, '$.sigma_applied')", -1,
+  if (r->d != (c->agg ? N / 2 : N)) die(db, "theta_exact");
+  if (c->stats && json_array(db, json, "$.exact_visits", r->visits, N) != N)
+    die(db, "exact_visits");
+  if (sqlite3_prepare_v2(db, "SELECT json_type(?1, ?2), json_extract(?1, ?2)", -1,
                          &st, NULL) != SQLITE_OK)
     die(db, "prepare json_extract");
   sqlite3_bind_text(st, 1, json, -1, SQLITE_STATIC);
-  if (sqlite3_step(st) != SQLITE_ROW) die(db, "sigma_applied");
-  r->sigma = sqlite3_column_double(st, 0);
+  sqlite3_bind_text(st, 2, key, -1, SQLITE_STATIC);
+  if (sqlite3_step(st) != SQLITE_ROW || sqlite3_column_type(st, 0) == SQLITE_NULL) {
+    fprintf(stderr, "chain: no %s in %s\n", key + 2, json);
+    exit(1);
+  }
+  r->sigma = sqlite3_column_double(st, 1);
   sqlite3_finalize(st);
 }
 
@@ -270,26 +293,31 @@ static void parse_release(sqlite3 *db, const char *json, int agg, release *r) {
 ** n aggregates.  "grouped": the table is stored in episode order (rowid
 ** order = insertion order), so dprl streams each episode. */
 static void run_calls(sqlite3 *db, const call_spec *c, int n, release *out) {
-  static char sql[MAX_CALLS * 320];
+  static char sql[MAX_CALLS * 360];
   sqlite3_stmt *st;
   size_t len = (size_t)snprintf(sql, sizeof sql, "SELECT ");
-  for (int i = 0; i < n; i++) {
+  for (int i = 0; i < n && len < sizeof sql; i++) {
     char lam[64] = "";
     if (c[i].lsl) snprintf(lam, sizeof lam, ", \"lambda\": %.17g", c[i].lambda);
     len += (size_t)snprintf(
         sql + len, sizeof sql - len,
         "%s%s(episode, t, state, reward, '{\"n_states\": %d, \"gamma\": %g, "
         "\"epsilon\": %g, \"delta\": %g, \"features\": %s, \"grouped\": true, "
-        "\"release\": \"diagnostic\", \"seed\": %lld%s%s}')",
+        "\"release\": \"diagnostic\", \"seed\": %lld%s%s%s}')",
         i ? ", " : "", c[i].lsl ? "dp_lsl" : "dp_lsw", N, GAMMA, EPSILON, DELTA,
         c[i].agg ? "{\"aggregate\": 2}" : "\"tabular\"", (long long)c[i].seed,
-        c[i].fmax ? ", \"fmax\": 1" : "", lam);
+        c[i].fmax ? ", \"fmax\": 1" : "", lam,
+        c[i].stats ? ", \"perturb\": \"statistics\"" : "");
   }
-  snprintf(sql + len, sizeof sql - len, " FROM steps");
+  if (len < sizeof sql) len += (size_t)snprintf(sql + len, sizeof sql - len, " FROM steps");
+  if (len >= sizeof sql) {
+    fprintf(stderr, "chain: SQL of %d calls longer than %zu bytes\n", n, sizeof sql);
+    exit(1);
+  }
   if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) die(db, sql);
   if (sqlite3_step(st) != SQLITE_ROW) die(db, sql);
   for (int i = 0; i < n; i++)
-    parse_release(db, (const char *)sqlite3_column_text(st, i), c[i].agg, &out[i]);
+    parse_release(db, (const char *)sqlite3_column_text(st, i), &c[i], &out[i]);
   sqlite3_finalize(st);
 }
 
@@ -319,22 +347,30 @@ static void check_lsw(const release *r, const batch_stats *b) {
   }
 }
 
-/* A pair of calls (the same method without and with fmax = 1) gives three
-** rows: the exact estimate (LSW or LSL), the private one with the default
-** bound rmax/(1-gamma) = 100 on the returns, and with fmax = 1. */
-static void emit_pair(sqlite3 *db, const call_spec *c, const release *r,
-                      int64_t m, int run, const double V[N], const batch_stats *b) {
-  static const char *names[2][3] = {{"LSW", "DP-LSW", "DP-LSW (fmax=1)"},
-                                    {"LSL", "DP-LSL", "DP-LSL (fmax=1)"}};
+/* A group of three calls of the same method (output perturbation without
+** and with fmax = 1, statistics perturbation with fmax = 1) gives four rows:
+** the exact estimate (LSW or LSL), then the three private ones.  The default
+** bound on the returns is rmax/(1-gamma) = 100. */
+static void emit_group(sqlite3 *db, const call_spec *c, const release *r,
+                       int64_t m, int run, const double V[N], const batch_stats *b) {
+  static const char *names[2][1 + GROUP] = {
+      {"LSW", "DP-LSW", "DP-LSW (fmax=1)", "DP-LSW stats (fmax=1)"},
+      {"LSL", "DP-LSL", "DP-LSL (fmax=1)", "DP-LSL stats (fmax=1)"}};
   const char *feat = c->agg ? "aggregate2" : "tabular";
   const char *const *nm = names[c->lsl];
   double est[N], lam = c->lsl ? c->lambda : 0.0;
-  for (int j = 0; j < r[0].d; j++) /* fmax = 1 clamps nothing on this chain */
-    if (r[0].theta_exact[j] != r[1].theta_exact[j]) die(db, "fmax changed theta_exact");
+  for (int j = 0; j < r[0].d; j++) { /* fmax = 1 clamps nothing on this chain */
+    double a = r[0].theta_exact[j];
+    if (a != r[1].theta_exact[j]) die(db, "fmax changed theta_exact");
+    if (fabs(a - r[2].theta_exact[j]) > 1e-12 * (1.0 + fabs(a)))
+      die(db, "the statistics perturbation's theta_exact differs");
+  }
+  for (int s = 0; s < N; s++) /* its exact counts are our first visits */
+    if (r[2].visits[s] != (double)b->visits[s]) die(db, "exact_visits");
   if (!c->agg && !c->lsl) check_lsw(&r[0], b);
   phi_theta(r[0].theta_exact, r[0].d, est);
   printf("%s,%s,%lld,%d,%.9g,0,%.9g\n", feat, nm[0], (long long)m, run, rmse(est, V), lam);
-  for (int f = 0; f < 2; f++)
+  for (int f = 0; f < GROUP; f++)
     printf("%s,%s,%lld,%d,%.9g,%.9g,%.9g\n", feat, nm[1 + f], (long long)m, run,
            rmse(r[f].values, V), r[f].sigma, lam);
 }
@@ -344,7 +380,11 @@ static void emit_pair(sqlite3 *db, const call_spec *c, const release *r,
 static int parse_list(const char *arg, double *out) {
   int n = 0;
   char *end;
-  while (*arg && n < MAX_CALLS / 2) {
+  while (*arg) {
+    if (n == MAX_LIST) {
+      fprintf(stderr, "chain: more than %d values in a list\n", MAX_LIST);
+      exit(2);
+    }
     out[n++] = strtod(arg, &end);
     if (end == arg || !(out[n - 1] > 0)) {
       fprintf(stderr, "chain: bad list: %s\n", arg);
@@ -371,7 +411,7 @@ static sqlite3 *open_db(const char *ext) {
 typedef struct {
   const char *ext;
   int first, last, start_first, nsizes, nlambdas;
-  double lambda_c, sizes[MAX_CALLS], lambdas[MAX_CALLS];
+  double lambda_c, sizes[MAX_LIST], lambdas[MAX_LIST];
 } config;
 
 static void parse_args(int argc, char **argv, config *c, const double V[N]) {
@@ -399,28 +439,42 @@ static void parse_args(int argc, char **argv, config *c, const double V[N]) {
 }
 
 /* Every noise draw gets its own seed, a function of (run, batch size,
-** lambda index, features, method, fmax). */
-static int64_t noise_seed(int run, int k, int li, int agg, int lsl, int fmax) {
-  return 1 + (((((int64_t)run * MAX_CALLS + k) * MAX_CALLS + li) * 2 + agg) * 2 + lsl) * 2 + fmax;
+** lambda index, features, method, fmax, perturbation).  The output
+** perturbation's seeds are those of the earlier version of this sample
+** (which had no statistics perturbation); the statistics perturbation's
+** are the same numbers plus 2^40, above every one of them. */
+static int64_t noise_seed(int run, int k, int li, int agg, int lsl, int fmax,
+                          int stats) {
+  return 1 +
+         (((((int64_t)run * SEED_RADIX + k) * SEED_RADIX + li) * 2 + agg) * 2 + lsl) * 2 +
+         fmax + ((int64_t)stats << 40);
 }
 
-/* Default: LSW and LSL on both feature forms, lambda = c sqrt(m), each
-** without and with fmax (8 aggregates).  With -L: LSL only, tabular, once
-** per lambda in the list (the paper's second plot). */
+/* Calls of one method in the order emit_group expects: output perturbation
+** without and with fmax = 1, statistics perturbation with fmax = 1. */
+static int plan_group(call_spec *calls, int lsl, int agg, double lambda, int run,
+                      int k, int li) {
+  static const int fmax[GROUP] = {0, 1, 1}, stats[GROUP] = {0, 0, 1};
+  for (int g = 0; g < GROUP; g++)
+    calls[g] = (call_spec){lsl, agg, fmax[g], stats[g], lambda,
+                           noise_seed(run, k, li, agg, lsl, fmax[g], stats[g])};
+  return GROUP;
+}
+
+/* Default: LSW and LSL on both feature forms, lambda = c sqrt(m), each in
+** the three private variants (12 aggregates).  With -L: LSL only, tabular,
+** once per lambda in the list (the paper's second plot). */
 static int plan_calls(const config *c, int run, int k, call_spec *calls) {
   int n = 0;
   double m = c->sizes[k];
   if (c->nlambdas) {
     for (int li = 0; li < c->nlambdas; li++)
-      for (int f = 0; f < 2; f++)
-        calls[n++] = (call_spec){1, 0, f, c->lambdas[li], noise_seed(run, k, li + 1, 0, 1, f)};
+      n += plan_group(calls + n, 1, 0, c->lambdas[li], run, k, li + 1);
     return n;
   }
   for (int agg = 0; agg < 2; agg++)
     for (int lsl = 0; lsl < 2; lsl++)
-      for (int f = 0; f < 2; f++)
-        calls[n++] = (call_spec){lsl, agg, f, lsl ? c->lambda_c * sqrt(m) : 0.0,
-                                 noise_seed(run, k, 0, agg, lsl, f)};
+      n += plan_group(calls + n, lsl, agg, lsl ? c->lambda_c * sqrt(m) : 0.0, run, k, 0);
   return n;
 }
 
@@ -445,7 +499,7 @@ int main(int argc, char **argv) {
       t0 = now();
       int n = plan_calls(&c, run, k, calls);
       run_calls(db, calls, n, rel);
-      for (int i = 0; i < n; i += 2) emit_pair(db, &calls[i], &rel[i], m, run, V, &b);
+      for (int i = 0; i < n; i += GROUP) emit_group(db, &calls[i], &rel[i], m, run, V, &b);
       t_sql += now() - t0;
     }
   fprintf(stderr, "chain: runs %d..%d: %lld steps; simulate+insert %.1f s, "

@@ -4,6 +4,9 @@
 # and chain.c, runs the experiment in JOBS parallel shards of the runs, then
 # writes into out/:
 #   rmse.csv, rmse.png      RMSE against V vs batch size, tabular | pairs
+#   beats_zero.csv          per method, the smallest batch size from which
+#                           its mean RMSE stays below that of the estimate
+#                           V = 0, and of V = 1/2 (mid of the range [0, 1])
 #   lambda.csv, lambda.png  RMSE vs lambda for LSL / DP-LSL (tabular)
 #   values.csv              V(s) from the Bellman equation
 #   raw_*.csv               one row per run, before averaging
@@ -91,9 +94,27 @@ if [ "$SWEEP_SIZES" != none ]; then
 fi
 rm -f "$out"/raw_batch.*.csv "$out"/raw_lambda.*.csv
 
-# The error of the estimate V = 0, as a reference line: RMS of V.
+# Two data-free estimates as reference lines: V = 0 (its error is the RMS
+# of V) and V = 1/2, the middle of the public range [0, fmax = 1] to which
+# the releases are clamped (pure noise, clamped to [0, 1], scores about 0.55:
+# between the two).
 zero=$(awk -F, '{ s += $2 * $2; n++ } END { printf "%.6g", sqrt(s / n) }' "$out/values.csv")
-gnuplot -e "dir='$out'; zero=$zero; runs=$RUNS; sweep=$sweep" "$here/plot.gp"
+mid=$(awk -F, '{ s += ($2 - 0.5) ^ 2; n++ } END { printf "%.6g", sqrt(s / n) }' "$out/values.csv")
+
+# Per (features, method): the smallest batch size m from which the mean RMSE
+# is below that of V = 0 (of V = 1/2) at m and at every larger size ("none"
+# if it is not below at the largest), and the mean RMSE at the largest size.
+{
+  echo "features,method,beats_zero_from,beats_half_from,largest_m,rmse_at_largest"
+  awk -F, -v zero="$zero" -v mid="$mid" 'NR > 1 { k = $1 FS $2
+      if (!(k in last)) { z[k] = h[k] = "none"; order[++nk] = k }
+      last[k] = $3; r[k] = $4
+      if ($4 < zero) { if (z[k] == "none") z[k] = $3 } else z[k] = "none"
+      if ($4 < mid) { if (h[k] == "none") h[k] = $3 } else h[k] = "none" }
+    END { for (i = 1; i <= nk; i++) { k = order[i]
+      printf "%s,%s,%s,%s,%.6g\n", k, z[k], h[k], last[k], r[k] } }' "$out/rmse.csv"
+} > "$out/beats_zero.csv"
+gnuplot -e "dir='$out'; zero=$zero; mid=$mid; runs=$RUNS; sweep=$sweep" "$here/plot.gp"
 
 {
   echo "wall-clock seconds for the runs (excluding builds and plots): $((t1 - t0))"
@@ -103,4 +124,4 @@ gnuplot -e "dir='$out'; zero=$zero; runs=$RUNS; sweep=$sweep" "$here/plot.gp"
 } > "$out/runtime.txt"
 rm -f "$out"/log.*.txt
 cat "$out/runtime.txt"
-echo "run.sh: wrote $out/rmse.csv $out/rmse.png$([ $sweep = 1 ] && echo " $out/lambda.csv $out/lambda.png")"
+echo "run.sh: wrote $out/rmse.csv $out/rmse.png $out/beats_zero.csv$([ $sweep = 1 ] && echo " $out/lambda.csv $out/lambda.png")"
