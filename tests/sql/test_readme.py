@@ -163,6 +163,20 @@ def test_realistic_delta():
                   f"got delta {', '.join(deltas)}")
 
 
+def test_links():
+    """Relative links of the docs resolve; the papers are cited, not linked
+    (they are not in the repository)."""
+    for doc in ["README.md", "REFERENCE.md", os.path.join("ext", "ALGORITHMS.md")]:
+        text = open(os.path.join(ROOT, doc), encoding="utf-8").read()
+        base = os.path.dirname(os.path.join(ROOT, doc))
+        links = re.findall(r"\]\(([^)#:\s]+)(?:#[^)]*)?\)", text)
+        missing = [l for l in links if not os.path.exists(os.path.join(base, l))]
+        check(not missing, f"{doc}: every relative link points to a file of the repository",
+              f"missing: {missing}")
+        check("`papers/`" not in text and "](papers" not in text,
+              f"{doc}: no link to a papers/ folder (not in the repository)")
+
+
 def test_checker():
     """The comparison itself: elided, stale and reordered outputs fail."""
     seeded = '{"mechanism":"dp_lsw","private":true,"epsilon":1,"theta":[1,2],"values":[3,4]}'
@@ -181,4 +195,4 @@ def test_checker():
           "checker: output comments are attached to their statement, prose is not", st)
 
 
-run([test_checker, test_realistic_delta, test_sql_blocks])
+run([test_checker, test_links, test_realistic_delta, test_sql_blocks])
