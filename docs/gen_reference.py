@@ -22,12 +22,18 @@ reference cannot drift from the code:
                comma-separated, or "all").  Each mode's SQL is run; the
                keys of its JSON result (nested objects as a.b) or its
                column names must be exactly the keys documented for it.
+  ```sql fails as ```sql, but its last statement must fail: its message
+               is pasted as "Error: ...".
   ```errors    rows "class | SQL": the last statement of SQL must fail;
                its real message is pasted.  "@interrupt SQL" runs SQL
                with a progress handler that interrupts it.
 
-and one directive, <!-- kind: NAME --> (how NAME is registered, read
-from pragma_function_list / pragma_module_list).  Anything else is copied.
+One directive, <!-- kind: NAME -->, becomes how NAME is registered (read
+from pragma_function_list / pragma_module_list).  Macros: the lines
+between <!-- define NAME --> and <!-- end NAME --> are not copied, and a
+line "@use NAME K=V ..." (shell quoting) stands for them with every %K%
+replaced by V; tables shared by several functions are written once this
+way.  Anything else is copied.
 A block that does not do what it says (a query that fails, an error that
 does not occur, a key or option missing from the table) stops the script
 with a message naming the template line.  Examples that print noisy
