@@ -19,6 +19,7 @@ import tempfile
 from harness import SO, check, run
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.dont_write_bytecode = True  # no docs/__pycache__ in the tree
 sys.path.insert(0, os.path.join(ROOT, "docs"))
 import gen_reference  # noqa: E402
 
