@@ -14,6 +14,7 @@
 #   make wheel    the Python package, dist/dprl-VERSION-py3-none-linux_x86_64.whl
 #   make static   ./libdprl.a (-DSQLITE_CORE) for embedding in a program
 #   make tag      tag the release v$(VERSION) (clean tree, CHANGELOG entry)
+#   make docs     REFERENCE.md from docs/reference.in.md, every example run
 #
 # Core modules (plain C, no SQLite) are ext/*.c except the glue: dprl.c and
 # sql_*.c.  Unit tests link the core only.
@@ -66,7 +67,7 @@ FUZZ_NAMES = options noise sql
 FUZZ_REPLAY = $(patsubst %,$(B)/tests/test_fuzz_%,$(FUZZ_NAMES))
 
 .PHONY: all check-deps deps demo test test-fast test-san unit bench utility fuzz tsan install \
-        uninstall clean samples paper paper-full static tag wheel node-deps FORCE \
+        uninstall clean samples paper paper-full static tag wheel node-deps FORCE docs \
         engines-deps pg-deps duckdb-deps test-engines scale-out-demo
 .DEFAULT_GOAL := all
 
@@ -324,6 +325,13 @@ tag:
 	  { echo "make tag: v$(VERSION) exists already"; exit 1; }
 	git tag -a "v$(VERSION)" -m "dprl $(VERSION)"
 	@echo "tagged v$(VERSION); push it with: git push origin v$(VERSION)"
+
+# REFERENCE.md: docs/gen_reference.py runs every example, error, option
+# and key table of docs/reference.in.md against ./dprl.so and pastes the
+# results in; tests/sql/test_reference.py (make test) fails when the
+# committed file differs from what it writes.
+docs: all
+	$(PYTHON) docs/gen_reference.py --so ./dprl.so --out REFERENCE.md
 
 install: all
 	install -d $(DESTDIR)$(LIBDIR)
