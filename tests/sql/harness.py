@@ -81,11 +81,18 @@ def normal_cdf(x):
 
 def interrupted(con, sql, args, after=0.2):
     """Run sql, con.interrupt() from another thread after `after` seconds:
-    (seconds from the interrupt to the end of the call, error or None)."""
+    (CPU seconds the process spent from the interrupt to the end of the
+    call, error or None).  CPU time, not wall time: on a loaded machine the
+    thread may wait to be scheduled, which says nothing about dprl; the
+    work it does after the interrupt is what must be short."""
     import threading
     import time
-    timer = threading.Timer(after, con.interrupt)
-    t0 = time.monotonic()
+    mark = {}
+
+    def fire():
+        mark["cpu"] = time.process_time()
+        con.interrupt()
+    timer = threading.Timer(after, fire)
     timer.start()
     try:
         con.execute(sql, args).fetchall()
@@ -93,4 +100,5 @@ def interrupted(con, sql, args, after=0.2):
     except sqlite3.Error as e:
         err = (str(e), getattr(e, "sqlite_errorcode", None))
     timer.cancel()
-    return time.monotonic() - t0 - after, err
+    end = time.process_time()
+    return (end - mark["cpu"] if "cpu" in mark else -1.0), err
