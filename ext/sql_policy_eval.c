@@ -7,8 +7,8 @@
 **   FROM steps;
 **   -- {"mechanism":"dp_lsw","private":true,...,"theta":[...],"values":[...]}
 **
-**   SELECT site, dp_lsl(episode, t, state, reward, '{..., "lambda": 30}')
-**   FROM steps GROUP BY site;            -- one release per group
+**   SELECT expert, dp_lsl(episode, t, state, reward, '{..., "lambda": 30}')
+**   FROM steps GROUP BY expert;          -- one release per group (samples/clinic.sql)
 **
 ** Glue only: each row is checked and handed to the row buffer (steps.c)
 ** or, with "grouped": true, to the episode stream; at the end the episodes
