@@ -57,6 +57,8 @@ typedef struct ps_state {
   char *body;                /* trajectories_sql without what follows it, or NULL */
   dprl_step_buffer buf;      /* trajectories: action index kept in .reward */
   int64_t *offsets, *st, *ac; /* the K examined trajectories, in order */
+  int seeks;   /* pass 1 found the keys by index seeks */
+  int picking; /* dprl_prefix_key: 0 collects keys (pass 1), 1 picks rows (pass 2) */
   dprl_sql_cancel cancel;
   int cancel_open;
   dprl_rng rng;
@@ -183,10 +185,12 @@ static int ps_lookup(dprl_episode_index *x, sqlite3_value *v, const char *what,
 ** Pass 2 wraps the caller's query as
 **   WITH dprl_ps_rows(e, t, s, a) AS (<trajectories_sql>)
 **   SELECT e, t, s, a FROM dprl_ps_rows WHERE e COLLATE BINARY IN (?, ...)
-** which SQLite pushes into the caller's query (an index on the episode
-** column then finds the rows directly).  With an index that orders the
-** episode column, pass 1 is a loose index scan (one seek per key); without,
-** one SELECT DISTINCT.  The keys themselves never leave this file. */
+** which SQLite pushes into the caller's query, when an index orders the
+** episode column (pass 1 is then a loose index scan: one seek per key).
+** Without one, both passes are a scan of the caller's query filtered by
+** dprl_prefix_key(?1, e), a function that collects the keys (pass 1) or
+** tells the drawn keys' rows (pass 2) in C: half the cost of SQL's
+** DISTINCT and IN.  The keys themselves never leave this file. */
 
 #define PS_WITH "WITH dprl_ps_rows(e, t, s, a) AS (\n"
 
@@ -282,6 +286,46 @@ static int ps_ids_from(sqlite3_stmt *st, ps_state *ps, char **pzErr) {
   return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
+/* dprl_prefix_key(state, e): the filter of both scans.  The state is a
+** pointer bound by this file (sqlite3_bind_pointer), which SQL cannot make:
+** called from SQL, the function is NULL and does nothing. */
+#define PS_KEY_FN "dprl_prefix_key"
+#define PS_KEY_PTR "dprl_prefix_key_state"
+
+static int ps_row_chosen(sqlite3_value *v, ps_state *ps);
+
+static void ps_key_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+  /* the pointer, checked once per statement (its type check is a strcmp),
+  ** then kept as the argument's auxiliary data */
+  ps_state *ps = sqlite3_get_auxdata(ctx, 0);
+  (void)argc;
+  if (!ps) {
+    if (!(ps = sqlite3_value_pointer(argv[0], PS_KEY_PTR))) {
+      sqlite3_result_null(ctx);
+      return;
+    }
+    sqlite3_set_auxdata(ctx, 0, ps, NULL);
+  }
+  int in = 0;
+  if (ps->picking) in = ps_row_chosen(argv[1], ps); /* -1: out of memory */
+  else if (ps_add_id(argv[1], ps)) in = -1;          /* collect: no row out */
+  if (in < 0) sqlite3_result_error(ctx, ps->err.msg, -1); /* stops the scan */
+  else sqlite3_result_int(ctx, in);
+}
+
+/* Run a scan filtered by dprl_prefix_key (bound to ps as ?1); rows it lets
+** through go to `row` (pass 2), none in pass 1. */
+static int ps_scan(sqlite3_stmt *st, ps_state *ps, int (*row)(sqlite3_stmt *, ps_state *),
+                   char **pzErr) {
+  dprl_query q = {st, "trajectories_sql"};
+  int rc = sqlite3_bind_pointer(st, 1, ps, PS_KEY_PTR, NULL);
+  if (rc != SQLITE_OK) return rc;
+  while ((rc = dprl_query_step(&q, FN, pzErr)) == SQLITE_ROW)
+    if (row && row(st, ps)) return dprl_sql_vtab_error(pzErr, FN, &ps->err);
+  if (rc != SQLITE_DONE && ps->err.code) return dprl_sql_vtab_error(pzErr, FN, &ps->err);
+  return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
 /* Step q once: the value of column 0 (a copy) in *v, or *v = NULL at the
 ** end. */
 static int ps_next_key(dprl_query *q, sqlite3_value **v, char **pzErr) {
@@ -293,7 +337,7 @@ static int ps_next_key(dprl_query *q, sqlite3_value **v, char **pzErr) {
   return *v ? SQLITE_OK : SQLITE_NOMEM;
 }
 
-/* The loose index scan: the smallest key (NULL first, as in DISTINCT),
+/* The loose index scan: the smallest key (NULL first, as in ORDER BY),
 ** then repeatedly the next larger one (next: "... > ?1 ... LIMIT 1"). */
 static int ps_ids_by_seeks(sqlite3_stmt *first, sqlite3_stmt *next, ps_state *ps,
                            char **pzErr) {
@@ -315,7 +359,7 @@ static int ps_ids_by_seeks(sqlite3_stmt *first, sqlite3_stmt *next, ps_state *ps
 /* Pass 1: every distinct episode key into ps->ids. */
 static int ps_read_ids(sqlite3 *db, sqlite3_value *sql, ps_state *ps, char **pzErr) {
   int oom = 0, rc;
-  sqlite3_stmt *first = NULL, *next = NULL, *distinct = NULL;
+  sqlite3_stmt *first = NULL, *next = NULL, *scan = NULL;
   if (ps->body) {
     next = ps_wrap(db, ps, "SELECT e FROM dprl_ps_rows WHERE e COLLATE BINARY > ?1 "
                    "ORDER BY e COLLATE BINARY LIMIT 1", 1, &oom);
@@ -323,11 +367,14 @@ static int ps_read_ids(sqlite3 *db, sqlite3_value *sql, ps_state *ps, char **pzE
       first = ps_wrap(db, ps, "SELECT e FROM dprl_ps_rows ORDER BY e COLLATE BINARY LIMIT 1",
                       1, &oom);
     if (!first && !oom)
-      distinct = ps_wrap(db, ps, "SELECT DISTINCT e COLLATE BINARY FROM dprl_ps_rows", 1, &oom);
+      scan = ps_wrap(db, ps, "SELECT 1 FROM dprl_ps_rows WHERE " PS_KEY_FN "(?1, e)", 1, &oom);
   }
+  ps->picking = 0;
   if (oom) rc = SQLITE_NOMEM;
-  else if (first) rc = ps_ids_by_seeks(first, next, ps, pzErr);
-  else if (distinct) rc = ps_ids_from(distinct, ps, pzErr);
+  else if (first) {
+    ps->seeks = 1;
+    rc = ps_ids_by_seeks(first, next, ps, pzErr);
+  } else if (scan) rc = ps_scan(scan, ps, NULL, pzErr);
   else { /* the caller's query as it is: every row's key */
     dprl_query q;
     if (!(rc = dprl_query_open(&q, db, "trajectories_sql", sql, 4, FN, pzErr))) {
@@ -337,7 +384,7 @@ static int ps_read_ids(sqlite3 *db, sqlite3_value *sql, ps_state *ps, char **pzE
   }
   sqlite3_finalize(first);
   sqlite3_finalize(next);
-  sqlite3_finalize(distinct);
+  sqlite3_finalize(scan);
   return rc;
 }
 
@@ -402,13 +449,29 @@ static int ps_row_chosen(sqlite3_value *v, ps_state *ps) {
   return 0;
 }
 
+/* A row let through: its episode key, checked, and its values. */
+static int ps_take_row(sqlite3_stmt *st, ps_state *ps) {
+  dprl_key ek;
+  if (dprl_sql_key(sqlite3_column_value(st, 0), "trajectories_sql: episode", &ek, &ps->err))
+    return ps->err.code;
+  return ps_push_row(st, &ek, ps);
+}
+
+/* A row of the caller's query: its values if its key was drawn. */
+static int ps_filter_row(sqlite3_stmt *st, ps_state *ps) {
+  int in = ps_row_chosen(sqlite3_column_value(st, 0), ps);
+  return in < 0 ? ps->err.code : in ? ps_take_row(st, ps) : DPRL_OK;
+}
+
 /* Pass 2: the rows of the K examined trajectories, each checked, into the
 ** buffer (rows of other episodes are skipped unread). */
 static int ps_read_trajectories(sqlite3 *db, sqlite3_value *sql, ps_state *ps, int64_t K,
                                 char **pzErr) {
   dprl_query q = {NULL, "trajectories_sql"};
   int rc, oom = 0, all = (size_t)K == ps->ids.n;
-  if (!all && ps->body && K <= sqlite3_limit(db, SQLITE_LIMIT_VARIABLE_NUMBER, -1)) {
+  ps->picking = 1;
+  if (!all && ps->seeks && K <= sqlite3_limit(db, SQLITE_LIMIT_VARIABLE_NUMBER, -1)) {
+    /* the drawn keys by index seeks */
     dprl_buf b = {0};
     dprl_buf_puts(&b, "SELECT e, t, s, a FROM dprl_ps_rows WHERE e COLLATE BINARY IN (");
     for (int64_t c = 0; c < K; c++) dprl_buf_puts(&b, c ? ",?" : "?");
@@ -426,22 +489,25 @@ static int ps_read_trajectories(sqlite3 *db, sqlite3_value *sql, ps_state *ps, i
         oom = r == SQLITE_NOMEM;
       }
     }
-    if (oom) return SQLITE_NOMEM;
+  } else if (!all && ps->body) { /* a scan filtered by dprl_prefix_key */
+    sqlite3_stmt *st = ps_wrap(db, ps, "SELECT e, t, s, a FROM dprl_ps_rows WHERE " PS_KEY_FN
+                               "(?1, e)", 4, &oom);
+    if (st) {
+      rc = ps_scan(st, ps, ps_filter_row, pzErr);
+      sqlite3_finalize(st);
+      return rc;
+    }
   }
-  /* Otherwise the caller's query as it is (every trajectory examined, T
-  ** above SQLite's limit on parameters, or a text that cannot be wrapped). */
+  if (oom) return SQLITE_NOMEM;
+  /* Otherwise the caller's query as it is (every trajectory examined, or a
+  ** text that cannot be wrapped). */
   if (!q.stmt && (rc = dprl_query_open(&q, db, "trajectories_sql", sql, 4, FN, pzErr)))
     return rc;
-  while ((rc = dprl_query_step(&q, FN, pzErr)) == SQLITE_ROW) {
-    sqlite3_value *ev = sqlite3_column_value(q.stmt, 0);
-    int in = ps_row_chosen(ev, ps);
-    dprl_key ek;
-    if (in < 0 || (in && (dprl_sql_key(ev, "trajectories_sql: episode", &ek, &ps->err) ||
-                          ps_push_row(q.stmt, &ek, ps)))) {
+  while ((rc = dprl_query_step(&q, FN, pzErr)) == SQLITE_ROW)
+    if (ps_filter_row(q.stmt, ps)) {
       rc = dprl_sql_vtab_error(pzErr, FN, &ps->err);
       break;
     }
-  }
   dprl_query_close(&q);
   return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
@@ -647,5 +713,10 @@ int dprl_register_prefix_stable(sqlite3 *db) {
   int rc = sqlite3_create_function_v2(db, FN_CAL, 1,
                                       DPRL_JSON_FLAGS | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS,
                                       NULL, calibrate_fn, NULL, NULL, NULL);
+  /* not deterministic: it collects keys as a side effect; direct-only: no
+  ** view or trigger may call it (it does nothing there anyway) */
+  if (rc == SQLITE_OK)
+    rc = sqlite3_create_function_v2(db, PS_KEY_FN, 2, SQLITE_UTF8 | SQLITE_DIRECTONLY, NULL,
+                                    ps_key_fn, NULL, NULL, NULL);
   return rc == SQLITE_OK ? dprl_tvf_register(db, &ps_spec) : rc;
 }

@@ -482,11 +482,12 @@ def test_sampling_uniform():
 
 def test_read_paths_agree():
     # The same rows give the same seeded release whichever way they are
-    # read: a plain table (SELECT DISTINCT, then IN), rows inserted in
-    # another order, an index on (episode, t) (seeks), T above SQLite's
-    # limit on parameters (the caller's query, filtered here), trailing
-    # semicolons and comments, a caller CTE, a join, and a NOCASE column
-    # (keys 'ep-1' and 'EP-1' stay two trajectories).
+    # read: a plain table (two scans filtered by dprl_prefix_key), rows
+    # inserted in another order, an index on (episode, t) (seeks, then IN),
+    # T above SQLite's limit on parameters (the filtered scan again),
+    # trailing semicolons and comments, a text that cannot be wrapped (read
+    # as it is), a caller CTE, a join, and a NOCASE column (keys 'ep-1' and
+    # 'EP-1' stay two trajectories).
     n, T = 40, 6
     con = ident_setup(n)
     base = [examined(con, T, sd)[0] for sd in range(1, 9)]
@@ -500,6 +501,8 @@ def test_read_paths_agree():
     same("trailing semicolons and a comment",
          "SELECT episode, t, state, action FROM steps ;; -- the end")
     same("a comment without newline inside", "SELECT episode, t, state, action FROM steps -- c")
+    same("an unterminated comment (the text cannot be wrapped: read as it is)",
+         "SELECT episode, t, state, action FROM steps /* to the end")
     same("a caller CTE", "WITH x AS (SELECT * FROM steps) SELECT episode, t, state, action FROM x")
     con.execute("CREATE TABLE names(episode, label)")
     con.execute("INSERT INTO names SELECT DISTINCT episode, 'x' FROM steps")
@@ -515,6 +518,9 @@ def test_read_paths_agree():
     same("T above the limit on SQL parameters")
     same("T above the limit, with the index")
     con.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 32766)
+    check(con.execute("SELECT dprl_prefix_key(NULL, 5), dprl_prefix_key('x', 5), "
+                      "dprl_prefix_key(?, 5)", (12345,)).fetchone() == (None, None, None),
+          "dprl_prefix_key (the scans' filter) is NULL when SQL calls it")
     # NOCASE: SQL's DISTINCT and IN would merge 'ep-1' and 'EP-1'
     c2 = ident_setup(n, table="steps", decl="episode COLLATE NOCASE, t, state, action")
     c2.execute("INSERT INTO steps VALUES ('EP-1', 5, 1, 0), ('EP-1', 9, 1, 0)")
