@@ -214,8 +214,8 @@ build/san/dprl.so: $(CORE_OBJ) $(GLUE_OBJ)
 
 unit-san: $(UNIT_BIN) $(FUZZ_REPLAY)
 
-bench: deps check-deps dprl.so $(B)/dprl_bench
-	@$(B)/dprl_bench
+bench: deps check-deps duckdb-deps dprl.so $(B)/dprl_bench
+	@DUCKDB_NODE_DIR=$(CURDIR)/$(DUCKDB_DIR) $(B)/dprl_bench
 
 # Utility: RMSE of private values against exact ones on the ICU sample and
 # the paper's chain, both perturbations; dp_prefix_stable's prefix lengths

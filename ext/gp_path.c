@@ -161,11 +161,52 @@ typedef struct query {
   size_t i; /* position in the caller's array */
 } query;
 
-/* By x, ties by position: qsort is not stable, the result must be. */
-static int query_cmp(const void *pa, const void *pb) {
-  const query *a = pa, *b = pb;
-  if (a->x != b->x) return a->x < b->x ? -1 : 1;
-  return (a->i > b->i) - (a->i < b->i);
+/* The order of x as an unsigned key: flip every bit of a negative double,
+** only the sign bit of a positive one.  -0 is keyed as +0 (they compare
+** equal, so their order is by position, as for any tie). */
+static uint64_t x_key(double x) {
+  uint64_t u;
+  if (x == 0) x = 0.0;
+  memcpy(&u, &x, sizeof u);
+  return u >> 63 ? ~u : u | (uint64_t)1 << 63;
+}
+
+/* Sorts q[0..n), given in position order, by x, ties by position: a
+** stable LSD radix sort over the 8 bytes of x_key (passes where every key
+** has the same byte are skipped), through tmp[0..n).  Returns the sorted
+** array (q or tmp); NULL with DPRL_EINTR if interrupted. */
+static query *sort_queries(query *q, query *tmp, size_t n, dprl_cancel *cancel,
+                           dprl_error *err) {
+  size_t(*count)[256] = dprl_calloc(8, sizeof *count);
+  if (!count) {
+    dprl_nomem(err);
+    return NULL;
+  }
+  for (size_t i = 0; i < n; i++) {
+    uint64_t k = x_key(q[i].x);
+    for (int d = 0; d < 8; d++) count[d][k >> (8 * d) & 255]++;
+  }
+  query *src = q, *dst = tmp;
+  for (int d = 0; d < 8; d++) {
+    size_t *c = count[d];
+    if (c[x_key(src[0].x) >> (8 * d) & 255] == n) continue; /* one digit */
+    if (dprl_cancel_poll(cancel, 4 * (uint64_t)n, err)) {
+      dprl_free(count);
+      return NULL;
+    }
+    size_t sum = 0;
+    for (int b = 0; b < 256; b++) {
+      size_t t = c[b];
+      c[b] = sum;
+      sum += t;
+    }
+    for (size_t i = 0; i < n; i++) dst[c[x_key(src[i].x) >> (8 * d) & 255]++] = src[i];
+    query *t = src;
+    src = dst;
+    dst = t;
+  }
+  dprl_free(count);
+  return src;
 }
 
 /* Merge sorted queries q[0..n) into the stored points, drawing the new
@@ -207,7 +248,7 @@ int dprl_gp_path_sample_batch(dprl_gp_path *p, dprl_rng *rng,
   for (size_t i = 0; i < n; i++)
     if (check_x(xs[i], err)) return err->code;
   if (n > SIZE_MAX / sizeof(dprl_gp_point) - p->n) return dprl_nomem(err);
-  query *q = dprl_calloc(n, sizeof *q);
+  query *q = dprl_calloc(n, 2 * sizeof *q); /* the queries, then room to sort */
   dprl_gp_point *merged = dprl_calloc(p->n + n, sizeof *merged);
   if (!q || !merged) {
     dprl_free(q);
@@ -219,8 +260,8 @@ int dprl_gp_path_sample_batch(dprl_gp_path *p, dprl_rng *rng,
     q[i].i = i;
   }
   size_t m = 0, room = p->n + n;
-  int rc = dprl_sort(q, n, sizeof *q, query_cmp, p->cancel, err);
-  if (!rc) rc = merge_draw(p, rng, q, n, out, merged, &m, err);
+  query *sorted = sort_queries(q, q + n, n, p->cancel, err);
+  int rc = sorted ? merge_draw(p, rng, sorted, n, out, merged, &m, err) : err->code;
   dprl_free(q);
   if (rc) {
     dprl_free(merged);

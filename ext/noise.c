@@ -27,65 +27,135 @@ __extension__ typedef unsigned __int128 u128;
 /* ---------------------------------------------------------------------- */
 /* ChaCha20 (RFC 8439 §2.1-2.3)                                            */
 
-static void wipe(void *p, size_t n) {
-  /* volatile stores: the compiler may not drop them as dead */
-  volatile unsigned char *v = p;
-  while (n--) *v++ = 0;
+/* Key material (the key, keystream blocks, the block function's working
+** state) is wiped once per use of a generator, by dprl_rng_wipe: the
+** struct with explicit_bzero (which the compiler may not drop as a dead
+** store), then the stack below the caller, where the block function's
+** registers may have been spilled (burn_stack).  Nothing is wiped per
+** block: the state lives in registers, and a wipe per block cost more
+** than the block. */
+static void wipe(void *p, size_t n) { explicit_bzero(p, n); }
+
+/* Deeper than any call chain from a generator's owner down to the block
+** function (a few hundred bytes of frames and spills). */
+#define BURN_BYTES 8192
+
+/* noinline: the array must be a frame of its own, below the caller's,
+** over the stack that the calls made through the generator used. */
+__attribute__((noinline)) static void burn_stack(void) {
+  unsigned char scratch[BURN_BYTES];
+  explicit_bzero(scratch, sizeof scratch);
+  __asm__ __volatile__("" : : "r"(scratch) : "memory"); /* keep the frame */
 }
 
-static uint32_t rotl(uint32_t x, int n) { return (x << n) | (x >> (32 - n)); }
-
-/* RFC 8439 §2.1: the quarter round on four words of the state */
-static void quarter(uint32_t *x, int a, int b, int c, int d) {
-  x[a] += x[b]; x[d] ^= x[a]; x[d] = rotl(x[d], 16);
-  x[c] += x[d]; x[b] ^= x[c]; x[b] = rotl(x[b], 12);
-  x[a] += x[b]; x[d] ^= x[a]; x[d] = rotl(x[d], 8);
-  x[c] += x[d]; x[b] ^= x[c]; x[b] = rotl(x[b], 7);
-}
-
-/* RFC 8439 §2.3: constants | key | counter | nonce, 20 rounds (10 column +
-** diagonal pairs), then the input state added word by word. */
-static void chacha20_block(const uint32_t key[8], uint32_t counter,
-                           const uint32_t nonce[3], uint32_t out[16]) {
-  uint32_t in[16] = {0x61707865, 0x3320646e, 0x79622d32, 0x6b206574};
-  uint32_t x[16];
-  memcpy(in + 4, key, 8 * sizeof(uint32_t));
-  in[12] = counter;
-  memcpy(in + 13, nonce, 3 * sizeof(uint32_t));
-  memcpy(x, in, sizeof x);
-  for (int i = 0; i < 10; i++) {
-    quarter(x, 0, 4, 8, 12); quarter(x, 1, 5, 9, 13);
-    quarter(x, 2, 6, 10, 14); quarter(x, 3, 7, 11, 15);
-    quarter(x, 0, 5, 10, 15); quarter(x, 1, 6, 11, 12);
-    quarter(x, 2, 7, 8, 13); quarter(x, 3, 4, 9, 14);
+#define ROTL(x, n) (((x) << (n)) | ((x) >> (32 - (n))))
+/* RFC 8439 §2.1: the quarter round on four words (scalars or vectors of
+** words, one lane per block) held in registers. */
+#define QR(a, b, c, d)                   \
+  do {                                   \
+    a += b; d ^= a; d = ROTL(d, 16);     \
+    c += d; b ^= c; b = ROTL(b, 12);     \
+    a += b; d ^= a; d = ROTL(d, 8);      \
+    c += d; b ^= c; b = ROTL(b, 7);      \
+  } while (0)
+/* 20 rounds: 10 column + diagonal pairs */
+#define ROUNDS(x)                                                        \
+  for (int r_ = 0; r_ < 10; r_++) {                                      \
+    QR(x##0, x##4, x##8, x##12); QR(x##1, x##5, x##9, x##13);            \
+    QR(x##2, x##6, x##10, x##14); QR(x##3, x##7, x##11, x##15);          \
+    QR(x##0, x##5, x##10, x##15); QR(x##1, x##6, x##11, x##12);          \
+    QR(x##2, x##7, x##8, x##13); QR(x##3, x##4, x##9, x##14);            \
   }
-  for (int i = 0; i < 16; i++) out[i] = x[i] + in[i];
-  wipe(in, sizeof in); /* stack copies of the key */
-  wipe(x, sizeof x);
+
+enum { C0 = 0x61707865, C1 = 0x3320646e, C2 = 0x79622d32, C3 = 0x6b206574 };
+
+/* RFC 8439 §2.3: constants | key | counter | nonce, 20 rounds, then the
+** input state added word by word.  One block. */
+static inline __attribute__((always_inline)) void
+chacha20_block(const uint32_t key[8], uint32_t counter, const uint32_t nonce[3],
+               uint32_t out[16]) {
+  uint32_t x0 = C0, x1 = C1, x2 = C2, x3 = C3;
+  uint32_t x4 = key[0], x5 = key[1], x6 = key[2], x7 = key[3];
+  uint32_t x8 = key[4], x9 = key[5], x10 = key[6], x11 = key[7];
+  uint32_t x12 = counter, x13 = nonce[0], x14 = nonce[1], x15 = nonce[2];
+  ROUNDS(x)
+  out[0] = x0 + C0; out[1] = x1 + C1; out[2] = x2 + C2; out[3] = x3 + C3;
+  for (int i = 0; i < 8; i++) out[4 + i] = key[i];
+  out[4] += x4; out[5] += x5; out[6] += x6; out[7] += x7;
+  out[8] += x8; out[9] += x9; out[10] += x10; out[11] += x11;
+  out[12] = x12 + counter; out[13] = x13 + nonce[0];
+  out[14] = x14 + nonce[1]; out[15] = x15 + nonce[2];
 }
 
-/* Test-only hook (declared in tests/unit/test_noise.c, not in noise.h). */
+/* Four consecutive blocks, counter .. counter + 3 (the caller ensures the
+** counter does not wrap in between), out[16 j + i] = word i of block j:
+** the same keystream as four calls of chacha20_block.  Each vector holds
+** one word of the four blocks (lane j = block j), so the rounds are the
+** scalar ones, four lanes wide (SSE2 on x86-64, NEON on arm64). */
+typedef uint32_t v4u32 __attribute__((vector_size(16)));
+static inline v4u32 splat(uint32_t w) { return (v4u32){w, w, w, w}; }
+
+static void chacha20_block4(const uint32_t key[8], uint32_t counter,
+                            const uint32_t nonce[3], uint32_t out[64]) {
+  const v4u32 ctr = {counter, counter + 1, counter + 2, counter + 3};
+  v4u32 y0 = splat(C0), y1 = splat(C1), y2 = splat(C2), y3 = splat(C3);
+  v4u32 y4 = splat(key[0]), y5 = splat(key[1]), y6 = splat(key[2]);
+  v4u32 y7 = splat(key[3]), y8 = splat(key[4]), y9 = splat(key[5]);
+  v4u32 y10 = splat(key[6]), y11 = splat(key[7]);
+  v4u32 y12 = ctr, y13 = splat(nonce[0]), y14 = splat(nonce[1]);
+  v4u32 y15 = splat(nonce[2]);
+  ROUNDS(y)
+  y0 += C0; y1 += C1; y2 += C2; y3 += C3;
+  y4 += key[0]; y5 += key[1]; y6 += key[2]; y7 += key[3];
+  y8 += key[4]; y9 += key[5]; y10 += key[6]; y11 += key[7];
+  y12 += ctr; y13 += nonce[0]; y14 += nonce[1]; y15 += nonce[2];
+  for (int j = 0; j < 4; j++) {
+    uint32_t *o = out + 16 * j;
+    o[0] = y0[j]; o[1] = y1[j]; o[2] = y2[j]; o[3] = y3[j];
+    o[4] = y4[j]; o[5] = y5[j]; o[6] = y6[j]; o[7] = y7[j];
+    o[8] = y8[j]; o[9] = y9[j]; o[10] = y10[j]; o[11] = y11[j];
+    o[12] = y12[j]; o[13] = y13[j]; o[14] = y14[j]; o[15] = y15[j];
+  }
+}
+
+/* Test-only hooks (declared in tests/unit/test_noise.c, not in noise.h). */
 void dprl_chacha20_block_for_test(const uint32_t key[8], uint32_t counter,
                                   const uint32_t nonce[3], uint32_t out[16]);
 void dprl_chacha20_block_for_test(const uint32_t key[8], uint32_t counter,
                                   const uint32_t nonce[3], uint32_t out[16]) {
   chacha20_block(key, counter, nonce, out);
 }
+void dprl_chacha20_block4_for_test(const uint32_t key[8], uint32_t counter,
+                                   const uint32_t nonce[3], uint32_t out[64]);
+void dprl_chacha20_block4_for_test(const uint32_t key[8], uint32_t counter,
+                                   const uint32_t nonce[3], uint32_t out[64]) {
+  chacha20_block4(key, counter, nonce, out);
+}
 
-static void refill(dprl_rng *rng) {
-  chacha20_block(rng->key, rng->counter, rng->nonce, rng->block);
+/* The next blocks of the keystream into rng->block: four at a time, one at
+** a time over the last three before the 32-bit counter wraps. */
+static __attribute__((noinline)) void refill(dprl_rng *rng) {
+  uint32_t n = 4;
+  if (rng->counter > UINT32_MAX - 3) {
+    n = 1;
+    chacha20_block(rng->key, rng->counter, rng->nonce, rng->block);
+  } else {
+    chacha20_block4(rng->key, rng->counter, rng->nonce, rng->block);
+  }
   rng->pos = 0;
+  rng->len = (int)(16 * n);
   /* After 2^32 blocks the counter wraps: carry into the nonce (a 96-bit
   ** extension of the counter) so that no (key, counter, nonce) block is
   ** ever produced twice. */
-  if (++rng->counter == 0 && ++rng->nonce[0] == 0 && ++rng->nonce[1] == 0)
+  rng->counter += n;
+  if (rng->counter == 0 && ++rng->nonce[0] == 0 && ++rng->nonce[1] == 0)
     ++rng->nonce[2];
 }
 
 static void rng_reset(dprl_rng *rng, int seeded) {
   memset(rng->nonce, 0, sizeof rng->nonce);
   rng->counter = 0;
-  rng->pos = 16; /* first draw generates block 0 */
+  rng->pos = rng->len = 0; /* first draw generates block 0 */
   rng->seeded = seeded;
 }
 
@@ -128,31 +198,37 @@ void dprl_rng_init_seeded(dprl_rng *rng, uint64_t seed, uint64_t stream) {
   rng_reset(rng, 1);
 }
 
-void dprl_rng_wipe(dprl_rng *rng) { wipe(rng, sizeof *rng); }
+void dprl_rng_wipe(dprl_rng *rng) {
+  wipe(rng, sizeof *rng);
+  burn_stack();
+}
 
-uint32_t dprl_rng_u32(dprl_rng *rng) {
-  if (rng->pos >= 16) refill(rng);
+static inline uint32_t rng_u32(dprl_rng *rng) {
+  if (__builtin_expect(rng->pos >= rng->len, 0)) refill(rng);
   return rng->block[rng->pos++];
 }
 
-uint64_t dprl_rng_u64(dprl_rng *rng) {
-  uint64_t lo = dprl_rng_u32(rng);
-  return (uint64_t)dprl_rng_u32(rng) << 32 | lo;
+static inline uint64_t rng_u64(dprl_rng *rng) {
+  uint64_t lo = rng_u32(rng);
+  return (uint64_t)rng_u32(rng) << 32 | lo;
 }
+
+uint32_t dprl_rng_u32(dprl_rng *rng) { return rng_u32(rng); }
+uint64_t dprl_rng_u64(dprl_rng *rng) { return rng_u64(rng); }
 
 uint64_t dprl_rng_below(dprl_rng *rng, uint64_t n) {
   if (n <= 1) return 0; /* n == 0 is a caller error; answer 0 */
   /* Reject the lowest 2^64 mod n values: the rest is a whole number of
-  ** copies of [0, n), so x % n is exactly uniform. */
-  uint64_t reject = (0 - n) % n;
+  ** copies of [0, n), so x % n is exactly uniform.  That bound is below n,
+  ** so it is computed (a division) only for the rare x < n. */
   for (;;) {
-    uint64_t x = dprl_rng_u64(rng);
-    if (x >= reject) return x % n;
+    uint64_t x = rng_u64(rng);
+    if (x >= n || x >= (0 - n) % n) return x % n;
   }
 }
 
 double dprl_rng_unit(dprl_rng *rng) {
-  return (double)(dprl_rng_u64(rng) >> 11) * 0x1.0p-53;
+  return (double)(rng_u64(rng) >> 11) * 0x1.0p-53;
 }
 
 void dprl_rng_shuffle_u32(dprl_rng *rng, uint32_t *v, uint64_t n) {
@@ -170,10 +246,10 @@ void dprl_rng_shuffle_u32(dprl_rng *rng, uint32_t *v, uint64_t n) {
 /* Uniform on [0, d), d >= 1, by the same rejection as dprl_rng_below. */
 static u128 below128(dprl_rng *rng, u128 d) {
   if (d <= UINT64_MAX) return dprl_rng_below(rng, (uint64_t)d);
-  u128 reject = (0 - d) % d;
   for (;;) {
-    u128 x = (u128)dprl_rng_u64(rng) << 64 | dprl_rng_u64(rng);
-    if (x >= reject) return x % d;
+    u128 hi = rng_u64(rng); /* the high word first (as dprl has always drawn) */
+    u128 x = hi << 64 | rng_u64(rng);
+    if (x >= d || x >= (0 - d) % d) return x % d; /* the bound is below d */
   }
 }
 
@@ -185,7 +261,8 @@ static int bern_frac(dprl_rng *rng, u128 n, u128 d) {
 /* Bernoulli(n/(d*k)).  If d*k would overflow, use Bern(n/d) AND Bern(1/k)
 ** (independent, so the product of the probabilities): still exact. */
 static int bern_frac_over_k(dprl_rng *rng, u128 n, u128 d, uint64_t k) {
-  if (d <= ~(u128)0 / k) return bern_frac(rng, n, d * k);
+  u128 dk;
+  if (!__builtin_mul_overflow(d, (u128)k, &dk)) return bern_frac(rng, n, dk);
   return bern_frac(rng, n, d) && dprl_rng_below(rng, k) == 0;
 }
 
@@ -227,7 +304,7 @@ int64_t dprl_discrete_laplace(dprl_rng *rng, uint64_t t) {
     ** has probability below exp(-2^22). */
     if (v > ((uint64_t)INT64_MAX - u) / t) continue;
     uint64_t x = u + t * v;
-    int negative = (int)(dprl_rng_u32(rng) & 1);
+    int negative = (int)(rng_u32(rng) & 1);
     if (negative && x == 0) continue;
     return negative ? -(int64_t)x : (int64_t)x;
   }

@@ -27,8 +27,8 @@ typedef struct dprl_rng {
   uint32_t key[8];
   uint32_t nonce[3];
   uint32_t counter;
-  uint32_t block[16];
-  int pos; /* next unused word of block; 16 = exhausted */
+  uint32_t block[64]; /* up to four keystream blocks */
+  int pos, len;       /* next unused word of block; len = exhausted */
   int seeded;
 } dprl_rng;
 

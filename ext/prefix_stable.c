@@ -574,6 +574,34 @@ void dprl_prefix_release_free(dprl_prefix_release *r) {
   memset(r, 0, sizeof *r);
 }
 
+/* Examine trajectories order[0..n_exam) (order NULL: 0..n_exam-1) in that
+** order: one prefix length each. */
+static int examine(const dprl_policy_table *pt, const dprl_trajectories *tr,
+                   const dprl_prefix_params *pp, dprl_rng *rng,
+                   const uint32_t *order, int64_t n_exam,
+                   dprl_prefix_release *out, dprl_error *err) {
+  int rc = DPRL_OK;
+  double *prod = dprl_malloc((size_t)pt->n_experts * sizeof(double));
+  out->traj = dprl_malloc((size_t)n_exam * sizeof(int64_t));
+  out->k = dprl_malloc((size_t)n_exam * sizeof(int64_t));
+  if (!prod || !out->traj || !out->k) {
+    rc = dprl_nomem(err);
+    goto done;
+  }
+  for (int64_t c = 0; c < n_exam; c++) {
+    int64_t j = order ? (int64_t)order[c] : c, lo = tr->offsets[j];
+    out->traj[c] = j;
+    rc = release_one(pt, pp, rng, tr->states + lo, tr->actions + lo,
+                     tr->offsets[j + 1] - lo, prod, &out->k[c], err);
+    if (rc) goto done;
+  }
+  out->n_examined = n_exam;
+done:
+  dprl_free(prod);
+  if (rc) dprl_prefix_release_free(out);
+  return rc;
+}
+
 int dprl_prefix_release_run(const dprl_policy_table *pt,
                             const dprl_trajectories *tr,
                             const dprl_prefix_params *pp, dprl_rng *rng,
@@ -590,26 +618,23 @@ int dprl_prefix_release_run(const dprl_policy_table *pt,
                      "trajectories: at most %lu can be shuffled, got more",
                      (unsigned long)UINT32_MAX);
   uint32_t *order = dprl_malloc((size_t)tr->n * sizeof(uint32_t));
-  double *prod = dprl_malloc((size_t)pt->n_experts * sizeof(double));
-  out->traj = dprl_malloc((size_t)n_exam * sizeof(int64_t));
-  out->k = dprl_malloc((size_t)n_exam * sizeof(int64_t));
-  if (!order || !prod || !out->traj || !out->k) {
-    rc = dprl_nomem(err);
-    goto done;
-  }
+  if (!order) return dprl_nomem(err);
   for (int64_t j = 0; j < tr->n; j++) order[j] = (uint32_t)j;
   dprl_rng_shuffle_u32(rng, order, (uint64_t)tr->n);
-  for (int64_t c = 0; c < n_exam; c++) {
-    int64_t j = order[c], lo = tr->offsets[j];
-    out->traj[c] = j;
-    rc = release_one(pt, pp, rng, tr->states + lo, tr->actions + lo,
-                     tr->offsets[j + 1] - lo, prod, &out->k[c], err);
-    if (rc) goto done;
-  }
-  out->n_examined = n_exam;
-done:
+  rc = examine(pt, tr, pp, rng, order, n_exam, out, err);
   dprl_free(order);
-  dprl_free(prod);
-  if (rc) dprl_prefix_release_free(out);
   return rc;
+}
+
+int dprl_prefix_release_ordered(const dprl_policy_table *pt,
+                                const dprl_trajectories *tr,
+                                const dprl_prefix_params *pp, dprl_rng *rng,
+                                dprl_prefix_release *out, dprl_error *err) {
+  memset(out, 0, sizeof *out);
+  int rc = dprl_policy_validate(pt, pp->p_min, err);
+  if (!rc) rc = dprl_trajectories_check(tr, pt, err);
+  if (rc) return rc;
+  int64_t n_exam = pp->T < tr->n ? pp->T : tr->n;
+  if (n_exam <= 0) return DPRL_OK;
+  return examine(pt, tr, pp, rng, NULL, n_exam, out, err);
 }

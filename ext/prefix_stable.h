@@ -220,6 +220,15 @@ int dprl_prefix_release_run(const dprl_policy_table *pt,
                             const dprl_trajectories *tr,
                             const dprl_prefix_params *pp, dprl_rng *rng,
                             dprl_prefix_release *out, dprl_error *err);
+/* The same release over trajectories the caller has already drawn, in the
+** order of examination (the SQL layer reads only the trajectories it
+** examines: it draws them from the generator first, exactly as the shuffle
+** above would, ALGORITHMS.md section 7.1): no shuffle; the first
+** min(T, n) are examined in order (traj[c] = c). */
+int dprl_prefix_release_ordered(const dprl_policy_table *pt,
+                                const dprl_trajectories *tr,
+                                const dprl_prefix_params *pp, dprl_rng *rng,
+                                dprl_prefix_release *out, dprl_error *err);
 void dprl_prefix_release_free(dprl_prefix_release *r);
 
 #endif

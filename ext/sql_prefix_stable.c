@@ -15,11 +15,13 @@
 **   -- {"mechanism":"dp_prefix_stable","accountant":"optimal","eps_prime":...}
 **
 ** Glue only: the options become the public parameters before any row is
-** read (so no option error depends on the data), the two queries are read
-** into dense tables (experts, states and actions interned to 0..n-1), the
-** release runs in prefix_stable.c, and the released prefixes come back
-** numbered by release and step: the caller's episode keys and t are used
-** to group and order the steps and never leave this file.
+** read (so no option error depends on the data), the policies are read
+** into a dense table (experts, states and actions interned to 0..n-1), the
+** trajectories' episode keys are read and T of them drawn, only those
+** trajectories' rows are read (ALGORITHMS.md section 7.1), the release
+** runs in prefix_stable.c, and the released prefixes come back numbered by
+** release and step: the caller's episode keys and t are used to draw,
+** group and order the steps and never leave this file.
 */
 #include <string.h>
 
@@ -50,8 +52,16 @@ typedef struct ps_opts {
 typedef struct ps_state {
   dprl_episode_index experts, states, actions; /* ids -> dense indices */
   dprl_policy_table pt;
-  dprl_step_buffer buf; /* trajectories: action index kept in .reward */
-  int64_t *offsets, *st, *ac;
+  dprl_episode_index ids;    /* every episode key of trajectories_sql */
+  dprl_episode_index chosen; /* the examined ones: 0..K-1 in examination order */
+  char *body;                /* trajectories_sql without what follows it, or NULL */
+  dprl_step_buffer buf;      /* trajectories: action index kept in .reward */
+  int64_t *offsets, *st, *ac; /* the K examined trajectories, in order */
+  int seeks;   /* pass 1 found the keys by index seeks */
+  int picking; /* dprl_prefix_key: 0 collects keys (pass 1), 1 picks rows (pass 2) */
+  dprl_sql_cancel cancel;
+  int cancel_open;
+  dprl_rng rng;
   dprl_error err;
 } ps_state;
 
@@ -165,50 +175,381 @@ static int ps_lookup(dprl_episode_index *x, sqlite3_value *v, const char *what,
   return DPRL_OK;
 }
 
-static int ps_read_trajectories(sqlite3 *db, sqlite3_value *sql, ps_state *ps, char **pzErr) {
-  dprl_query q;
-  int rc = dprl_query_open(&q, db, "trajectories_sql", sql, 4, FN, pzErr);
-  if (rc) return rc;
-  while ((rc = dprl_query_step(&q, FN, pzErr)) == SQLITE_ROW) {
-    dprl_key ek;
-    int64_t t;
-    uint32_t s, a;
-    if (dprl_sql_key(sqlite3_column_value(q.stmt, 0), "trajectories_sql: episode", &ek, &ps->err) ||
-        dprl_sql_int(sqlite3_column_value(q.stmt, 1), "trajectories_sql: t", &t, &ps->err) ||
-        ps_lookup(&ps->states, sqlite3_column_value(q.stmt, 2), "state", &s, &ps->err) ||
-        ps_lookup(&ps->actions, sqlite3_column_value(q.stmt, 3), "action", &a, &ps->err) ||
-        dprl_step_buffer_push(&ps->buf, &ek, t, s, (double)a, &ps->err)) {
+/* ---- which trajectories are read (ALGORITHMS.md section 7.1) ------------
+** The release examines the first T trajectories of a secure shuffle; the
+** others take no part in it.  So the call reads the distinct episode keys
+** first (pass 1), orders them as the grouped buffer used to (key order),
+** shuffles them with the generator exactly as dprl_prefix_release_run
+** does, and then reads the rows of the first K = min(T, n) only (pass 2):
+** the same law (and, seeded, the same release) as reading everything.
+** Pass 2 wraps the caller's query as
+**   WITH dprl_ps_rows(e, t, s, a) AS (<trajectories_sql>)
+**   SELECT e, t, s, a FROM dprl_ps_rows WHERE e COLLATE BINARY IN (?, ...)
+** which SQLite pushes into the caller's query, when an index orders the
+** episode column (pass 1 is then a loose index scan: one seek per key).
+** Without one, both passes are a scan of the caller's query filtered by
+** dprl_prefix_key(?1, e), a function that collects the keys (pass 1) or
+** tells the drawn keys' rows (pass 2) in C: half the cost of SQL's
+** DISTINCT and IN.  The keys themselves never leave this file. */
+
+#define PS_WITH "WITH dprl_ps_rows(e, t, s, a) AS (\n"
+
+/* A row's values, checked, into the buffer. */
+static int ps_push_row(sqlite3_stmt *st, const dprl_key *ek, ps_state *ps) {
+  int64_t t;
+  uint32_t s, a;
+  if (dprl_sql_int(sqlite3_column_value(st, 1), "trajectories_sql: t", &t, &ps->err) ||
+      ps_lookup(&ps->states, sqlite3_column_value(st, 2), "state", &s, &ps->err) ||
+      ps_lookup(&ps->actions, sqlite3_column_value(st, 3), "action", &a, &ps->err) ||
+      dprl_step_buffer_push(&ps->buf, ek, t, s, (double)a, &ps->err))
+    return ps->err.code;
+  return DPRL_OK;
+}
+
+/* The caller's statement without what follows it (semicolons, blanks), to
+** be wrapped; NULL (not an error) if that cannot be had: the call then reads
+** the caller's query as it is. */
+static char *ps_body_of(sqlite3 *db, sqlite3_value *sql) {
+  const char *text = (const char *)sqlite3_value_text(sql), *tail = NULL;
+  sqlite3_stmt *st = NULL;
+  if (!text || sqlite3_prepare_v2(db, text, -1, &st, &tail) != SQLITE_OK || !st || !tail) {
+    sqlite3_finalize(st);
+    return NULL;
+  }
+  sqlite3_finalize(st);
+  size_t n = (size_t)(tail - text);
+  while (n && (text[n - 1] == ';' || text[n - 1] == ' ' || text[n - 1] == '\t' ||
+               text[n - 1] == '\n' || text[n - 1] == '\r' || text[n - 1] == '\f'))
+    n--;
+  char *body = dprl_malloc(n + 1);
+  if (body) {
+    memcpy(body, text, n);
+    body[n] = 0;
+  }
+  return body;
+}
+
+/* Prepare PS_WITH body ")\n" tail with `ncol` columns, read-only; NULL
+** (not an error) if SQLite refuses it, and the caller falls back to the
+** unwrapped query.  *oom on allocation failure. */
+static sqlite3_stmt *ps_wrap(sqlite3 *db, const ps_state *ps, const char *tail, int ncol,
+                             int *oom) {
+  dprl_buf b = {0};
+  sqlite3_stmt *st = NULL;
+  dprl_buf_puts(&b, PS_WITH);
+  dprl_buf_puts(&b, ps->body);
+  dprl_buf_puts(&b, "\n) ");
+  dprl_buf_puts(&b, tail);
+  if (b.oom) *oom = 1;
+  else if (sqlite3_prepare_v2(db, b.data, (int)b.len, &st, NULL) != SQLITE_OK || !st ||
+           !sqlite3_stmt_readonly(st) || sqlite3_column_count(st) != ncol) {
+    sqlite3_finalize(st);
+    st = NULL;
+  }
+  dprl_buf_free(&b);
+  return st;
+}
+
+/* 1 if every step of st's plan seeks (SEARCH) and none sorts: then one run
+** costs a few index probes, not a scan. */
+static int ps_plan_seeks(sqlite3 *db, sqlite3_stmt *st) {
+  const char *sql = sqlite3_sql(st);
+  char *eqp = sql ? sqlite3_mprintf("EXPLAIN QUERY PLAN %s", sql) : NULL;
+  sqlite3_stmt *q = NULL;
+  int ok = eqp && sqlite3_prepare_v2(db, eqp, -1, &q, NULL) == SQLITE_OK && q, rows = 0;
+  while (ok && sqlite3_step(q) == SQLITE_ROW) {
+    const char *d = (const char *)sqlite3_column_text(q, 3);
+    rows++;
+    ok = d && strncmp(d, "SEARCH ", 7) == 0 && !strstr(d, "TEMP B-TREE");
+  }
+  sqlite3_finalize(q);
+  sqlite3_free(eqp);
+  return ok && rows > 0;
+}
+
+/* One episode key seen by pass 1. */
+static int ps_add_id(sqlite3_value *v, ps_state *ps) {
+  dprl_key k;
+  uint32_t i;
+  if (dprl_sql_key(v, "trajectories_sql: episode", &k, &ps->err) ||
+      dprl_key_intern(&ps->ids, &k, &i, &ps->err))
+    return ps->err.code;
+  return DPRL_OK;
+}
+
+/* Run st to the end, adding column 0 of each row as a key. */
+static int ps_ids_from(sqlite3_stmt *st, ps_state *ps, char **pzErr) {
+  dprl_query q = {st, "trajectories_sql"};
+  int rc;
+  while ((rc = dprl_query_step(&q, FN, pzErr)) == SQLITE_ROW)
+    if (ps_add_id(sqlite3_column_value(st, 0), ps)) return dprl_sql_vtab_error(pzErr, FN, &ps->err);
+  return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+/* dprl_prefix_key(state, e): the filter of both scans.  The state is a
+** pointer bound by this file (sqlite3_bind_pointer), which SQL cannot make:
+** called from SQL, the function is NULL and does nothing. */
+#define PS_KEY_FN "dprl_prefix_key"
+#define PS_KEY_PTR "dprl_prefix_key_state"
+
+static int ps_row_chosen(sqlite3_value *v, ps_state *ps);
+
+static void ps_key_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+  /* the pointer, checked once per statement (its type check is a strcmp),
+  ** then kept as the argument's auxiliary data */
+  ps_state *ps = sqlite3_get_auxdata(ctx, 0);
+  (void)argc;
+  if (!ps) {
+    if (!(ps = sqlite3_value_pointer(argv[0], PS_KEY_PTR))) {
+      sqlite3_result_null(ctx);
+      return;
+    }
+    sqlite3_set_auxdata(ctx, 0, ps, NULL);
+  }
+  int in = 0;
+  if (ps->picking) in = ps_row_chosen(argv[1], ps); /* -1: out of memory */
+  else if (ps_add_id(argv[1], ps)) in = -1;          /* collect: no row out */
+  if (in < 0) sqlite3_result_error(ctx, ps->err.msg, -1); /* stops the scan */
+  else sqlite3_result_int(ctx, in);
+}
+
+/* Run a scan filtered by dprl_prefix_key (bound to ps as ?1); rows it lets
+** through go to `row` (pass 2), none in pass 1. */
+static int ps_scan(sqlite3_stmt *st, ps_state *ps, int (*row)(sqlite3_stmt *, ps_state *),
+                   char **pzErr) {
+  dprl_query q = {st, "trajectories_sql"};
+  int rc = sqlite3_bind_pointer(st, 1, ps, PS_KEY_PTR, NULL);
+  if (rc != SQLITE_OK) return rc;
+  while ((rc = dprl_query_step(&q, FN, pzErr)) == SQLITE_ROW)
+    if (row && row(st, ps)) return dprl_sql_vtab_error(pzErr, FN, &ps->err);
+  if (rc != SQLITE_DONE && ps->err.code) return dprl_sql_vtab_error(pzErr, FN, &ps->err);
+  return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+/* Step q once: the value of column 0 (a copy) in *v, or *v = NULL at the
+** end. */
+static int ps_next_key(dprl_query *q, sqlite3_value **v, char **pzErr) {
+  int rc = dprl_query_step(q, FN, pzErr);
+  *v = NULL;
+  if (rc == SQLITE_DONE) return SQLITE_OK;
+  if (rc != SQLITE_ROW) return rc;
+  *v = sqlite3_value_dup(sqlite3_column_value(q->stmt, 0));
+  return *v ? SQLITE_OK : SQLITE_NOMEM;
+}
+
+/* The loose index scan: the smallest key (NULL first, as in ORDER BY),
+** then repeatedly the next larger one (next: "... > ?1 ... LIMIT 1"). */
+static int ps_ids_by_seeks(sqlite3_stmt *first, sqlite3_stmt *next, ps_state *ps,
+                           char **pzErr) {
+  dprl_query q = {first, "trajectories_sql"};
+  sqlite3_value *v = NULL;
+  int rc = ps_next_key(&q, &v, pzErr);
+  q.stmt = next;
+  while (rc == SQLITE_OK && v) {
+    if (ps_add_id(v, ps)) rc = dprl_sql_vtab_error(pzErr, FN, &ps->err);
+    else if (sqlite3_reset(next), (rc = sqlite3_bind_value(next, 1, v)) == SQLITE_OK) {
+      sqlite3_value_free(v);
+      rc = ps_next_key(&q, &v, pzErr);
+    }
+  }
+  sqlite3_value_free(v);
+  return rc;
+}
+
+/* Pass 1: every distinct episode key into ps->ids. */
+static int ps_read_ids(sqlite3 *db, sqlite3_value *sql, ps_state *ps, char **pzErr) {
+  int oom = 0, rc;
+  sqlite3_stmt *first = NULL, *next = NULL, *scan = NULL;
+  if (ps->body) {
+    next = ps_wrap(db, ps, "SELECT e FROM dprl_ps_rows WHERE e COLLATE BINARY > ?1 "
+                   "ORDER BY e COLLATE BINARY LIMIT 1", 1, &oom);
+    if (next && ps_plan_seeks(db, next))
+      first = ps_wrap(db, ps, "SELECT e FROM dprl_ps_rows ORDER BY e COLLATE BINARY LIMIT 1",
+                      1, &oom);
+    if (!first && !oom)
+      scan = ps_wrap(db, ps, "SELECT 1 FROM dprl_ps_rows WHERE " PS_KEY_FN "(?1, e)", 1, &oom);
+  }
+  ps->picking = 0;
+  if (oom) rc = SQLITE_NOMEM;
+  else if (first) {
+    ps->seeks = 1;
+    rc = ps_ids_by_seeks(first, next, ps, pzErr);
+  } else if (scan) rc = ps_scan(scan, ps, NULL, pzErr);
+  else { /* the caller's query as it is: every row's key */
+    dprl_query q;
+    if (!(rc = dprl_query_open(&q, db, "trajectories_sql", sql, 4, FN, pzErr))) {
+      rc = ps_ids_from(q.stmt, ps, pzErr);
+      dprl_query_close(&q);
+    }
+  }
+  sqlite3_finalize(first);
+  sqlite3_finalize(next);
+  sqlite3_finalize(scan);
+  return rc;
+}
+
+typedef struct ps_keyed {
+  dprl_key key;
+  uint32_t i;
+} ps_keyed;
+
+static int ps_keyed_cmp(const void *a, const void *b) {
+  return dprl_key_compare(&((const ps_keyed *)a)->key, &((const ps_keyed *)b)->key);
+}
+
+/* The draw: the keys in key order (as the grouped buffer numbered its
+** episodes), shuffled with the generator as dprl_prefix_release_run
+** shuffles (the same words of the stream); the first K = min(T, n) go to
+** ps->chosen, in order.  Returns K. */
+static int ps_choose(ps_state *ps, int64_t T, int64_t *K) {
+  size_t n = ps->ids.n;
+  *K = 0;
+  if (n == 0 || T <= 0) return DPRL_OK;
+  ps_keyed *k = dprl_calloc(n, sizeof *k);
+  uint32_t *order = dprl_calloc(n, sizeof *order);
+  int rc = DPRL_OK;
+  if (!k || !order) rc = dprl_nomem(&ps->err);
+  for (size_t i = 0; !rc && i < n; i++) {
+    dprl_key_get(&ps->ids, (uint32_t)i, &k[i].key);
+    k[i].i = (uint32_t)i;
+  }
+  if (!rc) rc = dprl_sort(k, n, sizeof *k, ps_keyed_cmp, &ps->cancel.base, &ps->err);
+  if (!rc) {
+    for (size_t j = 0; j < n; j++) order[j] = (uint32_t)j;
+    dprl_rng_shuffle_u32(&ps->rng, order, (uint64_t)n);
+    *K = T < (int64_t)n ? T : (int64_t)n;
+  }
+  for (int64_t c = 0; !rc && c < *K; c++) {
+    uint32_t got;
+    rc = dprl_key_intern(&ps->chosen, &k[order[c]].key, &got, &ps->err);
+  }
+  dprl_free(k);
+  dprl_free(order);
+  return rc;
+}
+
+/* Is this row's episode one of the examined?  Integers and text by their
+** exact key; a REAL equal to an examined integer key is that episode's row
+** (as SQL's IN would say), read so that its check reports it. */
+static int ps_row_chosen(sqlite3_value *v, ps_state *ps) {
+  dprl_key k;
+  uint32_t c;
+  int type = sqlite3_value_type(v);
+  if (type == SQLITE_INTEGER || type == SQLITE_TEXT) {
+    if (dprl_sql_key(v, "trajectories_sql: episode", &k, &ps->err)) return -1;
+    return dprl_key_find(&ps->chosen, &k, &c);
+  }
+  if (type == SQLITE_FLOAT) {
+    double x = sqlite3_value_double(v);
+    if (x >= -0x1p63 && x < 0x1p63 && x == (double)(int64_t)x) {
+      k = (dprl_key){0, (int64_t)x, NULL, 0};
+      return dprl_key_find(&ps->chosen, &k, &c);
+    }
+  }
+  return 0;
+}
+
+/* A row let through: its episode key, checked, and its values. */
+static int ps_take_row(sqlite3_stmt *st, ps_state *ps) {
+  dprl_key ek;
+  if (dprl_sql_key(sqlite3_column_value(st, 0), "trajectories_sql: episode", &ek, &ps->err))
+    return ps->err.code;
+  return ps_push_row(st, &ek, ps);
+}
+
+/* A row of the caller's query: its values if its key was drawn. */
+static int ps_filter_row(sqlite3_stmt *st, ps_state *ps) {
+  int in = ps_row_chosen(sqlite3_column_value(st, 0), ps);
+  return in < 0 ? ps->err.code : in ? ps_take_row(st, ps) : DPRL_OK;
+}
+
+/* Pass 2: the rows of the K examined trajectories, each checked, into the
+** buffer (rows of other episodes are skipped unread). */
+static int ps_read_trajectories(sqlite3 *db, sqlite3_value *sql, ps_state *ps, int64_t K,
+                                char **pzErr) {
+  dprl_query q = {NULL, "trajectories_sql"};
+  int rc, oom = 0, all = (size_t)K == ps->ids.n;
+  ps->picking = 1;
+  if (!all && ps->seeks && K <= sqlite3_limit(db, SQLITE_LIMIT_VARIABLE_NUMBER, -1)) {
+    /* the drawn keys by index seeks */
+    dprl_buf b = {0};
+    dprl_buf_puts(&b, "SELECT e, t, s, a FROM dprl_ps_rows WHERE e COLLATE BINARY IN (");
+    for (int64_t c = 0; c < K; c++) dprl_buf_puts(&b, c ? ",?" : "?");
+    dprl_buf_puts(&b, ")");
+    if (b.oom) oom = 1;
+    else q.stmt = ps_wrap(db, ps, b.data, 4, &oom);
+    dprl_buf_free(&b);
+    for (int64_t c = 0; q.stmt && c < K; c++) {
+      dprl_key k;
+      dprl_key_get(&ps->chosen, (uint32_t)c, &k);
+      int r = k.is_text ? sqlite3_bind_text(q.stmt, (int)c + 1, k.text, (int)k.len, SQLITE_STATIC)
+                        : sqlite3_bind_int64(q.stmt, (int)c + 1, k.ival);
+      if (r != SQLITE_OK) {
+        dprl_query_close(&q);
+        oom = r == SQLITE_NOMEM;
+      }
+    }
+  } else if (!all && ps->body) { /* a scan filtered by dprl_prefix_key */
+    sqlite3_stmt *st = ps_wrap(db, ps, "SELECT e, t, s, a FROM dprl_ps_rows WHERE " PS_KEY_FN
+                               "(?1, e)", 4, &oom);
+    if (st) {
+      rc = ps_scan(st, ps, ps_filter_row, pzErr);
+      sqlite3_finalize(st);
+      return rc;
+    }
+  }
+  if (oom) return SQLITE_NOMEM;
+  /* Otherwise the caller's query as it is (every trajectory examined, or a
+  ** text that cannot be wrapped). */
+  if (!q.stmt && (rc = dprl_query_open(&q, db, "trajectories_sql", sql, 4, FN, pzErr)))
+    return rc;
+  while ((rc = dprl_query_step(&q, FN, pzErr)) == SQLITE_ROW)
+    if (ps_filter_row(q.stmt, ps)) {
       rc = dprl_sql_vtab_error(pzErr, FN, &ps->err);
       break;
     }
-  }
   dprl_query_close(&q);
   return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
-/* Episodes flattened into the core's arrays, each sorted by t (the order
-** of the episodes is irrelevant: the release shuffles them). */
-static int ps_flatten(ps_state *ps, char **pzErr) {
+/* The examined trajectories flattened into the core's arrays in the order
+** of examination (trajectory c = chosen key c), each sorted by t; an
+** examined key with no rows (a query that changed between the passes) is
+** an empty trajectory. */
+static int ps_flatten(ps_state *ps, int64_t K, char **pzErr) {
   size_t E = dprl_step_buffer_episodes(&ps->buf), n = ps->buf.n;
-  ps->offsets = dprl_malloc((E + 1) * sizeof *ps->offsets);
+  uint32_t *pos = dprl_calloc(E ? E : 1, sizeof *pos);
+  ps->offsets = dprl_calloc((size_t)K + 1, sizeof *ps->offsets);
   ps->st = dprl_malloc((n ? n : 1) * sizeof *ps->st);
   ps->ac = dprl_malloc((n ? n : 1) * sizeof *ps->ac);
-  if (!ps->offsets || !ps->st || !ps->ac) return SQLITE_NOMEM;
-  size_t at = 0;
-  ps->offsets[0] = 0;
-  for (size_t e = 0; e < E; e++) {
+  if (!pos || !ps->offsets || !ps->st || !ps->ac) {
+    dprl_free(pos);
+    return SQLITE_NOMEM;
+  }
+  for (size_t e = 0; e < E; e++) { /* lengths, at the chosen positions */
+    dprl_key k;
+    dprl_step_buffer_episode_key(&ps->buf, e, &k);
+    if (!dprl_key_find(&ps->chosen, &k, &pos[e])) pos[e] = UINT32_MAX; /* unreachable */
+    else ps->offsets[pos[e] + 1] = (int64_t)(ps->buf.start[e + 1] - ps->buf.start[e]);
+  }
+  for (int64_t c = 0; c < K; c++) ps->offsets[c + 1] += ps->offsets[c];
+  int rc = SQLITE_OK;
+  for (size_t e = 0; e < E && !rc; e++) {
     const dprl_step *steps;
     size_t len;
-    if (dprl_step_buffer_episode(&ps->buf, e, &steps, &len, &ps->err))
-      return dprl_sql_vtab_error(pzErr, FN, &ps->err);
-    for (size_t j = 0; j < len; j++, at++) {
-      ps->st[at] = steps[j].state;
-      ps->ac[at] = (int64_t)steps[j].reward; /* the action index */
+    if (dprl_step_buffer_episode(&ps->buf, e, &steps, &len, &ps->err)) {
+      rc = dprl_sql_vtab_error(pzErr, FN, &ps->err);
+      break;
     }
-    ps->offsets[e + 1] = (int64_t)at;
+    if (pos[e] != UINT32_MAX)
+      for (size_t j = 0, at = (size_t)ps->offsets[pos[e]]; j < len; j++, at++) {
+        ps->st[at] = steps[j].state;
+        ps->ac[at] = (int64_t)steps[j].reward; /* the action index */
+      }
     dprl_step_buffer_drop_before(&ps->buf, ps->buf.start[e + 1]);
   }
-  return SQLITE_OK;
+  dprl_free(pos);
+  return rc;
 }
 
 static void put_key(dprl_rows *out, int col, const dprl_key *k) {
@@ -243,25 +584,16 @@ static int ps_emit(ps_state *ps, const dprl_prefix_release *rel, dprl_rows *out)
   return out->oom ? SQLITE_NOMEM : SQLITE_OK;
 }
 
-static int ps_release(sqlite3 *db, ps_state *ps, const ps_opts *o, dprl_rows *out,
+static int ps_release(sqlite3 *db, ps_state *ps, const ps_opts *o, int64_t K, dprl_rows *out,
                       char **pzErr) {
-  size_t E = dprl_step_buffer_episodes(&ps->buf);
-  dprl_trajectories tr = {(int64_t)E, ps->offsets, ps->st, ps->ac};
+  dprl_trajectories tr = {K, ps->offsets, ps->st, ps->ac};
   dprl_prefix_release rel = {0};
-  dprl_rng rng;
-  dprl_sql_cancel cancel;
   dprl_prefix_params pp = o->pp;
-  if (dprl_sql_cancel_open(&cancel, db, &ps->err)) return dprl_sql_vtab_error(pzErr, FN, &ps->err);
-  pp.cancel = &cancel.base;
-  if (o->has_seed) dprl_rng_init_seeded(&rng, o->seed, 3);
-  else if (dprl_rng_init_secure(&rng, &ps->err)) {
-    dprl_sql_cancel_close(&cancel);
-    return dprl_sql_vtab_error(pzErr, FN, &ps->err);
-  }
+  pp.cancel = &ps->cancel.base;
   int rc = SQLITE_OK;
   /* T above the number of trajectories examines them all (no error: it
   ** would reveal their number); none at all releases nothing. */
-  if (dprl_prefix_release_run(&ps->pt, &tr, &pp, &rng, &rel, &ps->err))
+  if (dprl_prefix_release_ordered(&ps->pt, &tr, &pp, &ps->rng, &rel, &ps->err))
     rc = dprl_sql_vtab_error(pzErr, FN, &ps->err);
   else
     rc = ps_emit(ps, &rel, out);
@@ -269,10 +601,17 @@ static int ps_release(sqlite3 *db, ps_state *ps, const ps_opts *o, dprl_rows *ou
     dprl_spend sp = {o->budget, FN, o->epsilon, o->delta, !o->has_seed, o->text, o->len};
     if (dprl_budget_charge(db, &sp, &ps->err)) rc = dprl_sql_vtab_error(pzErr, FN, &ps->err);
   }
-  dprl_rng_wipe(&rng);
-  dprl_sql_cancel_close(&cancel);
   dprl_prefix_release_free(&rel);
   return rc;
+}
+
+/* The generator and the interrupt hook, once the policies are accepted. */
+static int ps_open(sqlite3 *db, ps_state *ps, const ps_opts *o, char **pzErr) {
+  if (dprl_sql_cancel_open(&ps->cancel, db, &ps->err)) return dprl_sql_vtab_error(pzErr, FN, &ps->err);
+  ps->cancel_open = 1;
+  if (o->has_seed) dprl_rng_init_seeded(&ps->rng, o->seed, 3);
+  else if (dprl_rng_init_secure(&ps->rng, &ps->err)) return dprl_sql_vtab_error(pzErr, FN, &ps->err);
+  return SQLITE_OK;
 }
 
 static int ps_compute(sqlite3 *db, sqlite3_value **args, dprl_rows *out, char **pzErr) {
@@ -281,20 +620,37 @@ static int ps_compute(sqlite3 *db, sqlite3_value **args, dprl_rows *out, char **
   memset(&ps, 0, sizeof ps);
   memset(&o, 0, sizeof o);
   int rc;
+  int64_t K = 0;
+  dprl_query q;
   /* Options first: their errors come before any row is read. */
   if (ps_parse(FN, args[2], &o, &ps.err)) rc = dprl_sql_vtab_error(pzErr, FN, &ps.err);
   else if (!(rc = ps_read_policies(db, args[1], &ps, pzErr))) {
     /* Assumption 3 is checked before any trajectory is read or released. */
     if (dprl_policy_validate(&ps.pt, o.pp.p_min, &ps.err)) rc = dprl_sql_vtab_error(pzErr, FN, &ps.err);
-    else if (!(rc = ps_read_trajectories(db, args[0], &ps, pzErr))) {
-      if (dprl_step_buffer_group(&ps.buf, &ps.err)) rc = dprl_sql_vtab_error(pzErr, FN, &ps.err);
-      else if (!(rc = ps_flatten(&ps, pzErr))) rc = ps_release(db, &ps, &o, out, pzErr);
+    /* trajectories_sql checked as it is (one read-only SELECT, 4 columns)
+    ** before any of its wrapped forms runs */
+    else if (!(rc = dprl_query_open(&q, db, "trajectories_sql", args[0], 4, FN, pzErr))) {
+      dprl_query_close(&q);
+      ps.body = ps_body_of(db, args[0]);
+      ps.buf.cancel = &ps.cancel.base;
+      if (!(rc = ps_open(db, &ps, &o, pzErr)) && !(rc = ps_read_ids(db, args[0], &ps, pzErr))) {
+        if (ps_choose(&ps, o.pp.T, &K)) rc = dprl_sql_vtab_error(pzErr, FN, &ps.err);
+        else if (!(rc = ps_read_trajectories(db, args[0], &ps, K, pzErr))) {
+          if (dprl_step_buffer_group(&ps.buf, &ps.err)) rc = dprl_sql_vtab_error(pzErr, FN, &ps.err);
+          else if (!(rc = ps_flatten(&ps, K, pzErr))) rc = ps_release(db, &ps, &o, K, out, pzErr);
+        }
+      }
     }
   }
+  dprl_rng_wipe(&ps.rng);
+  if (ps.cancel_open) dprl_sql_cancel_close(&ps.cancel);
   dprl_free(o.budget);
+  dprl_free(ps.body);
   dprl_key_index_free(&ps.experts);
   dprl_key_index_free(&ps.states);
   dprl_key_index_free(&ps.actions);
+  dprl_key_index_free(&ps.ids);
+  dprl_key_index_free(&ps.chosen);
   dprl_policy_free(&ps.pt);
   dprl_step_buffer_free(&ps.buf);
   dprl_free(ps.offsets);
@@ -357,5 +713,10 @@ int dprl_register_prefix_stable(sqlite3 *db) {
   int rc = sqlite3_create_function_v2(db, FN_CAL, 1,
                                       DPRL_JSON_FLAGS | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS,
                                       NULL, calibrate_fn, NULL, NULL, NULL);
+  /* not deterministic: it collects keys as a side effect; direct-only: no
+  ** view or trigger may call it (it does nothing there anyway) */
+  if (rc == SQLITE_OK)
+    rc = sqlite3_create_function_v2(db, PS_KEY_FN, 2, SQLITE_UTF8 | SQLITE_DIRECTONLY, NULL,
+                                    ps_key_fn, NULL, NULL, NULL);
   return rc == SQLITE_OK ? dprl_tvf_register(db, &ps_spec) : rc;
 }

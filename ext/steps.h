@@ -54,6 +54,8 @@ typedef struct dprl_episode_index {
   size_t n, cap;
   dprl_buf text;        /* text keys, back to back */
   uint32_t last;        /* cache: index of the last key seen (+1, 0 = none) */
+  int last_int;         /* ... and, when it is an integer key, that key */
+  int64_t last_ival;    /* (kept here: no load from the arrays per row) */
   /* Dense non-negative integer keys (the usual episode ids) skip hashing:
   ** dmap[k] = episode + 1 for 0 <= k < dsize, dsize kept within a constant
   ** factor of the number of episodes.  Other keys go to the hash table. */

@@ -4,6 +4,7 @@ trajectories, tiny epsilon, the accountant against an independent
 computation (dp_prefix_calibrate), and every option / policy / input error."""
 import json
 import math
+import sqlite3
 from decimal import Decimal, getcontext
 
 from harness import check, check_close, check_error, connect, run, sql_error
@@ -354,12 +355,26 @@ def test_errors():
     check(sql_error(con, Q, (json.dumps(o),)) is None, "the repaired policy table is accepted")
     check(sql_error(con, Q, (json.dumps(dict(o, T=3)),)) is None,
           "T = 3 above the 2 trajectories is no error")
+    # T = 3 examines all 3 trajectories: only examined trajectories are read
+    # (test_unexamined_not_read)
     con.execute("INSERT INTO steps VALUES (7, 0, 5, 0)")
     err("dp_prefix_stable: trajectories_sql: state 5 is not in the policy table (policies_sql)",
-        "a trajectory state not in the policies is an error")
+        "a trajectory state not in the policies is an error", dict(o, T=3))
     con.execute("UPDATE steps SET state = 0, action = 9 WHERE episode = 7")
     err("dp_prefix_stable: trajectories_sql: action 9 is not in the policy table (policies_sql)",
-        "a trajectory action not in the policies is an error")
+        "a trajectory action not in the policies is an error", dict(o, T=3))
+    con.execute("UPDATE steps SET action = 0 WHERE episode = 7")
+    con.execute("INSERT INTO steps VALUES (7, 0, 1, 0)")
+    msg = sql_error(con, Q, (json.dumps(dict(o, T=3)),))
+    check(msg == "dp_prefix_stable: duplicate (episode, t) = (7, 0)",
+          "a duplicate (episode, t) in an examined trajectory is an error", msg)
+    con.execute("DELETE FROM steps WHERE episode = 7")
+    con.execute("INSERT INTO steps VALUES (2.5, 0, 0, 0)")
+    msg = sql_error(con, Q, (json.dumps(dict(o, T=1)),))
+    check(msg is not None and msg.startswith("dp_prefix_stable: trajectories_sql: episode must be "
+                                             "an integer or text, got 2.5"),
+          "an episode key that is neither integer nor text is an error, whatever T", msg)
+    con.execute("DELETE FROM steps WHERE episode = 2.5")
     con.execute("DELETE FROM steps WHERE episode = 7")
     err("dp_prefix_stable: policies_sql must return 4 columns, got 3", "policies_sql columns",
         sql=Q.replace("expert, state, action, prob", "expert, state, action"))
@@ -374,5 +389,153 @@ def test_errors():
     check(sql_error(con, "SELECT 1") is None, "statements finalized: DROP TABLE works after errors")
 
 
+# ---- only the examined trajectories are read (ALGORITHMS.md section 7.1) ----
+
+QI = ("SELECT release, step, state, action, next_state FROM dp_prefix_stable("
+      "?, 'SELECT expert, state, action, prob FROM policies', ?) ORDER BY release, step")
+
+
+def ident_setup(n, con=None, table="steps", decl="episode, t, state, action"):
+    """n trajectories of 2 steps; trajectory i visits state i twice with
+    action 0 (so its released rows name it), keys alternate integers and
+    text.  50 experts play action 0 with prob 0.4 and 1, 2 with 0.3: at
+    p_min = 0.3 and a large epsilon every examined trajectory is released
+    whole (count 50 * 0.4^2 = 8 against a threshold of about 3.4), so the
+    released states are the examined trajectories, in examination order."""
+    con = con or connect()
+    if not con.execute("SELECT count(*) FROM sqlite_schema WHERE name = 'policies'").fetchone()[0]:
+        con.execute("CREATE TABLE policies(expert, state, action, prob)")
+        con.executemany("INSERT INTO policies VALUES (?,?,?,?)",
+                        [(e, s, a, 0.4 if a == 0 else 0.3)
+                         for e in range(50) for s in range(n) for a in range(3)])
+    con.execute(f"CREATE TABLE {table}({decl})")
+    con.executemany(f"INSERT INTO {table} VALUES (?,?,?,?)",
+                    [(ident_key(i), t, i, 0) for i in range(n) for t in (5, 9)])
+    return con
+
+
+def ident_key(i):
+    return i * 1000 if i % 2 == 0 else f"ep-{i}"
+
+
+def examined(con, T, seed, sql="SELECT episode, t, state, action FROM steps"):
+    """The trajectories (states) released, in order; the error if any."""
+    o = {"epsilon": 1e4, "delta": 0.1, "p_min": 0.3, "T": T, "L": 2, "seed": seed}
+    try:
+        out = con.execute(QI, (sql, json.dumps(o))).fetchall()
+    except Exception as e:  # noqa: BLE001 - the error is the observation
+        return None, str(e)
+    return [r[2] for r in out if r[1] == 1], None
+
+
+def test_unexamined_not_read():
+    # One trajectory has a state the policies do not know.  Only examined
+    # trajectories are read: a seeded call fails exactly when, on the same
+    # keys with that state repaired, the same seed examines (and so
+    # releases) that trajectory.  Before, every call failed.
+    n, T, bad = 20, 2, 7
+    con = ident_setup(n)
+    seeds = range(1, 201)
+    ok_rep, want = True, {}
+    for sd in seeds:
+        got, e = examined(con, T, sd)
+        ok_rep &= e is None and len(got) == T and len(set(got)) == T
+        want[sd] = bad in got
+    check(ok_rep, "every examined trajectory is released whole (the setup works)")
+    con.execute("UPDATE steps SET state = 99 WHERE state = ? AND t = 9", (bad,))
+    agree, errors = True, 0
+    for sd in seeds:
+        got, e = examined(con, T, sd)
+        if e is not None:
+            errors += 1
+            agree &= want[sd] and e == ("dp_prefix_stable: trajectories_sql: state 99 is not in "
+                                        "the policy table (policies_sql)")
+        else:
+            agree &= not want[sd]
+    check(agree, "an error exactly when the bad trajectory is examined", errors)
+    # T/n = 1/10 of 200 runs: 20 expected, 6 standard errors (4.2) either side
+    check(0 < errors < 200 and abs(errors - 20) <= 6 * math.sqrt(200 * 0.1 * 0.9),
+          "the bad trajectory is examined in about T/n of the runs", errors)
+    msg = sql_error(con, QI, ("SELECT episode, t, state, action FROM steps",
+                              json.dumps({"epsilon": 1e4, "delta": 0.1, "p_min": 0.3,
+                                          "T": n, "L": 2, "seed": 1})))
+    check(msg is not None and "state 99" in msg, "T = n examines (and checks) every trajectory")
+
+
+def test_sampling_uniform():
+    # T = 2 of n = 6: the ordered pair examined is uniform over the 30 pairs
+    # (the first T of a uniform shuffle), chi-square over 3000 seeds.
+    n, T, runs = 6, 2, 3000
+    con = ident_setup(n)
+    counts = {}
+    for sd in range(runs):
+        got, e = examined(con, T, 10000 + sd)
+        counts[tuple(got or ())] = counts.get(tuple(got or ()), 0) + 1
+    pairs = [(a, b) for a in range(n) for b in range(n) if a != b]
+    check(sorted(counts) == sorted(pairs), "every ordered pair of distinct trajectories, no other",
+          sorted(counts)[:5])
+    e = runs / len(pairs)
+    chi2 = sum((counts.get(p, 0) - e) ** 2 / e for p in pairs)
+    # 29 degrees of freedom: P(chi2 > 80) < 1e-6
+    check(chi2 < 80, "the examined pair is uniform (chi-square, 29 df, < 80)", chi2)
+
+
+def test_read_paths_agree():
+    # The same rows give the same seeded release whichever way they are
+    # read: a plain table (two scans filtered by dprl_prefix_key), rows
+    # inserted in another order, an index on (episode, t) (seeks, then IN),
+    # T above SQLite's limit on parameters (the filtered scan again),
+    # trailing semicolons and comments, a text that cannot be wrapped (read
+    # as it is), a caller CTE, a join, and a NOCASE column (keys 'ep-1' and
+    # 'EP-1' stay two trajectories).
+    n, T = 40, 6
+    con = ident_setup(n)
+    base = [examined(con, T, sd)[0] for sd in range(1, 9)]
+    check(all(b and len(b) == T for b in base), "plain table: T trajectories examined")
+
+    def same(name, sql="SELECT episode, t, state, action FROM steps", c=con):
+        got = [examined(c, T, sd, sql)[0] for sd in range(1, 9)]
+        check(got == base, f"same seeded release: {name}", (got[:2], base[:2]))
+    con.execute("CREATE TABLE shuffled AS SELECT * FROM steps ORDER BY state * 7 % 40 DESC, t DESC")
+    same("rows in another order", "SELECT episode, t, state, action FROM shuffled")
+    same("trailing semicolons and a comment",
+         "SELECT episode, t, state, action FROM steps ;; -- the end")
+    same("a comment without newline inside", "SELECT episode, t, state, action FROM steps -- c")
+    same("an unterminated comment (the text cannot be wrapped: read as it is)",
+         "SELECT episode, t, state, action FROM steps /* to the end")
+    same("a caller CTE", "WITH x AS (SELECT * FROM steps) SELECT episode, t, state, action FROM x")
+    con.execute("CREATE TABLE names(episode, label)")
+    con.execute("INSERT INTO names SELECT DISTINCT episode, 'x' FROM steps")
+    same("a join", "SELECT s.episode, t, state, action FROM steps s JOIN names USING (episode)")
+    con.execute("CREATE INDEX steps_ep_t ON steps(episode, t)")
+    plan = " ".join(r[3] for r in con.execute(
+        "EXPLAIN QUERY PLAN WITH dprl_ps_rows(e, t, s, a) AS (SELECT episode, t, state, action "
+        "FROM steps) SELECT e FROM dprl_ps_rows WHERE e COLLATE BINARY > ?1 "
+        "ORDER BY e COLLATE BINARY LIMIT 1", (0,)))
+    check(plan.startswith("SEARCH"), "with the index, the next key is a seek", plan)
+    same("an index on (episode, t)")
+    con.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, T - 1)
+    same("T above the limit on SQL parameters")
+    same("T above the limit, with the index")
+    con.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 32766)
+    check(con.execute("SELECT dprl_prefix_key(NULL, 5), dprl_prefix_key('x', 5), "
+                      "dprl_prefix_key(?, 5)", (12345,)).fetchone() == (None, None, None),
+          "dprl_prefix_key (the scans' filter) is NULL when SQL calls it")
+    # NOCASE: SQL's DISTINCT and IN would merge 'ep-1' and 'EP-1'
+    c2 = ident_setup(n, table="steps", decl="episode COLLATE NOCASE, t, state, action")
+    c2.execute("INSERT INTO steps VALUES ('EP-1', 5, 1, 0), ('EP-1', 9, 1, 0)")
+    o = {"epsilon": 1e4, "delta": 0.1, "p_min": 0.3, "T": n + 1, "L": 2, "seed": 1}
+    out = c2.execute(QI, ("SELECT episode, t, state, action FROM steps", json.dumps(o))).fetchall()
+    check(len(out) == 2 * (n + 1), "a NOCASE column: 'ep-1' and 'EP-1' are two trajectories",
+          len(out))
+    c2.execute("CREATE INDEX steps_ep_t ON steps(episode, t)")
+    out = c2.execute(QI, ("SELECT episode, t, state, action FROM steps", json.dumps(o))).fetchall()
+    check(len(out) == 2 * (n + 1), "a NOCASE column with an index: two trajectories", len(out))
+    o = dict(o, T=n)
+    got = c2.execute(QI, ("SELECT episode, t, state, action FROM steps", json.dumps(o))).fetchall()
+    check(len(got) == 2 * n, "a NOCASE column, T = n of n + 1: T trajectories read", len(got))
+
+
 run([test_cliff, test_no_caller_ids, test_whole_trajectories_and_T, test_T_above_n_and_none,
-     test_long_tail_changes_nothing, test_tiny_epsilon, test_accountant, test_errors])
+     test_long_tail_changes_nothing, test_tiny_epsilon, test_accountant, test_errors,
+     test_unexamined_not_read, test_sampling_uniform, test_read_paths_agree])

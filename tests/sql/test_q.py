@@ -1252,6 +1252,8 @@ def test_interrupts():
     interrupt_tables(con)
     L = "SELECT dp_q_learn(s, a, r, s_next, ?) FROM (SELECT * FROM tr LIMIT ?)"
     N = "SELECT count(*) FROM dp_q_noise('SELECT * FROM big', ?)"
+    N3 = ("SELECT count(*) FROM dp_q_noise('SELECT s / 3 + k / 3.0, a, q FROM big, "
+          "(SELECT 0 AS k UNION ALL SELECT 1 UNION ALL SELECT 2)', ?)")
     base = dict(n_actions=2, gamma=0.9, lr=0.01, B=1, seed=1)
     cases = [
         ("dp_q_learn, K = 10^5 features (wide SGD steps)", L, (J(T=30000, K=100000, sigma=0, **base), 2), 0.2),
@@ -1261,7 +1263,9 @@ def test_interrupts():
         ("dp_q_learn, 200,000 transitions, presampled paths", L,
          (J(n_actions=2, gamma=0.9, lr=0.01, T=64 * 30000, B=64, J=1, sigma=0.5, beta=2, seed=1), 200000), 0.2),
         ("dp_q_noise, 10^6 points", N, (J(n_actions=2, **SB),), 0.2),
-        ("dp_q_noise, 10^6 points, later", N, (J(n_actions=2, **SB),), 1.0),
+        # 3 x 10^6 distinct points: since the faster generator, 10^6 points
+        # can be done before 1 s, and the interrupt must land inside the call
+        ("dp_q_noise, 3 x 10^6 points, later", N3, (J(n_actions=2, **SB),), 1.0),
     ]
     for name, sql, args, after in cases:
         late, err = interrupted(con, sql, args, after)
@@ -1271,7 +1275,7 @@ def test_interrupts():
     # roll it back (SQLite refuses every statement on an interrupted connection
     # until the statement ends); the message says so exactly when it is open
     for after in (0.2, 1.0):
-        late, err = interrupted(con, N, (J(n_actions=2, path="gp", **SB),), after)
+        late, err = interrupted(con, N3, (J(n_actions=2, path="gp", **SB),), after)
         still_open = "still open" in (err or ("",))[0]
         check(err is not None and err[0].startswith("interrupted") and err[1] == sqlite3.SQLITE_INTERRUPT
               and late < 0.5, f"interrupt stops dp_q_noise with a path table (after {after} s) within 0.5 s (CPU)",

@@ -21,6 +21,7 @@ FUNCTIONS = {  # name: (number of arguments, deterministic?)
     "dp_lsw_from_stats": (4, False),
     "dp_lsl_from_stats": (4, False),
     "dp_prefix_calibrate": (1, True),
+    "dprl_prefix_key": (2, False),  # dp_prefix_stable's scan filter; NULL from SQL
     "dp_q_calibrate": (1, True),
     "dp_plan": (1, True),
     "dprl_budget": (3, False),

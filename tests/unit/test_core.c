@@ -152,6 +152,50 @@ static void test_step_buffer(void) {
   dprl_step_buffer_free(&b);
 }
 
+/* The key index: text keys of every length 0..40 sharing prefixes (and
+** NUL bytes), integers dense, negative and sparse, interleaved so that the
+** last-key cache switches kinds; every key keeps its first index, and an
+** integer never matches the text of its digits or a key seen last. */
+static void test_key_index(void) {
+  dprl_episode_index x = {0};
+  dprl_error err = {0};
+  char texts[41][48];
+  int ok = 1;
+  uint32_t idx[41 + 41 + 5], got;
+  const int64_t ints[5] = {0, 7, -3, (int64_t)1 << 62, 123456789012345};
+  for (int pass = 0; pass < 2; pass++) {
+    for (int len = 0; len <= 40; len++) {
+      for (int i = 0; i < len; i++) texts[len][i] = i == 17 ? 0 : (char)('a' + i % 3);
+      dprl_key tk = {1, 0, texts[len], (size_t)len};
+      dprl_key ik = {0, len, NULL, 0}; /* integer len: never the text */
+      dprl_key big = {0, ints[len % 5], NULL, 0};
+      ok &= dprl_key_intern(&x, &tk, &got, &err) == DPRL_OK;
+      if (pass == 0) idx[len] = got;
+      else ok &= got == idx[len];
+      ok &= dprl_key_intern(&x, &ik, &got, &err) == DPRL_OK;
+      if (pass == 0) idx[41 + len] = got;
+      else ok &= got == idx[41 + len];
+      ok &= dprl_key_intern(&x, &big, &got, &err) == DPRL_OK;
+      if (pass == 0 && len < 5) idx[82 + len] = got;
+      else ok &= got == idx[82 + len % 5];
+      ok &= dprl_key_intern(&x, &big, &got, &err) == DPRL_OK && got == idx[82 + len % 5];
+    }
+  }
+  /* 41 texts + 41 integers 0..40 + 3 integers not among 0..40 */
+  ok &= x.n == 41 + 41 + 3;
+  for (int len = 0; len <= 40; len++) {
+    dprl_key tk = {1, 0, texts[len], (size_t)len};
+    ok &= dprl_key_find(&x, &tk, &got) && got == idx[len];
+    dprl_key k;
+    dprl_key_get(&x, idx[len], &k);
+    ok &= k.is_text && k.len == (size_t)len && memcmp(k.text, texts[len], (size_t)len) == 0;
+  }
+  dprl_key miss = {1, 0, "abcabcabcabcabcabca", 19}; /* no NUL at 17 */
+  ok &= !dprl_key_find(&x, &miss, &got);
+  CHECK(ok, "key index: texts of every length, integers of every kind, each its own index");
+  dprl_key_index_free(&x);
+}
+
 static void test_stream(void) {
   dprl_episode_stream s = {0};
   dprl_error err = {0};
@@ -356,6 +400,7 @@ int main(void) {
   test_json();
   test_options();
   test_step_buffer();
+  test_key_index();
   test_stream();
   test_first_visit();
   test_psi();

@@ -213,6 +213,62 @@ static void test_path_basics(void) {
   dprl_gp_path_free(z);
 }
 
+/* A large batch (the sort is a radix sort over the bytes of x): states of
+** both signs and many magnitudes, repeated, with -0 and +0 both present.
+** The batch must draw exactly what sample_at draws over the queries sorted
+** by x, ties by position (so the first of +0 / -0 is the one stored). */
+typedef struct pos_x {
+  double x;
+  int i;
+} pos_x;
+static int cmp_pos_x(const void *a, const void *b) {
+  const pos_x *p = a, *q = b;
+  if (p->x != q->x) return p->x < q->x ? -1 : 1;
+  return (p->i > q->i) - (p->i < q->i);
+}
+static void test_batch_large(void) {
+  enum { NQ = 20000 };
+  dprl_error err = {0};
+  static double q[NQ], out[NQ];
+  static pos_x sorted[NQ];
+  dprl_rng rq;
+  dprl_rng_init_seeded(&rq, 91, 0);
+  for (int i = 0; i < NQ; i++) {
+    uint64_t u = dprl_rng_below(&rq, 1000);
+    double x = ldexp((double)(u % 37) + 1, (int)(u % 41) - 30); /* 2^-30 .. 2^47 */
+    if (u % 3 == 0) x = -x;
+    if (u % 50 == 0) x = u % 100 == 0 ? -0.0 : 0.0;
+    q[i] = x;
+    sorted[i] = (pos_x){x, i};
+  }
+  q[0] = sorted[0].x = 0.0; /* +0 before -0: +0 is the zero stored */
+  q[1] = sorted[1].x = -0.0;
+  dprl_gp_point pre[2] = {{-5.0, 0.25}, {3.0, -0.5}};
+  dprl_gp_path *a = dprl_gp_path_create(1.3, 0.01, dprl_grid_for(1.3), &err);
+  dprl_gp_path *b = dprl_gp_path_create(1.3, 0.01, dprl_grid_for(1.3), &err);
+  int rc = dprl_gp_path_load(a, pre, 2, &err) | dprl_gp_path_load(b, pre, 2, &err);
+  dprl_rng ra, rb;
+  dprl_rng_init_seeded(&ra, 56, 1);
+  dprl_rng_init_seeded(&rb, 56, 1);
+  rc |= dprl_gp_path_sample_batch(a, &ra, q, NQ, out, &err);
+  qsort(sorted, NQ, sizeof *sorted, cmp_pos_x);
+  int same_out = 1;
+  for (int i = 0; i < NQ; i++) {
+    double g;
+    rc |= dprl_gp_path_sample_at(b, &rb, sorted[i].x, &g, &err);
+    same_out &= g == out[sorted[i].i];
+  }
+  int same = rc == 0 && same_out && dprl_gp_path_count(a) == dprl_gp_path_count(b);
+  for (size_t i = 0; same && i < dprl_gp_path_count(a); i++)
+    same = memcmp(&a->pts[i], &b->pts[i], sizeof a->pts[i]) == 0;
+  CHECK(same, "large batch = sample_at over the queries sorted by x then position, bit for bit");
+  int pos_zero = 0;
+  for (size_t i = 0; i < dprl_gp_path_count(a); i++)
+    pos_zero += a->pts[i].x == 0 && !signbit(a->pts[i].x);
+  CHECK(pos_zero == 1, "the first zero of the batch (+0, before a -0) is the one stored");
+  dprl_gp_path_free(a), dprl_gp_path_free(b);
+}
+
 /* Batch over unsorted queries with repeats and already-stored points draws
 ** exactly what sample_at draws over the sorted distinct queries (same rng
 ** stream): both condition on the nearest left (stored or new) and nearest
@@ -856,6 +912,7 @@ int main(void) {
   test_conditional_tiny_and_huge();
   test_path_basics();
   test_batch_equals_sequential();
+  test_batch_large();
   test_covariance();
   test_calibrate_worked();
   test_calibrate_paper_e3();

@@ -17,6 +17,8 @@
 ** discrete Gaussian with its acceptance trial split as for s > 2^27). */
 void dprl_chacha20_block_for_test(const uint32_t key[8], uint32_t counter,
                                   const uint32_t nonce[3], uint32_t out[16]);
+void dprl_chacha20_block4_for_test(const uint32_t key[8], uint32_t counter,
+                                   const uint32_t nonce[3], uint32_t out[64]);
 int64_t dprl_discrete_gaussian_split_for_test(dprl_rng *rng, uint64_t s);
 
 #define P_MIN 1e-6 /* chi-square tests fail below this p-value */
@@ -173,6 +175,126 @@ static void test_rfc8439(void) {
     snprintf(what, sizeof what, "RFC 8439 2.3.2 block word %d", i);
     CHECK(out[i] == want[i], what);
   }
+}
+
+/* Words of a byte string given in hex, little-endian (RFC 8439 prints the
+** keystream as bytes). */
+static void hex_words(const char *hex, uint32_t *w, int n) {
+  for (int i = 0; i < n; i++) {
+    uint32_t v = 0;
+    for (int b = 0; b < 4; b++) {
+      unsigned byte = 0;
+      sscanf(hex + 8 * i + 2 * b, "%2x", &byte);
+      v |= (uint32_t)byte << (8 * b);
+    }
+    w[i] = v;
+  }
+}
+
+static void test_rfc8439_stream(void) {
+  /* RFC 8439 Appendix A.1, test vectors #1 and #2: all-zero key and nonce,
+  ** block counters 0 and 1, drawn through the generator (whose refill
+  ** computes four blocks at once). */
+  static const char *want_hex =
+      "76b8e0ada0f13d90405d6ae55386bd28bdd219b8a08ded1aa836efcc8b770dc7"
+      "da41597c5157488d7724e03fb8d84a376a43b8f41518a11cc387b669b2ee6586"
+      "9f07e7be5551387a98ba977c732d080dcb0f29a048e3656912c6533e32ee7aed"
+      "29b721769ce64e43d57133b074d839d531ed1f28510afb45ace10a1f4b794d6f";
+  uint32_t want[32];
+  hex_words(want_hex, want, 32);
+  dprl_rng a;
+  dprl_rng_init_seeded(&a, 0, 0);
+  memset(a.key, 0, sizeof a.key);
+  int ok = 1;
+  for (int i = 0; i < 32; i++) ok &= dprl_rng_u32(&a) == want[i];
+  CHECK(ok, "RFC 8439 A.1 vectors #1 and #2 through the generator");
+
+  /* RFC 8439 §2.3.2 (counter 1) through the generator */
+  static const uint32_t want232[16] = {
+      0xe4e7f110, 0x15593bd1, 0x1fdd0f50, 0xc47120a3, 0xc7f4d1c7, 0x0368c033,
+      0x9aaa2204, 0x4e6cd4c3, 0x466482d2, 0x09aa9f07, 0x05d7c214, 0xa2028bd9,
+      0xd19c12b5, 0xb94e16de, 0xe883d0cb, 0x4e3c50a2};
+  dprl_rng_init_seeded(&a, 0, 0);
+  for (int i = 0; i < 8; i++)
+    a.key[i] = (uint32_t)(4 * i) | (uint32_t)(4 * i + 1) << 8 |
+               (uint32_t)(4 * i + 2) << 16 | (uint32_t)(4 * i + 3) << 24;
+  a.nonce[0] = 0x09000000;
+  a.nonce[1] = 0x4a000000;
+  a.counter = 1;
+  ok = 1;
+  for (int i = 0; i < 16; i++) ok &= dprl_rng_u32(&a) == want232[i];
+  CHECK(ok, "RFC 8439 2.3.2 block through the generator");
+  dprl_rng_wipe(&a);
+}
+
+/* The four-block function is four calls of the one-block function, and
+** the stream is blocks 0, 1, 2, ... whatever the refill size. */
+static void test_block4(void) {
+  dprl_rng a;
+  uint32_t four[64], one[16];
+  const uint32_t counters[] = {0, 1, 7, 0x7fffffffu, 0xfffffff0u, 0xfffffffcu};
+  int ok = 1;
+  for (int c = 0; c < 6; c++) {
+    dprl_rng_init_seeded(&a, 1000 + (uint64_t)c, 3);
+    a.nonce[0] = 0x01020304u * (uint32_t)c;
+    a.nonce[2] = 0xdeadbeefu;
+    dprl_chacha20_block4_for_test(a.key, counters[c], a.nonce, four);
+    for (int j = 0; j < 4; j++) {
+      dprl_chacha20_block_for_test(a.key, counters[c] + (uint32_t)j, a.nonce, one);
+      ok &= memcmp(one, four + 16 * j, sizeof one) == 0;
+    }
+  }
+  CHECK(ok, "four-block ChaCha20 = four one-block calls");
+
+  /* 40 blocks of a seeded stream (ten four-block refills) */
+  dprl_rng_init_seeded(&a, 77, 78);
+  ok = 1;
+  for (uint32_t b = 0; b < 40; b++) {
+    dprl_chacha20_block_for_test(a.key, b, a.nonce, one);
+    for (int i = 0; i < 16; i++) ok &= dprl_rng_u32(&a) == one[i];
+  }
+  CHECK(ok, "stream = blocks 0..39 in order");
+
+  /* Near the wrap: counters 2^32 - 3 .. 2^32 - 1 one block at a time,
+  ** then block 0 of nonce + 1, four at a time again. */
+  const uint32_t nonce0[3] = {5, 0, 0}, nonce1[3] = {6, 0, 0};
+  dprl_rng_init_seeded(&a, 79, 80);
+  a.counter = 0xfffffffdu;
+  a.nonce[0] = 5;
+  ok = 1;
+  for (uint32_t b = 0xfffffffdu; b != 0; b++) {
+    dprl_chacha20_block_for_test(a.key, b, nonce0, one);
+    for (int i = 0; i < 16; i++) ok &= dprl_rng_u32(&a) == one[i];
+  }
+  ok &= a.counter == 0 && a.nonce[0] == 6;
+  for (uint32_t b = 0; b < 5; b++) {
+    dprl_chacha20_block_for_test(a.key, b, nonce1, one);
+    for (int i = 0; i < 16; i++) ok &= dprl_rng_u32(&a) == one[i];
+  }
+  CHECK(ok, "stream across the counter wrap, block by block then four at a time");
+  dprl_rng_wipe(&a);
+}
+
+/* dprl_rng_below is x % n over the stream's 64-bit words x, rejecting the
+** x < 2^64 mod n: recomputed here from a twin generator's words.  n just
+** above 2^63 rejects about half of the words (2^64 mod n = n - 2). */
+static void test_below_stream(void) {
+  const uint64_t ns[] = {2, 3, 10, 1000003, (uint64_t)1 << 40, ((uint64_t)1 << 63) + 1,
+                         ((uint64_t)1 << 63) + 12345, UINT64_MAX, UINT64_MAX - 1};
+  int ok = 1, rejected = 0;
+  for (int c = 0; c < 9; c++) {
+    dprl_rng a, b;
+    uint64_t n = ns[c], reject = (0 - n) % n;
+    dprl_rng_init_seeded(&a, 31, (uint64_t)c);
+    dprl_rng_init_seeded(&b, 31, (uint64_t)c);
+    for (int i = 0; i < 2000; i++) {
+      uint64_t x;
+      while ((x = dprl_rng_u64(&b)) < reject) rejected++;
+      ok &= dprl_rng_below(&a, n) == x % n;
+    }
+    ok &= dprl_rng_u32(&a) == dprl_rng_u32(&b); /* same words consumed */
+  }
+  CHECK(ok && rejected > 1000, "below(n) = x mod n after rejecting x < 2^64 mod n");
 }
 
 static int same_words(dprl_rng *a, dprl_rng *b, int n) {
@@ -627,6 +749,9 @@ static void test_release_errors(void) {
 int main(void) {
   test_chi2_helper();
   test_rfc8439();
+  test_rfc8439_stream();
+  test_block4();
+  test_below_stream();
   test_streams();
   test_counter_wrap();
   test_below();

@@ -924,6 +924,26 @@ static void test_T_and_prefixes(void) {
                   memcmp(again.k, rel.k, (size_t)Ts[c] * sizeof(int64_t)) == 0,
               "T: the same seed gives the same release");
         dprl_prefix_release_free(&again);
+        /* The SQL layer's form: the caller shuffles (the same words of the
+        ** stream) and passes the trajectories in examination order. */
+        dprl_rng_init_seeded(&rng, seed, 3);
+        uint32_t order[50];
+        for (uint32_t j = 0; j < 50; j++) order[j] = j;
+        dprl_rng_shuffle_u32(&rng, order, 50);
+        traj_buf tb2 = {0};
+        for (int64_t c2 = 0; c2 < n; c2++) {
+          tb_begin(&tb2);
+          for (int64_t p = tr.offsets[order[c2]]; p < tr.offsets[order[c2] + 1]; p++)
+            tb_step(&tb2, tr.states[p], tr.actions[p]);
+        }
+        dprl_trajectories tr2 = tb_view(&tb2);
+        int same = dprl_prefix_release_ordered(&pt, &tr2, &pp, &rng, &again, &err) == DPRL_OK &&
+                   again.n_examined == rel.n_examined;
+        for (int64_t e = 0; same && e < rel.n_examined; e++)
+          same = again.traj[e] == e && again.k[e] == rel.k[e] && rel.traj[e] == order[e];
+        CHECK(same, "T: release_ordered over the shuffled trajectories = release_run");
+        dprl_prefix_release_free(&again);
+        tb_free(&tb2);
       } else if (!(ok && distinct && prefix && replay_matches(&pt, &tr, &pp, seed, &rel))) {
         CHECK(0, "T: properties hold for every seed");
       }
