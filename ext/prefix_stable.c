@@ -602,16 +602,25 @@ done:
   return rc;
 }
 
+/* Assumption 3 and the trajectories checked; *n_exam = min(T, n) (T > n
+** examines all n: an error there would reveal n). */
+static int release_prepare(const dprl_policy_table *pt, const dprl_trajectories *tr,
+                           const dprl_prefix_params *pp, dprl_prefix_release *out,
+                           int64_t *n_exam, dprl_error *err) {
+  memset(out, 0, sizeof *out);
+  int rc = dprl_policy_validate(pt, pp->p_min, err);
+  if (!rc) rc = dprl_trajectories_check(tr, pt, err);
+  *n_exam = pp->T < tr->n ? pp->T : tr->n;
+  return rc;
+}
+
 int dprl_prefix_release_run(const dprl_policy_table *pt,
                             const dprl_trajectories *tr,
                             const dprl_prefix_params *pp, dprl_rng *rng,
                             dprl_prefix_release *out, dprl_error *err) {
-  memset(out, 0, sizeof *out);
-  int rc = dprl_policy_validate(pt, pp->p_min, err);
-  if (!rc) rc = dprl_trajectories_check(tr, pt, err);
+  int64_t n_exam;
+  int rc = release_prepare(pt, tr, pp, out, &n_exam, err);
   if (rc) return rc;
-  /* T > n examines all n: an error here would reveal n. */
-  int64_t n_exam = pp->T < tr->n ? pp->T : tr->n;
   if (n_exam <= 0) return DPRL_OK; /* nothing to examine, nothing released */
   if ((uint64_t)tr->n > UINT32_MAX)
     return dprl_fail(err, DPRL_EINVAL,
@@ -630,11 +639,9 @@ int dprl_prefix_release_ordered(const dprl_policy_table *pt,
                                 const dprl_trajectories *tr,
                                 const dprl_prefix_params *pp, dprl_rng *rng,
                                 dprl_prefix_release *out, dprl_error *err) {
-  memset(out, 0, sizeof *out);
-  int rc = dprl_policy_validate(pt, pp->p_min, err);
-  if (!rc) rc = dprl_trajectories_check(tr, pt, err);
+  int64_t n_exam;
+  int rc = release_prepare(pt, tr, pp, out, &n_exam, err);
   if (rc) return rc;
-  int64_t n_exam = pp->T < tr->n ? pp->T : tr->n;
   if (n_exam <= 0) return DPRL_OK;
   return examine(pt, tr, pp, rng, NULL, n_exam, out, err);
 }

@@ -8,14 +8,18 @@
 --   steps(episode, t, state, action): 3,000 patients, up to 20 steps each,
 --     patient i treated by clinician i - 1 following that policy.
 --
--- Used by the dp_prefix_stable examples of README.md and REFERENCE.md
--- (samples/prefix_stable.sql has the same model with 300 clinicians).
+-- Used by the dp_prefix_stable examples of README.md and REFERENCE.md.
+-- The number of clinicians is read from temp.experts_config (created here
+-- with 3,000 unless the caller made it first: samples/prefix_stable.sql
+-- uses 300); patient i is then treated by clinician (i - 1) mod that.
+CREATE TEMP TABLE IF NOT EXISTS experts_config AS SELECT 3000 AS clinicians;
 DROP TABLE IF EXISTS policies;
 DROP TABLE IF EXISTS steps;
 CREATE TABLE policies(expert INTEGER, state INTEGER, action INTEGER, prob REAL,
                       PRIMARY KEY (expert, state, action));
 INSERT INTO policies
-WITH RECURSIVE c(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM c WHERE i < 2999),
+WITH RECURSIVE c(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM c
+                        WHERE i < (SELECT clinicians FROM temp.experts_config) - 1),
      s(state) AS (SELECT 0 UNION ALL SELECT state + 1 FROM s WHERE state < 9),
      esc AS (SELECT i, state,
                CASE WHEN state >= 5 THEN 0.90 + 0.02 * ((i % 7) - 3)
@@ -32,7 +36,8 @@ WITH RECURSIVE
     SELECT episode + 1, 1 + ((episode + 1) * 7919) % 2147483646 FROM patients WHERE episode < 3000),
   walk(episode, t, state, x, expert) AS (
     SELECT episode, 0, 3 + (seed * 48271 % 2147483647) % 6,
-           seed * 48271 % 2147483647 * 48271 % 2147483647, episode - 1
+           seed * 48271 % 2147483647 * 48271 % 2147483647,
+           (episode - 1) % (SELECT clinicians FROM temp.experts_config)
     FROM patients
     UNION ALL
     SELECT w.episode, w.t + 1,

@@ -9,39 +9,8 @@
 -- produced; a clinician's own habits stay hidden.
 .load ../dprl
 .mode box
-CREATE TABLE policies(expert INTEGER, state INTEGER, action INTEGER, prob REAL);
-INSERT INTO policies
-WITH RECURSIVE c(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM c WHERE i < 299),
-     s(state) AS (SELECT 0 UNION ALL SELECT state + 1 FROM s WHERE state < 9),
-     esc AS (SELECT i, state,
-               CASE WHEN state >= 5 THEN 0.90 + 0.02 * ((i % 7) - 3)
-                    ELSE 0.05 + 0.01 * ((i % 5) - 2) END AS p
-             FROM c, s)
-SELECT i, state, 1, p FROM esc UNION ALL SELECT i, state, 0, 1.0 - p FROM esc;
-
-CREATE TABLE steps(episode INTEGER, t INTEGER, state INTEGER, action INTEGER);
-INSERT INTO steps
-WITH RECURSIVE
-  patients(episode, seed) AS (
-    SELECT 1, 7919 UNION ALL
-    SELECT episode + 1, 1 + ((episode + 1) * 7919) % 2147483646 FROM patients WHERE episode < 3000),
-  walk(episode, t, state, x, expert) AS (
-    SELECT episode, 0, 3 + (seed * 48271 % 2147483647) % 6,
-           seed * 48271 % 2147483647 * 48271 % 2147483647, episode % 300
-    FROM patients
-    UNION ALL
-    SELECT w.episode, w.t + 1,
-           max(0, min(9, w.state + CASE
-             WHEN (w.x % 1000) < 1000 * p.prob THEN -1 - ((w.x / 1000) % 2)
-             WHEN (w.x / 1000) % 100 < 40 THEN -1
-             WHEN (w.x / 1000) % 100 < 75 THEN 0 ELSE 1 END)),
-           w.x * 48271 % 2147483647, w.expert
-    FROM walk w JOIN policies p
-      ON p.expert = w.expert AND p.state = w.state AND p.action = 1
-    WHERE w.t < 19 AND w.state BETWEEN 1 AND 8)
-SELECT w.episode, w.t, w.state,
-       CASE WHEN (w.x % 1000) < 1000 * p.prob THEN 1 ELSE 0 END
-FROM walk w JOIN policies p ON p.expert = w.expert AND p.state = w.state AND p.action = 1;
+CREATE TEMP TABLE experts_config AS SELECT 300 AS clinicians;
+.read experts.sql
 
 SELECT count(DISTINCT expert) AS clinicians, (SELECT count(DISTINCT episode) FROM steps) AS patients,
        (SELECT count(*) FROM steps) AS steps FROM policies;
