@@ -59,6 +59,10 @@ void dprl_buf_printf(dprl_buf *b, const char *fmt, ...)
 #endif
     ;
 void dprl_buf_free(dprl_buf *b);
+/* Room for `total` bytes in all, at once: a result whose size is known
+** roughly is written without the copies of repeated doubling.  Returns 0
+** when that much cannot be had (b is unchanged; appends still grow it). */
+int dprl_buf_reserve(dprl_buf *b, size_t total);
 
 /* The largest single allocation SQLite's allocator grants (sqlite3_malloc64
 ** refuses 0x7fffff00 bytes and more): size limits of the SQL functions
@@ -108,5 +112,11 @@ static inline int dprl_cancel_poll(dprl_cancel *c, uint64_t work, dprl_error *er
 #define DPRL_SORT_PIECE 4096
 int dprl_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *),
               dprl_cancel *c, dprl_error *err);
+
+/* dprl_calloc for arrays of public size that may be huge (10^7 states):
+** zeroed a megabyte at a time with a poll in between, so the zeroing can be
+** interrupted (a sanitizer's calloc, or a reused block, writes every byte).
+** NULL with err set (out of memory, or DPRL_EINTR). */
+void *dprl_calloc_polled(size_t count, size_t size, dprl_cancel *c, dprl_error *err);
 
 #endif

@@ -27,9 +27,10 @@ static double in_sum(const est_in *in, int64_t s) {
 
 /* Structured features: Phi^T Gamma Phi is diagonal, one entry per feature
 ** (a group of k consecutive states; k = 1 is tabular). */
-static void lsw_structured(const dprl_features *f, const double *w,
-                           const est_in *st, double *theta) {
+static int lsw_structured(const dprl_features *f, const double *w, const est_in *st,
+                          double *theta, dprl_cancel *cancel, dprl_error *err) {
   for (int64_t j = 0; j < f->d; j++) {
+    if (dprl_cancel_poll(cancel, 4 * (uint64_t)f->k + 4, err)) return err->code;
     double num = 0, den = 0;
     for (int64_t s = j * f->k; s < (j + 1) * f->k && s < f->n; s++) {
       num += w[s] * in_mean(st, s);
@@ -37,10 +38,11 @@ static void lsw_structured(const dprl_features *f, const double *w,
     }
     theta[j] = num / den; /* den > 0: full rank was checked */
   }
+  return DPRL_OK;
 }
 
-static int lsw_dense(const dprl_features *f, const double *w,
-                     const est_in *st, double *theta, dprl_error *err) {
+static int lsw_dense(const dprl_features *f, const double *w, const est_in *st,
+                     double *theta, dprl_cancel *cancel, dprl_error *err) {
   /* min || Gamma^{1/2} (Phi theta - F) || by QR, better conditioned than
   ** forming the normal equations. */
   int64_t n = f->n, d = f->d;
@@ -50,12 +52,14 @@ static int lsw_dense(const dprl_features *f, const double *w,
   if (!a || !y) {
     rc = dprl_nomem(err);
   } else {
-    for (int64_t s = 0; s < n; s++) {
+    rc = DPRL_OK;
+    for (int64_t s = 0; s < n && !rc; s++) {
+      rc = dprl_cancel_poll(cancel, 2 * (uint64_t)d + 4, err);
       double r = sqrt(w[s]);
       for (int64_t j = 0; j < d; j++) a[s * d + j] = r * f->phi[s * d + j];
       y[s] = r * in_mean(st, s);
     }
-    rc = dprl_least_squares(a, n, d, y, theta, err);
+    if (!rc) rc = dprl_least_squares(a, n, d, y, theta, err);
   }
   dprl_free(a);
   dprl_free(y);
@@ -63,30 +67,29 @@ static int lsw_dense(const dprl_features *f, const double *w,
 }
 
 static int lsw_theta(const dprl_features *f, const double *w, const est_in *in,
-                     double *theta, dprl_error *err) {
-  if (f->kind != DPRL_FEAT_DENSE) {
-    lsw_structured(f, w, in, theta);
-    return DPRL_OK;
-  }
-  return lsw_dense(f, w, in, theta, err);
+                     double *theta, dprl_cancel *cancel, dprl_error *err) {
+  if (f->kind != DPRL_FEAT_DENSE) return lsw_structured(f, w, in, theta, cancel, err);
+  return lsw_dense(f, w, in, theta, cancel, err);
 }
 
-int dprl_lsw_theta(const dprl_features *f, const double *w,
-                   const dprl_fv_stats *st, double *theta, dprl_error *err) {
+int dprl_lsw_theta(const dprl_features *f, const double *w, const dprl_fv_stats *st,
+                   double *theta, dprl_cancel *cancel, dprl_error *err) {
   est_in in = {st, NULL, NULL, (double)st->m};
-  return lsw_theta(f, w, &in, theta, err);
+  return lsw_theta(f, w, &in, theta, cancel, err);
 }
 
-int dprl_lsw_theta_means(const dprl_features *f, const double *w,
-                         const double *mean, double *theta, dprl_error *err) {
+int dprl_lsw_theta_means(const dprl_features *f, const double *w, const double *mean,
+                         double *theta, dprl_cancel *cancel, dprl_error *err) {
   est_in in = {NULL, mean, NULL, 0};
-  return lsw_theta(f, w, &in, theta, err);
+  return lsw_theta(f, w, &in, theta, cancel, err);
 }
 
-static void lsl_structured(const dprl_features *f, const double *rho, double lambda,
-                           const est_in *st, double *theta) {
+static int lsl_structured(const dprl_features *f, const double *rho, double lambda,
+                          const est_in *st, double *theta, dprl_cancel *cancel,
+                          dprl_error *err) {
   /* (sum rho v / m + lambda / 2m)^{-1} sum rho F v / m; the m cancels. */
   for (int64_t j = 0; j < f->d; j++) {
+    if (dprl_cancel_poll(cancel, 4 * (uint64_t)f->k + 4, err)) return err->code;
     double num = 0, den = 0;
     for (int64_t s = j * f->k; s < (j + 1) * f->k && s < f->n; s++) {
       num += rho[s] * in_sum(st, s);
@@ -94,6 +97,7 @@ static void lsl_structured(const dprl_features *f, const double *rho, double lam
     }
     theta[j] = num / (den + lambda / 2.0);
   }
+  return DPRL_OK;
 }
 
 /* theta_l minimises sum_s g_s (phi_s^T theta - F_s)^2 + lambda/(2m) ||theta||^2,
@@ -109,24 +113,27 @@ static void lsl_structured(const dprl_features *f, const double *rho, double lam
 ** are zero), so |r_jj| >= sqrt(lambda/2m) > 0.  The matrix has the public
 ** size (d + n) x d whatever the data. */
 static int lsl_dense(const dprl_features *f, const double *rho, double lambda,
-                     const est_in *st, double *theta, dprl_error *err) {
+                     const est_in *st, double *theta, dprl_cancel *cancel,
+                     dprl_error *err) {
   int64_t n = f->n, d = f->d, rows = d + n;
   double m = st->m;
-  double *a = dprl_calloc((size_t)(rows * d), sizeof *a);
-  double *y = dprl_calloc((size_t)rows, sizeof *y);
+  double *a = dprl_calloc_polled((size_t)(rows * d), sizeof *a, cancel, err);
+  double *y = a ? dprl_calloc_polled((size_t)rows, sizeof *y, cancel, err) : NULL;
   int rc;
   if (!a || !y) {
-    rc = dprl_nomem(err);
+    rc = err->code;
   } else {
     double ridge = sqrt(lambda / (2.0 * m));
     for (int64_t j = 0; j < d; j++) a[j * d + j] = ridge;
-    for (int64_t s = 0; s < n; s++) {
+    rc = DPRL_OK;
+    for (int64_t s = 0; s < n && !rc; s++) {
+      rc = dprl_cancel_poll(cancel, 2 * (uint64_t)d + 4, err);
       double r = sqrt(rho[s] * in_count(st, s) / m);
       double *row = a + (d + s) * d;
       for (int64_t j = 0; j < d; j++) row[j] = r * f->phi[s * d + j];
       y[d + s] = r * in_mean(st, s);
     }
-    rc = dprl_least_squares(a, rows, d, y, theta, err);
+    if (!rc) rc = dprl_least_squares(a, rows, d, y, theta, err);
   }
   dprl_free(a);
   dprl_free(y);
@@ -134,27 +141,30 @@ static int lsl_dense(const dprl_features *f, const double *rho, double lambda,
 }
 
 static int lsl_theta(const dprl_features *f, const double *rho, double lambda,
-                     const est_in *in, double *theta, dprl_error *err) {
+                     const est_in *in, double *theta, dprl_cancel *cancel,
+                     dprl_error *err) {
   if (in->m == 0) { /* no episodes: Gamma_X = 0, theta = 0 */
-    memset(theta, 0, (size_t)f->d * sizeof *theta);
+    for (int64_t j = 0; j < f->d; j++) {
+      if (dprl_cancel_poll(cancel, 4, err)) return err->code;
+      theta[j] = 0;
+    }
     return DPRL_OK;
   }
-  if (f->kind != DPRL_FEAT_DENSE) {
-    lsl_structured(f, rho, lambda, in, theta);
-    return DPRL_OK;
-  }
-  return lsl_dense(f, rho, lambda, in, theta, err);
+  if (f->kind != DPRL_FEAT_DENSE)
+    return lsl_structured(f, rho, lambda, in, theta, cancel, err);
+  return lsl_dense(f, rho, lambda, in, theta, cancel, err);
 }
 
 int dprl_lsl_theta(const dprl_features *f, const double *rho, double lambda,
-                   const dprl_fv_stats *st, double *theta, dprl_error *err) {
+                   const dprl_fv_stats *st, double *theta, dprl_cancel *cancel,
+                   dprl_error *err) {
   est_in in = {st, NULL, NULL, (double)st->m};
-  return lsl_theta(f, rho, lambda, &in, theta, err);
+  return lsl_theta(f, rho, lambda, &in, theta, cancel, err);
 }
 
 int dprl_lsl_theta_means(const dprl_features *f, const double *rho, double lambda,
                          const double *mean, const double *count, double m,
-                         double *theta, dprl_error *err) {
+                         double *theta, dprl_cancel *cancel, dprl_error *err) {
   est_in in = {NULL, mean, count, m};
-  return lsl_theta(f, rho, lambda, &in, theta, err);
+  return lsl_theta(f, rho, lambda, &in, theta, cancel, err);
 }

@@ -16,19 +16,22 @@
 #include "feature_matrix.h"
 #include "first_visit.h"
 
-int dprl_lsw_theta(const dprl_features *f, const double *w,
-                   const dprl_fv_stats *st, double *theta, dprl_error *err);
+/* Every loop over states polls cancel (may be NULL); LAPACK's part (an
+** explicit Phi only) cannot be interrupted. */
+int dprl_lsw_theta(const dprl_features *f, const double *w, const dprl_fv_stats *st,
+                   double *theta, dprl_cancel *cancel, dprl_error *err);
 int dprl_lsl_theta(const dprl_features *f, const double *rho, double lambda,
-                   const dprl_fv_stats *st, double *theta, dprl_error *err);
+                   const dprl_fv_stats *st, double *theta, dprl_cancel *cancel,
+                   dprl_error *err);
 
 /* The same from per-state means (and, for LSL, counts >= 0 of m
 ** episodes) instead of exact statistics: the statistics perturbation
 ** (ALGORITHMS.md §9) passes noisy ones; LSL's Gamma_X F_X is then
 ** rho_s count_s mean_s / m. */
-int dprl_lsw_theta_means(const dprl_features *f, const double *w,
-                         const double *mean, double *theta, dprl_error *err);
+int dprl_lsw_theta_means(const dprl_features *f, const double *w, const double *mean,
+                         double *theta, dprl_cancel *cancel, dprl_error *err);
 int dprl_lsl_theta_means(const dprl_features *f, const double *rho, double lambda,
                          const double *mean, const double *count, double m,
-                         double *theta, dprl_error *err);
+                         double *theta, dprl_cancel *cancel, dprl_error *err);
 
 #endif

@@ -116,9 +116,10 @@ static int not_full_rank(dprl_error *err, const char *detail) {
 }
 
 static int min_sv_structured(const dprl_features *f, const double *w, double *out,
-                             dprl_error *err) {
+                             dprl_cancel *cancel, dprl_error *err) {
   double best = HUGE_VAL;
   for (int64_t j = 0; j < f->d; j++) {
+    if (dprl_cancel_poll(cancel, 2 * (uint64_t)f->k + 4, err)) return err->code;
     double sum = 0;
     for (int64_t s = j * f->k; s < (j + 1) * f->k && s < f->n; s++) sum += w[s];
     if (!(sum > 0)) {
@@ -133,9 +134,9 @@ static int min_sv_structured(const dprl_features *f, const double *w, double *ou
   return DPRL_OK;
 }
 
-int dprl_features_min_sv_weighted(const dprl_features *f, const double *w,
-                                  double *out, dprl_error *err) {
-  if (f->kind != DPRL_FEAT_DENSE) return min_sv_structured(f, w, out, err);
+int dprl_features_min_sv_weighted(const dprl_features *f, const double *w, double *out,
+                                  dprl_cancel *cancel, dprl_error *err) {
+  if (f->kind != DPRL_FEAT_DENSE) return min_sv_structured(f, w, out, cancel, err);
   size_t nd = (size_t)(f->n * f->d);
   double *a = dprl_malloc(nd * sizeof *a);
   double *sv = dprl_malloc((size_t)f->d * sizeof *sv);
@@ -144,8 +145,10 @@ int dprl_features_min_sv_weighted(const dprl_features *f, const double *w,
     rc = dprl_nomem(err);
     goto done;
   }
-  for (int64_t s = 0; s < f->n; s++)
+  for (int64_t s = 0; s < f->n; s++) {
+    if ((rc = dprl_cancel_poll(cancel, 2 * (uint64_t)f->d + 4, err))) goto done;
     for (int64_t j = 0; j < f->d; j++) a[s * f->d + j] = sqrt(w[s]) * f->phi[s * f->d + j];
+  }
   if ((rc = dprl_singular_values(a, f->n, f->d, sv, err))) goto done;
   /* LAPACK's usual numerical-rank tolerance: max(n,d) * eps * s_max. */
   double tol = (double)(f->n > f->d ? f->n : f->d) * DBL_EPSILON * sv[0];
@@ -163,8 +166,11 @@ done:
   return rc;
 }
 
-void dprl_features_apply(const dprl_features *f, const double *theta, double *values) {
+int dprl_features_apply(const dprl_features *f, const double *theta, double *values,
+                        dprl_cancel *cancel, dprl_error *err) {
+  uint64_t work = f->kind == DPRL_FEAT_DENSE ? 2 * (uint64_t)f->d + 2 : 2;
   for (int64_t s = 0; s < f->n; s++) {
+    if (dprl_cancel_poll(cancel, work, err)) return err->code;
     if (f->kind == DPRL_FEAT_TABULAR) {
       values[s] = theta[s];
     } else if (f->kind == DPRL_FEAT_AGGREGATE) {
@@ -175,4 +181,5 @@ void dprl_features_apply(const dprl_features *f, const double *theta, double *va
       values[s] = v;
     }
   }
+  return DPRL_OK;
 }

@@ -45,11 +45,11 @@ int dprl_features_norm(const dprl_features *f, double *out, dprl_error *err);
 
 /* Smallest singular value of Gamma^{1/2} Phi, Gamma = diag(w); fails with a
 ** clear message when Gamma^{1/2} Phi is not of full column rank. */
-int dprl_features_min_sv_weighted(const dprl_features *f, const double *w,
-                                  double *out, dprl_error *err);
+int dprl_features_min_sv_weighted(const dprl_features *f, const double *w, double *out,
+                                  dprl_cancel *cancel, dprl_error *err);
 
-/* values = Phi theta (n entries). */
-void dprl_features_apply(const dprl_features *f, const double *theta,
-                         double *values);
+/* values = Phi theta (n entries); polls cancel (may be NULL). */
+int dprl_features_apply(const dprl_features *f, const double *theta, double *values,
+                        dprl_cancel *cancel, dprl_error *err);
 
 #endif

@@ -41,14 +41,16 @@ int dprl_return_rule_parse(const dprl_options *o, dprl_return_rule *r) {
 
 double dprl_return_bound(const dprl_return_rule *r) { return r->fmax - r->fmin; }
 
-int dprl_fv_stats_init(dprl_fv_stats *st, int64_t n_states, dprl_error *err) {
+int dprl_fv_stats_init(dprl_fv_stats *st, int64_t n_states, dprl_cancel *cancel,
+                       dprl_error *err) {
   memset(st, 0, sizeof *st);
   st->n_states = n_states;
-  st->visits = dprl_calloc((size_t)n_states, sizeof *st->visits);
-  st->return_sum = dprl_calloc((size_t)n_states, sizeof *st->return_sum);
-  if (!st->visits || !st->return_sum) {
+  st->visits = dprl_calloc_polled((size_t)n_states, sizeof *st->visits, cancel, err);
+  if (st->visits)
+    st->return_sum = dprl_calloc_polled((size_t)n_states, sizeof *st->return_sum, cancel, err);
+  if (!st->return_sum) {
     dprl_fv_stats_free(st);
-    return dprl_nomem(err);
+    return err->code;
   }
   return DPRL_OK;
 }
@@ -64,10 +66,11 @@ double dprl_fv_mean(const dprl_fv_stats *st, int64_t s) {
   return st->visits[s] ? st->return_sum[s] / (double)st->visits[s] : 0.0;
 }
 
-int dprl_fv_scratch_init(dprl_fv_scratch *sc, int64_t n_states, dprl_error *err) {
+int dprl_fv_scratch_init(dprl_fv_scratch *sc, int64_t n_states, dprl_cancel *cancel,
+                         dprl_error *err) {
   memset(sc, 0, sizeof *sc);
-  sc->stamp = dprl_calloc((size_t)n_states, sizeof *sc->stamp);
-  return sc->stamp ? DPRL_OK : dprl_nomem(err);
+  sc->stamp = dprl_calloc_polled((size_t)n_states, sizeof *sc->stamp, cancel, err);
+  return sc->stamp ? DPRL_OK : err->code;
 }
 
 void dprl_fv_scratch_free(dprl_fv_scratch *sc) {

@@ -43,7 +43,9 @@ typedef struct dprl_fv_stats {
   double *return_sum; /* sum over those episodes of the clamped F_{x,s} */
 } dprl_fv_stats;
 
-int dprl_fv_stats_init(dprl_fv_stats *st, int64_t n_states, dprl_error *err);
+/* Zeroed arrays of n_states entries; the zeroing polls cancel (may be NULL). */
+int dprl_fv_stats_init(dprl_fv_stats *st, int64_t n_states, dprl_cancel *cancel,
+                       dprl_error *err);
 void dprl_fv_stats_free(dprl_fv_stats *st);
 /* F_X(s): mean first-visit return, 0 for unvisited states. */
 double dprl_fv_mean(const dprl_fv_stats *st, int64_t s);
@@ -56,7 +58,8 @@ typedef struct dprl_fv_scratch {
   uint64_t episode_no;
 } dprl_fv_scratch;
 
-int dprl_fv_scratch_init(dprl_fv_scratch *sc, int64_t n_states, dprl_error *err);
+int dprl_fv_scratch_init(dprl_fv_scratch *sc, int64_t n_states, dprl_cancel *cancel,
+                         dprl_error *err);
 void dprl_fv_scratch_free(dprl_fv_scratch *sc);
 
 /* Called once per (episode, first-visited state), in time order. */

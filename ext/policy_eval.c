@@ -47,13 +47,17 @@ static int parse_weights(dprl_pe_config *c, const dprl_options *o) {
   if (!c->w) {
     c->w = dprl_malloc((size_t)c->n_states * sizeof *c->w);
     if (!c->w) return dprl_nomem(o->err);
-    for (int64_t s = 0; s < c->n_states; s++) c->w[s] = 1.0;
+    for (int64_t s = 0; s < c->n_states; s++) {
+      if (dprl_cancel_poll(c->cancel, 2, o->err)) return o->err->code;
+      c->w[s] = 1.0;
+    }
   }
   if ((rc = dprl_features_norm(&c->feat, &c->phi_norm, o->err))) return rc;
   if (lsw) {
-    return dprl_features_min_sv_weighted(&c->feat, c->w, &c->min_sv, o->err);
+    return dprl_features_min_sv_weighted(&c->feat, c->w, &c->min_sv, c->cancel, o->err);
   }
   for (int64_t s = 0; s < c->n_states; s++) {
+    if (dprl_cancel_poll(c->cancel, 4, o->err)) return o->err->code;
     if (c->w[s] > c->rho_inf) c->rho_inf = c->w[s];
     c->rho_l2 += c->w[s] * c->w[s];
     c->rho_sum += c->w[s];
@@ -167,9 +171,10 @@ static int parse_all(dprl_pe_config *c, const dprl_options *o, int from_stats) {
 
 int dprl_pe_config_parse(dprl_pe_config *c, dprl_mechanism mech, const char *fn,
                          const char *text, size_t len, int from_stats,
-                         int64_t length_limit, dprl_error *err) {
+                         int64_t length_limit, dprl_cancel *cancel, dprl_error *err) {
   dprl_options o;
   memset(c, 0, sizeof *c);
+  c->cancel = cancel; /* while parsing only */
   c->length_limit = length_limit;
   c->mech = mech;
   c->fn = fn;
@@ -181,6 +186,7 @@ int dprl_pe_config_parse(dprl_pe_config *c, dprl_mechanism mech, const char *fn,
                              err);
   if (!rc) rc = parse_all(c, &o, from_stats);
   dprl_options_close(&o);
+  c->cancel = NULL;
   if (rc) dprl_pe_config_free(c);
   return rc;
 }
@@ -299,10 +305,13 @@ static double clampd(double x, double lo, double hi) {
 }
 
 /* Values are post-processing of theta: clamped to the public return range. */
-static void pe_values(const dprl_pe_config *c, pe_result *r) {
-  dprl_features_apply(&c->feat, r->theta, r->values);
-  for (int64_t s = 0; s < c->n_states; s++)
+static int pe_values(const dprl_pe_config *c, pe_result *r, dprl_error *err) {
+  int rc = dprl_features_apply(&c->feat, r->theta, r->values, c->cancel, err);
+  for (int64_t s = 0; s < c->n_states && !rc; s++) {
+    rc = dprl_cancel_poll(c->cancel, 2, err);
     r->values[s] = clampd(r->values[s], c->rule.fmin, c->rule.fmax);
+  }
+  return rc;
 }
 
 /* The noise scale of the output perturbation for these counts: the public
@@ -352,19 +361,21 @@ static int pe_compute(const dprl_pe_config *c, const dprl_fv_stats *st,
   int rc = pe_scale(c, st->visits, st->m, r, err);
   if (rc) return rc;
   if (c->mech == DPRL_LSW)
-    rc = dprl_lsw_theta(&c->feat, c->w, st, r->theta_exact, err);
+    rc = dprl_lsw_theta(&c->feat, c->w, st, r->theta_exact, c->cancel, err);
   else
-    rc = dprl_lsl_theta(&c->feat, c->w, c->lambda, st, r->theta_exact, err);
+    rc = dprl_lsl_theta(&c->feat, c->w, c->lambda, st, r->theta_exact, c->cancel, err);
   if (rc) return rc;
   /* |theta_j| <= theta_max holds exactly; the clamp only absorbs rounding
   ** (1-Lipschitz, keeps beta-smoothness, §6). */
-  for (int64_t j = 0; j < d; j++)
+  for (int64_t j = 0; j < d && !rc; j++) {
+    rc = dprl_cancel_poll(c->cancel, 2, err);
     r->theta_exact[j] = clampd(r->theta_exact[j], -r->theta_max, r->theta_max);
+  }
   for (int64_t j = 0; j < d && !rc; j++)
     if (!(rc = dprl_cancel_poll(c->cancel, 2000, err)))
       rc = dprl_release_gaussian_steps(rng, r->theta_exact[j], r->steps, r->grid,
                                        &r->theta[j], err);
-  if (!rc) pe_values(c, r);
+  if (!rc) rc = pe_values(c, r, err);
   return rc;
 }
 
@@ -377,18 +388,20 @@ static int pe_compute_stats(const dprl_pe_config *c, const dprl_fv_stats *st,
   r->sp = p;
   int rc = dprl_sp_calibrate(&r->sp, &r->nz, err);
   if (!rc) rc = dprl_sp_perturb(&r->sp, &r->nz, st, rng, c->cancel, r->nsum, r->nvisits, err);
+  if (!rc) rc = dprl_sp_estimate(&r->sp, &r->nz, r->nsum, r->nvisits, r->mean, r->se,
+                                 r->count, c->cancel, err);
   if (rc) return rc;
-  dprl_sp_estimate(&r->sp, &r->nz, r->nsum, r->nvisits, r->mean, r->se, r->count);
+  dprl_cancel *k = c->cancel;
   if (c->mech == DPRL_LSW) {
-    rc = dprl_lsw_theta_means(&c->feat, c->w, r->mean, r->theta, err);
-    if (!rc && c->diagnostic) rc = dprl_lsw_theta(&c->feat, c->w, st, r->theta_exact, err);
+    rc = dprl_lsw_theta_means(&c->feat, c->w, r->mean, r->theta, k, err);
+    if (!rc && c->diagnostic) rc = dprl_lsw_theta(&c->feat, c->w, st, r->theta_exact, k, err);
   } else {
     rc = dprl_lsl_theta_means(&c->feat, c->w, c->lambda, r->mean, r->count, (double)st->m,
-                              r->theta, err);
+                              r->theta, k, err);
     if (!rc && c->diagnostic)
-      rc = dprl_lsl_theta(&c->feat, c->w, c->lambda, st, r->theta_exact, err);
+      rc = dprl_lsl_theta(&c->feat, c->w, c->lambda, st, r->theta_exact, k, err);
   }
-  if (!rc) pe_values(c, r);
+  if (!rc) rc = pe_values(c, r, err);
   return rc;
 }
 
@@ -537,6 +550,13 @@ int dprl_pe_release(const dprl_pe_config *c, const dprl_fv_stats *st,
     rc = pe_compute(c, st, &rng, &r, err);
   }
   if (!rc) {
+    /* Most numbers print in 20 bytes or fewer: one allocation instead of a
+    ** doubling chain (whose copies of hundreds of megabytes could not be
+    ** interrupted).  The length limit caps the guess; failing is harmless. */
+    size_t per = 1 + (stats ? 2 : 0) + (c->diagnostic ? 3 : 0);
+    size_t guess = 4096 + 20 * (2 * (size_t)d + per * n);
+    if (c->length_limit > 0 && guess > (size_t)c->length_limit) guess = (size_t)c->length_limit;
+    dprl_buf_reserve(out, guess);
     rc = pe_json(c, st, &r, out, err);
     if (!rc && out->oom) rc = dprl_nomem(err);
   }

@@ -50,10 +50,11 @@ typedef struct dprl_pe_config {
 
 /* Parse and check the options of fn.  from_stats: the statistics form
 ** (requires "episodes", no "grouped").  length_limit: the largest result
-** the connection can return (SQLITE_LIMIT_LENGTH); 0 = unchecked. */
+** the connection can return (SQLITE_LIMIT_LENGTH); 0 = unchecked.  The
+** loops over states poll cancel (may be NULL); c->cancel is NULL after. */
 int dprl_pe_config_parse(dprl_pe_config *c, dprl_mechanism mech, const char *fn,
                          const char *text, size_t len, int from_stats,
-                         int64_t length_limit, dprl_error *err);
+                         int64_t length_limit, dprl_cancel *cancel, dprl_error *err);
 void dprl_pe_config_free(dprl_pe_config *c);
 
 /* dp_plan's options: the mechanism ("dp_lsw" default, "dp_lsl"), the

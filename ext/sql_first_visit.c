@@ -78,14 +78,16 @@ static int fv_compute(sqlite3 *db, sqlite3_value **args, dprl_rows *out, char **
   int64_t n_states = 0;
   dprl_step_buffer buf = {0};
   dprl_fv_scratch sc = {0};
-  if (fv_options_parse(args[1], &n_states, &rule, &err) ||
-      dprl_fv_scratch_init(&sc, n_states, &err))
-    return dprl_sql_vtab_error(pzErr, "dp_first_visit", &err);
   dprl_sql_cancel cancel;
-  int rc = fv_read(db, args[0], n_states, &buf, &err, pzErr);
-  if (!rc && dprl_sql_cancel_open(&cancel, db, &err))
+  if (fv_options_parse(args[1], &n_states, &rule, &err))
+    return dprl_sql_vtab_error(pzErr, "dp_first_visit", &err);
+  if (dprl_sql_cancel_open(&cancel, db, &err))
+    return dprl_sql_vtab_error(pzErr, "dp_first_visit", &err);
+  int rc = SQLITE_OK;
+  if (dprl_fv_scratch_init(&sc, n_states, &cancel.base, &err))
     rc = dprl_sql_vtab_error(pzErr, "dp_first_visit", &err);
-  else if (!rc) {
+  if (!rc) rc = fv_read(db, args[0], n_states, &buf, &err, pzErr);
+  if (!rc) {
     buf.cancel = &cancel.base;
     if (dprl_step_buffer_group(&buf, &err)) rc = dprl_sql_vtab_error(pzErr, "dp_first_visit", &err);
     size_t E = rc ? 0 : dprl_step_buffer_episodes(&buf);
@@ -99,8 +101,8 @@ static int fv_compute(sqlite3 *db, sqlite3_value **args, dprl_rows *out, char **
           dprl_fv_add_episode(NULL, &sc, &rule, steps, n, fv_emit, &ctx, &err))
         rc = err.code ? dprl_sql_vtab_error(pzErr, "dp_first_visit", &err) : SQLITE_NOMEM;
     }
-    dprl_sql_cancel_close(&cancel);
   }
+  dprl_sql_cancel_close(&cancel);
   dprl_step_buffer_free(&buf);
   dprl_fv_scratch_free(&sc);
   return rc;

@@ -45,16 +45,23 @@ static int64_t length_limit(sqlite3_context *ctx) {
   return sqlite3_limit(sqlite3_context_db_handle(ctx), SQLITE_LIMIT_LENGTH, -1);
 }
 
-static int pe_agg_start(pe_agg *a, dprl_mechanism mech, const char *fn,
-                        sqlite3_value *opt, int64_t limit, dprl_error *err) {
+/* The first row: options, then the per-state arrays (10^7 states take a
+** while to zero: interruptible). */
+static int pe_agg_start(pe_agg *a, sqlite3_context *ctx, dprl_mechanism mech, const char *fn,
+                        sqlite3_value *opt, dprl_error *err) {
   const char *text = (const char *)sqlite3_value_text(opt);
   int len = sqlite3_value_bytes(opt);
   if (!text && sqlite3_value_type(opt) != SQLITE_NULL) return dprl_nomem(err);
-  int rc = dprl_pe_config_parse(&a->cfg, mech, fn, text, (size_t)len, 0, limit, err);
+  dprl_sql_cancel cancel;
+  int rc = dprl_sql_cancel_open(&cancel, sqlite3_context_db_handle(ctx), err);
   if (rc) return rc;
-  if ((rc = dprl_sql_pin_options(&a->options, opt, err))) return rc;
-  if ((rc = dprl_fv_stats_init(&a->st, a->cfg.n_states, err))) return rc;
-  return dprl_fv_scratch_init(&a->sc, a->cfg.n_states, err);
+  rc = dprl_pe_config_parse(&a->cfg, mech, fn, text, (size_t)len, 0, length_limit(ctx),
+                            &cancel.base, err);
+  if (!rc) rc = dprl_sql_pin_options(&a->options, opt, err);
+  if (!rc) rc = dprl_fv_stats_init(&a->st, a->cfg.n_states, &cancel.base, err);
+  if (!rc) rc = dprl_fv_scratch_init(&a->sc, a->cfg.n_states, &cancel.base, err);
+  dprl_sql_cancel_close(&cancel);
+  return rc;
 }
 
 /* One row: checks, then buffer or stream. */
@@ -102,7 +109,7 @@ static void pe_step(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
       return;
     }
     memset(*slot, 0, sizeof **slot);
-    rc = pe_agg_start(*slot, f->mech, fn, argv[4], length_limit(ctx), &err);
+    rc = pe_agg_start(*slot, ctx, f->mech, fn, argv[4], &err);
   } else {
     rc = dprl_sql_same_options(&(*slot)->options, argv[4], &err);
   }
@@ -378,8 +385,11 @@ static void stats_step(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     memset(a, 0, sizeof *a);
     const char *text = (const char *)sqlite3_value_text(opt);
     int len = sqlite3_value_bytes(opt);
-    rc = dprl_pe_config_parse(&a->cfg, f->mech, f->name, text, (size_t)len, 1,
-                              length_limit(ctx), &err);
+    dprl_sql_cancel cancel;
+    rc = dprl_sql_cancel_open(&cancel, sqlite3_context_db_handle(ctx), &err);
+    if (!rc)
+      rc = dprl_pe_config_parse(&a->cfg, f->mech, f->name, text, (size_t)len, 1,
+                                length_limit(ctx), &cancel.base, &err);
     if (!rc && argc == 7 && !a->cfg.buckets)
       rc = dprl_fail(&err, DPRL_EINVAL,
                      "the 7-argument form (state, visits, return_sum, buckets, bucket_lo, "
@@ -388,8 +398,9 @@ static void stats_step(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
       rc = dprl_fail(&err, DPRL_EINVAL,
                      "option buckets needs the 7-argument form (state, visits, return_sum, "
                      "buckets, bucket_lo, bucket_hi, options)");
-    if (!rc) rc = dprl_fv_stats_init(&a->st, a->cfg.n_states, &err);
+    if (!rc) rc = dprl_fv_stats_init(&a->st, a->cfg.n_states, &cancel.base, &err);
     if (!rc) rc = dprl_sql_pin_options(&a->options, opt, &err);
+    dprl_sql_cancel_close(&cancel);
   } else {
     rc = dprl_sql_same_options(&(*slot)->options, opt, &err);
   }

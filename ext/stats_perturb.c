@@ -64,10 +64,11 @@ static double clampd(double x, double lo, double hi) {
   return x < lo ? lo : x > hi ? hi : x;
 }
 
-void dprl_sp_estimate(const dprl_sp_params *p, const dprl_sp_noise *nz,
-                      const double *sum, const double *visits, double *mean,
-                      double *se, double *count_out) {
+int dprl_sp_estimate(const dprl_sp_params *p, const dprl_sp_noise *nz, const double *sum,
+                     const double *visits, double *mean, double *se, double *count_out,
+                     dprl_cancel *cancel, dprl_error *err) {
   for (int64_t s = 0; s < p->n_states; s++) {
+    if (dprl_cancel_poll(cancel, 8, err)) return err->code;
     double n = visits[s];
     if (count_out) count_out[s] = n > 0 ? n : 0;
     if (!(n >= 1)) {
@@ -80,6 +81,7 @@ void dprl_sp_estimate(const dprl_sp_params *p, const dprl_sp_noise *nz,
     mean[s] = f;
     if (se) se[s] = nz->sigma * sqrt(1 + r * r) / n;
   }
+  return DPRL_OK;
 }
 
 double dprl_sp_planned_se(const dprl_sp_params *p, const dprl_sp_noise *nz,

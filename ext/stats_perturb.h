@@ -59,10 +59,11 @@ int dprl_sp_perturb(const dprl_sp_params *p, const dprl_sp_noise *nz,
 **     estimator uses), se = NaN (no information);
 **   else mean = clamp(fmin + sum / visits, fmin, fmax) and the delta-method
 **     standard error se = sigma sqrt(1 + ((mean - fmin)/c)^2) / visits.
-** count_out[s] = max(visits, 0) is the count an LSL Gamma uses. */
-void dprl_sp_estimate(const dprl_sp_params *p, const dprl_sp_noise *nz,
-                      const double *sum, const double *visits, double *mean,
-                      double *se, double *count_out);
+** count_out[s] = max(visits, 0) is the count an LSL Gamma uses.  Polls cancel
+** (may be NULL). */
+int dprl_sp_estimate(const dprl_sp_params *p, const dprl_sp_noise *nz, const double *sum,
+                     const double *visits, double *mean, double *se, double *count_out,
+                     dprl_cancel *cancel, dprl_error *err);
 
 /* The planning form of se for a hypothetical count n > 0 at the worst
 ** mean (fmax): sigma sqrt(1 + (B/c)^2) / n. */

@@ -44,7 +44,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       continue;
     }
     if (dprl_pe_config_parse(&c, form & 1 ? DPRL_LSL : DPRL_LSW, "f", text, size, form >> 1,
-                             1000000000, &e) == DPRL_OK)
+                             1000000000, NULL, &e) == DPRL_OK)
       dprl_pe_config_free(&c);
   }
   return 0;

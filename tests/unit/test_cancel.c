@@ -11,6 +11,7 @@
 #include "core.h"
 #include "gp_path.h"
 #include "noise.h"
+#include "policy_eval.h"
 #include "q_learn.h"
 
 static char line[256];
@@ -217,12 +218,71 @@ static void test_qlearn(void) {
   learn_case("presampling 2 x 10^6 states per path", pre, 1000000);
 }
 
+/* One release of dp_lsw / dp_lsl over n states with a hook that says stop
+** at check number stop_at (0: never): the code, and the number of checks. */
+static int release_case(const char *options, dprl_mechanism mech, int stop_at, int *calls) {
+  counter n;
+  dprl_cancel k = make_cancel(&n, stop_at);
+  dprl_error err = {0};
+  dprl_pe_config cfg;
+  dprl_fv_stats st = {0};
+  dprl_buf out = {0};
+  int rc = dprl_pe_config_parse(&cfg, mech, "f", options, strlen(options), 0, 0, &k, &err);
+  if (rc) return *calls = n.calls, rc;
+  rc = dprl_fv_stats_init(&st, cfg.n_states, &k, &err);
+  if (!rc) {
+    lcg = 7;
+    st.m = 1000;
+    for (int64_t s = 0; s < cfg.n_states; s++) {
+      st.visits[s] = (int64_t)(next_u() % 1001);
+      st.return_sum[s] = (double)st.visits[s] * (double)(next_u() % 100) / 100.0;
+    }
+    cfg.cancel = &k;
+    rc = dprl_pe_release(&cfg, &st, &out, &err);
+  }
+  dprl_pe_config_free(&cfg);
+  dprl_fv_stats_free(&st);
+  dprl_buf_free(&out);
+  *calls = n.calls;
+  if (rc && rc != DPRL_EINTR) fprintf(stderr, "# %s\n", err.msg);
+  return rc;
+}
+
+/* Every phase of a release (options, zeroing the per-state arrays, psi,
+** the estimators, the noise, the values, the JSON) polls: stopped at its
+** first checks and at each of its last ones, the release returns
+** DPRL_EINTR and frees everything (the sanitizer run checks the leaks). */
+static void test_release(void) {
+  static const char *const cases[] = {
+      "{\"n_states\": 10000, \"gamma\": 0.5, \"epsilon\": 1, \"delta\": 1e-5}",
+      "{\"n_states\": 10000, \"gamma\": 0.5, \"epsilon\": 1, \"delta\": 1e-5, "
+      "\"perturb\": \"statistics\", \"release\": \"diagnostic\"}",
+      "{\"n_states\": 10000, \"gamma\": 0.5, \"epsilon\": 1, \"delta\": 1e-5, "
+      "\"lambda\": 10, \"features\": {\"aggregate\": 3}}",
+      "{\"n_states\": 10000, \"gamma\": 0.5, \"epsilon\": 1, \"delta\": 1e-5, "
+      "\"lambda\": 10, \"perturb\": \"statistics\"}"};
+  for (int i = 0; i < 4; i++) {
+    dprl_mechanism mech = i < 2 ? DPRL_LSW : DPRL_LSL;
+    int total, calls, bad = 0, tried = 0;
+    int rc = release_case(cases[i], mech, 0, &total);
+    CHECK(rc == DPRL_OK && total > 100, LABEL("release %d runs to the end, checking %d times", i, total));
+    for (int at = 1; at <= total; at++) {
+      if (at > 2 && (at < total - 150 || (total - at) % 2)) continue; /* first, last 150 */
+      tried++;
+      rc = release_case(cases[i], mech, at, &calls);
+      bad += rc != DPRL_EINTR || calls != at;
+    }
+    CHECK(bad == 0, LABEL("release %d: stopped at each of %d checks, it stops there", i, tried));
+  }
+}
+
 int main(void) {
   test_poll();
   test_sort();
   test_sort_interrupted();
   test_gp_path();
   test_qlearn();
+  test_release();
   printf("%d passed, %d failed\n", check_passed_count, check_failed_count);
   return CHECK_DONE();
 }

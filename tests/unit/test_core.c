@@ -227,8 +227,8 @@ static void test_first_visit(void) {
   dprl_fv_stats st;
   dprl_fv_scratch sc;
   dprl_error err = {0};
-  dprl_fv_stats_init(&st, 3, &err);
-  dprl_fv_scratch_init(&sc, 3, &err);
+  dprl_fv_stats_init(&st, 3, NULL, &err);
+  dprl_fv_scratch_init(&sc, 3, NULL, &err);
   /* states 0,1,0,2 rewards 1,2(clamped to 1.5),1,-1(clamped to 0), gamma .5:
   ** G3 = 0, G2 = 1, G1 = 1.5 + .5 = 2, G0 = 1 + 1 = 2: first visits 0:2, 1:2, 2:0 */
   dprl_step ep[] = {{0, 1, 0, 0}, {1, 2, 0, 1}, {2, 1, 0, 0}, {3, -1, 0, 2}};
@@ -246,7 +246,7 @@ static void test_first_visit(void) {
   /* negative rewards: clamped to [rmin, rmax] = [-1, 1.5], returns to
   ** [-2, 3]: G3 = -1, G2 = 1 - .5 = .5, G1 = 1.5 + .25 = 1.75, G0 = 1 + .875 */
   dprl_fv_stats sn;
-  dprl_fv_stats_init(&sn, 3, &err);
+  dprl_fv_stats_init(&sn, 3, NULL, &err);
   dprl_return_rule rn = {.gamma = 0.5, .rmin = -1, .rmax = 1.5, .fmin = -2, .fmax = 3.0};
   dprl_fv_add_episode(&sn, &sc, &rn, ep, 4, NULL, NULL, &err);
   CHECK(sn.return_sum[0] == 1.875 && sn.return_sum[1] == 1.75 && sn.return_sum[2] == -1,
@@ -363,7 +363,7 @@ static void test_structured_equals_dense(void) {
   enum { N = 11, K = 3 };
   dprl_error err = {0};
   dprl_fv_stats st;
-  dprl_fv_stats_init(&st, N, &err);
+  dprl_fv_stats_init(&st, N, NULL, &err);
   st.m = 40;
   double w[N];
   for (int s = 0; s < N; s++) {
@@ -376,21 +376,21 @@ static void test_structured_equals_dense(void) {
   dense.phi = calloc(N * agg.d, sizeof(double));
   for (int s = 0; s < N; s++) dense.phi[s * agg.d + s / K] = 1;
   double t1[N], t2[N], n1, n2, s1, s2;
-  dprl_lsw_theta(&agg, w, &st, t1, &err);
-  dprl_lsw_theta(&dense, w, &st, t2, &err);
+  dprl_lsw_theta(&agg, w, &st, t1, NULL, &err);
+  dprl_lsw_theta(&dense, w, &st, t2, NULL, &err);
   double diff = 0;
   for (int j = 0; j < agg.d; j++) diff = fmax(diff, fabs(t1[j] - t2[j]));
   CHECK(diff < 1e-12, "aggregate LSW closed form = dense QR");
-  dprl_lsl_theta(&agg, w, 7.0, &st, t1, &err);
-  dprl_lsl_theta(&dense, w, 7.0, &st, t2, &err);
+  dprl_lsl_theta(&agg, w, 7.0, &st, t1, NULL, &err);
+  dprl_lsl_theta(&dense, w, 7.0, &st, t2, NULL, &err);
   diff = 0;
   for (int j = 0; j < agg.d; j++) diff = fmax(diff, fabs(t1[j] - t2[j]));
   CHECK(diff < 1e-12, "aggregate LSL closed form = dense Cholesky");
   dprl_features_norm(&agg, &n1, &err);
   dprl_features_norm(&dense, &n2, &err);
   CHECK_NEAR(n1, n2, 1e-12, "aggregate ||Phi|| = SVD");
-  dprl_features_min_sv_weighted(&agg, w, &s1, &err);
-  dprl_features_min_sv_weighted(&dense, w, &s2, &err);
+  dprl_features_min_sv_weighted(&agg, w, &s1, NULL, &err);
+  dprl_features_min_sv_weighted(&dense, w, &s2, NULL, &err);
   CHECK_NEAR(s1, s2, 1e-12, "aggregate smallest weighted singular value = SVD");
   free(dense.phi);
   dprl_fv_stats_free(&st);

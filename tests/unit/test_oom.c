@@ -41,10 +41,10 @@ static int pipeline(const char *options, dprl_mechanism mech, int grouped, dprl_
   dprl_fv_stats st = {0};
   dprl_fv_scratch sc = {0};
   int rc = dprl_pe_config_parse(&cfg, mech, mech == DPRL_LSW ? "dp_lsw" : "dp_lsl", options,
-                                strlen(options), 0, 0, err);
+                                strlen(options), 0, 0, NULL, err);
   if (rc) return rc;
-  if (!(rc = dprl_fv_stats_init(&st, cfg.n_states, err)))
-    rc = dprl_fv_scratch_init(&sc, cfg.n_states, err);
+  if (!(rc = dprl_fv_stats_init(&st, cfg.n_states, NULL, err)))
+    rc = dprl_fv_scratch_init(&sc, cfg.n_states, NULL, err);
   for (int e = 0; e < 300 && !rc; e++) {
     char name[16];
     snprintf(name, sizeof name, "p%04d", e); /* in order as text too */

@@ -112,7 +112,7 @@ static void test_estimate(void) {
   ** low, inside */
   double sum[4] = {5, 1000, -50, 30}, vis[4] = {0.5, 10, 10, 10};
   double mean[4], se[4], cnt[4];
-  dprl_sp_estimate(&p, &nz, sum, vis, mean, se, cnt);
+  dprl_sp_estimate(&p, &nz, sum, vis, mean, se, cnt, NULL, &err);
   CHECK(mean[0] == 0 && isnan(se[0]) && cnt[0] == 0.5, "visits < 1: unvisited, mean 0, no se");
   CHECK(mean[1] == 7 && mean[2] == -2, "means clamped to [fmin, fmax]");
   CHECK_REL(mean[3], -2 + 3.0, 1e-15, "mean = fmin + sum / visits");
@@ -120,7 +120,7 @@ static void test_estimate(void) {
             "se = sigma sqrt(1 + ((mean - fmin)/c)^2) / visits");
   double neg[1] = {-3};
   p.n_states = 1;
-  dprl_sp_estimate(&p, &nz, sum, neg, mean, se, cnt);
+  dprl_sp_estimate(&p, &nz, sum, neg, mean, se, cnt, NULL, &err);
   CHECK(cnt[0] == 0 && mean[0] == 0, "negative noisy count: LSL count 0, unvisited");
   CHECK_REL(dprl_sp_planned_se(&p, &nz, 50), nz.sigma * sqrt(2.0) / 50, 1e-15,
             "planned se at the worst mean: sigma sqrt(2) / n");
@@ -143,12 +143,13 @@ static void test_means_estimators(void) {
   for (int i = 0; i < 2; i++) {
     double a[6], b[6];
     dprl_error err = {0};
-    int rc = dprl_lsw_theta(fs[i], w, &st, a, &err) | dprl_lsw_theta_means(fs[i], w, mean, b, &err);
+    int rc = dprl_lsw_theta(fs[i], w, &st, a, NULL, &err) |
+             dprl_lsw_theta_means(fs[i], w, mean, b, NULL, &err);
     int same = rc == 0;
     for (int j = 0; j < fs[i]->d; j++) same &= fabs(a[j] - b[j]) <= 1e-14 * (1 + fabs(a[j]));
     CHECK(same, i ? "LSW from means = from statistics (aggregate)" : "LSW from means = from statistics (tabular)");
-    rc = dprl_lsl_theta(fs[i], w, 4.0, &st, a, &err) |
-         dprl_lsl_theta_means(fs[i], w, 4.0, mean, cnt, 12, b, &err);
+    rc = dprl_lsl_theta(fs[i], w, 4.0, &st, a, NULL, &err) |
+         dprl_lsl_theta_means(fs[i], w, 4.0, mean, cnt, 12, b, NULL, &err);
     same = rc == 0;
     for (int j = 0; j < fs[i]->d; j++) same &= fabs(a[j] - b[j]) <= 1e-14 * (1 + fabs(a[j]));
     CHECK(same, i ? "LSL from means = from statistics (aggregate)" : "LSL from means = from statistics (tabular)");
