@@ -8,6 +8,7 @@
 **   dp_lsw_from_stats(state, visits, return_sum, options)   aggregate
 **   dp_lsl_from_stats(state, visits, return_sum, options)   aggregate
 **   dp_first_visit(trajectories_sql, options)      table-valued, NOT private
+**   dp_fv_stats(episode, t, state, reward, options) aggregate, NOT private
 **   dp_prefix_stable(trajectories_sql, policies_sql, options)  table-valued
 **   dp_prefix_calibrate(options)                   its public parameters (JSON)
 **   dp_q_calibrate(options)                        scalar, JSON

@@ -1,24 +1,35 @@
 /*
-** sql_first_visit.c: dp_first_visit, the per-episode half of DP-LSW/LSL.
+** sql_first_visit.c: the per-episode half of DP-LSW/LSL, NOT PRIVATE.
 **
 **   SELECT * FROM dp_first_visit(
 **     'SELECT episode, t, state, reward FROM steps',
 **     '{"n_states": 750, "gamma": 0.99, "rmax": 1}');
 **   -- episode | state | t_first | first_visit_return
 **
-** NOT PRIVATE: one row per (episode, first-visited state) with its exact
-** clamped return.  It exists so the per-episode work can run where the
-** data is (one shard, one site), and only the per-state sums
-** (see dp_lsw_from_stats) travel to the private release.
+**   SELECT dp_fv_stats(episode, t, state, reward,
+**                      '{"n_states": 750, "gamma": 0.99, "rmax": 1}') FROM steps;
+**   -- {"function":"dp_fv_stats","private":false,"n_states":750,
+**   --  "episodes":100000,"states":[[state, visits, return_sum], ...]}
+**
+** dp_first_visit gives one row per (episode, first-visited state) with its
+** exact clamped return; dp_fv_stats gives the per-state sums straight from
+** the rows, as dp_lsw computes them (sql_fv_agg.c).  Both exist so the
+** per-episode work can run where the data is (one shard, one site), and
+** only the per-state sums travel to the private release
+** (dp_lsw_from_stats).
 */
 #include <string.h>
 
 #include "first_visit.h"
+#include "json.h"
 #include "options.h"
+#include "sql_fv_agg.h"
 #include "sql_tvf.h"
 
 static const char *const fv_options[] = {"n_states", "gamma", "rmin", "rmax", "fmin", "fmax",
                                          "max_states", NULL};
+static const char *const fv_stats_options[] = {"n_states", "gamma", "rmin", "rmax", "fmin",
+                                               "fmax", "max_states", "grouped", NULL};
 static const char *const fv_args[] = {"trajectories_sql", "options"};
 
 typedef struct fv_emit_ctx {
@@ -37,14 +48,17 @@ static int fv_emit(void *vctx, uint32_t state, int64_t t_first, double F) {
   return c->out->oom ? DPRL_ENOMEM : DPRL_OK;
 }
 
-static int fv_options_parse(sqlite3_value *v, int64_t *n_states, dprl_return_rule *rule,
-                            dprl_error *err) {
+/* The options of dp_first_visit (grouped == NULL) or dp_fv_stats. */
+static int fv_options_parse(sqlite3_value *v, const char *fn, int64_t *n_states,
+                            dprl_return_rule *rule, int *grouped, dprl_error *err) {
   dprl_options o;
   const char *text = (const char *)sqlite3_value_text(v);
-  int rc = dprl_options_open(&o, "dp_first_visit", text, (size_t)sqlite3_value_bytes(v),
-                             fv_options, err);
+  if (!text && sqlite3_value_type(v) != SQLITE_NULL) return dprl_nomem(err);
+  int rc = dprl_options_open(&o, fn, text, (size_t)sqlite3_value_bytes(v),
+                             grouped ? fv_stats_options : fv_options, err);
   if (!rc) rc = dprl_opt_int(&o, "n_states", 1, 0, DPRL_CLOSED(1, 1 << 27), n_states);
   if (!rc) rc = dprl_return_rule_parse(&o, rule);
+  if (!rc && grouped) rc = dprl_opt_bool(&o, "grouped", 0, grouped);
   dprl_options_close(&o);
   return rc;
 }
@@ -79,7 +93,7 @@ static int fv_compute(sqlite3 *db, sqlite3_value **args, dprl_rows *out, char **
   dprl_step_buffer buf = {0};
   dprl_fv_scratch sc = {0};
   dprl_sql_cancel cancel;
-  if (fv_options_parse(args[1], &n_states, &rule, &err))
+  if (fv_options_parse(args[1], "dp_first_visit", &n_states, &rule, NULL, &err))
     return dprl_sql_vtab_error(pzErr, "dp_first_visit", &err);
   if (dprl_sql_cancel_open(&cancel, db, &err))
     return dprl_sql_vtab_error(pzErr, "dp_first_visit", &err);
@@ -114,4 +128,108 @@ static const dprl_tvf_spec fv_spec = {
     " trajectories_sql HIDDEN, options HIDDEN)",
     4, 2, 2, fv_args, fv_compute, 0};
 
-int dprl_register_first_visit(sqlite3 *db) { return dprl_tvf_register(db, &fv_spec); }
+/* ---- dp_fv_stats: the per-state statistics as one JSON value ------------- */
+
+typedef struct fvs_agg {
+  int failed;
+  dprl_sql_pinned options;
+  dprl_fv_agg fv;
+} fvs_agg;
+
+static void fvs_step(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+  fvs_agg **slot = sqlite3_aggregate_context(ctx, sizeof *slot);
+  dprl_error err = {DPRL_OK, {0}};
+  int rc;
+  (void)argc;
+  if (!slot) {
+    sqlite3_result_error_nomem(ctx);
+    return;
+  }
+  if (*slot && (*slot)->failed) return;
+  if (!*slot) {
+    fvs_agg *a = *slot = sqlite3_malloc(sizeof *a);
+    if (!a) {
+      sqlite3_result_error_nomem(ctx);
+      return;
+    }
+    memset(a, 0, sizeof *a);
+    int64_t n_states = 0;
+    int grouped = 0;
+    dprl_return_rule rule;
+    dprl_sql_cancel cancel;
+    rc = fv_options_parse(argv[4], "dp_fv_stats", &n_states, &rule, &grouped, &err);
+    if (!rc) rc = dprl_sql_pin_options(&a->options, argv[4], &err);
+    if (!rc && !(rc = dprl_sql_cancel_open(&cancel, sqlite3_context_db_handle(ctx), &err))) {
+      rc = dprl_fv_agg_start(&a->fv, n_states, &rule, grouped, &cancel.base, &err);
+      dprl_sql_cancel_close(&cancel);
+    }
+  } else {
+    rc = dprl_sql_same_options(&(*slot)->options, argv[4], &err);
+  }
+  if (!rc) rc = dprl_fv_agg_row(&(*slot)->fv, argv, &err);
+  if (rc) {
+    (*slot)->failed = 1;
+    dprl_sql_result_error(ctx, "dp_fv_stats", &err);
+  }
+}
+
+/* Visited states only, in state order; return sums printed exactly (17
+** digits), so dp_lsw_from_stats on them is dp_lsw on the rows. */
+static int fvs_json(const dprl_fv_stats *st, dprl_buf *b, dprl_cancel *cancel,
+                    dprl_error *err) {
+  dprl_buf_printf(b, "{\"function\":\"dp_fv_stats\",\"private\":false,\"n_states\":%lld,"
+                  "\"episodes\":%lld,\"states\":[",
+                  (long long)st->n_states, (long long)st->m);
+  int first = 1;
+  for (int64_t s = 0; s < st->n_states; s++) {
+    if (dprl_cancel_poll(cancel, 4, err)) return err->code;
+    if (!st->visits[s]) continue;
+    dprl_buf_printf(b, first ? "[%lld,%lld," : ",[%lld,%lld,", (long long)s,
+                    (long long)st->visits[s]);
+    dprl_json_put_double(b, st->return_sum[s]);
+    dprl_buf_puts(b, "]");
+    first = 0;
+  }
+  dprl_buf_puts(b, "]}");
+  return b->oom ? dprl_nomem(err) : DPRL_OK;
+}
+
+static void fvs_final(sqlite3_context *ctx) {
+  fvs_agg **slot = sqlite3_aggregate_context(ctx, 0);
+  if (!slot || !*slot) { /* no rows */
+    sqlite3_result_null(ctx);
+    return;
+  }
+  fvs_agg *a = *slot;
+  dprl_error err = {DPRL_OK, {0}};
+  dprl_buf out = {0};
+  if (!a->failed) {
+    dprl_sql_cancel cancel;
+    sqlite3 *db = sqlite3_context_db_handle(ctx);
+    int rc = dprl_sql_cancel_open(&cancel, db, &err);
+    if (!rc) rc = dprl_fv_agg_collect(&a->fv, &cancel.base, &err);
+    if (!rc) rc = fvs_json(&a->fv.st, &out, &cancel.base, &err);
+    dprl_sql_cancel_close(&cancel);
+    int64_t limit = sqlite3_limit(db, SQLITE_LIMIT_LENGTH, -1);
+    if (!rc && (int64_t)out.len > limit)
+      rc = dprl_fail(&err, DPRL_EINVAL,
+                     "the statistics of %lld states take %zu bytes, more than this "
+                     "connection's SQLITE_LIMIT_LENGTH (%lld)",
+                     (long long)a->fv.n_states, out.len, (long long)limit);
+    if (rc) dprl_sql_result_error(ctx, "dp_fv_stats", &err);
+    else dprl_sql_result_json(ctx, out.data, (int)out.len);
+  }
+  dprl_buf_free(&out);
+  dprl_fv_agg_free(&a->fv);
+  dprl_sql_unpin(&a->options);
+  sqlite3_free(a);
+  *slot = NULL;
+}
+
+int dprl_register_first_visit(sqlite3 *db) {
+  /* dp_fv_stats reads only its arguments and adds no noise: deterministic. */
+  int rc = sqlite3_create_function_v2(db, "dp_fv_stats", 5,
+                                      DPRL_JSON_FLAGS | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS,
+                                      NULL, NULL, fvs_step, fvs_final, NULL);
+  return rc != SQLITE_OK ? rc : dprl_tvf_register(db, &fv_spec);
+}

@@ -10,35 +10,27 @@
 **   SELECT expert, dp_lsl(episode, t, state, reward, '{..., "lambda": 30}')
 **   FROM steps GROUP BY expert;          -- one release per group (samples/clinic.sql)
 **
-** Glue only: each row is checked and handed to the row buffer (steps.c)
-** or, with "grouped": true, to the episode stream; at the end the episodes
-** go through first_visit.c and the release through policy_eval.c.
+** Glue only: the rows become first-visit statistics (sql_fv_agg.c, shared
+** with dp_fv_stats) and the release goes through policy_eval.c.
 */
 #include <string.h>
 
-#include "first_visit.h"
 #include "policy_eval.h"
 #include "sql_budget.h"
+#include "sql_fv_agg.h"
 #include "sql_glue.h"
 
 typedef struct pe_agg {
   int failed;
   dprl_pe_config cfg;
   dprl_sql_pinned options; /* the options of the first row */
-  int64_t rows;
-  dprl_step_buffer buf;         /* rows in any order */
-  dprl_episode_stream stream;   /* grouped: true */
-  dprl_fv_stats st;
-  dprl_fv_scratch sc;
+  dprl_fv_agg fv;          /* rows -> statistics (sql_fv_agg.c) */
 } pe_agg;
 
 static void pe_agg_free(pe_agg *a) {
   dprl_pe_config_free(&a->cfg);
   dprl_sql_unpin(&a->options);
-  dprl_step_buffer_free(&a->buf);
-  dprl_episode_stream_free(&a->stream);
-  dprl_fv_stats_free(&a->st);
-  dprl_fv_scratch_free(&a->sc);
+  dprl_fv_agg_free(&a->fv);
 }
 
 static int64_t length_limit(sqlite3_context *ctx) {
@@ -58,29 +50,10 @@ static int pe_agg_start(pe_agg *a, sqlite3_context *ctx, dprl_mechanism mech, co
   rc = dprl_pe_config_parse(&a->cfg, mech, fn, text, (size_t)len, 0, length_limit(ctx),
                             &cancel.base, err);
   if (!rc) rc = dprl_sql_pin_options(&a->options, opt, err);
-  if (!rc) rc = dprl_fv_stats_init(&a->st, a->cfg.n_states, &cancel.base, err);
-  if (!rc) rc = dprl_fv_scratch_init(&a->sc, a->cfg.n_states, &cancel.base, err);
+  if (!rc)
+    rc = dprl_fv_agg_start(&a->fv, a->cfg.n_states, &a->cfg.rule, a->cfg.grouped,
+                           &cancel.base, err);
   dprl_sql_cancel_close(&cancel);
-  return rc;
-}
-
-/* One row: checks, then buffer or stream. */
-static int pe_agg_row(pe_agg *a, sqlite3_value **argv, dprl_error *err) {
-  dprl_key ep;
-  int64_t t;
-  uint32_t state;
-  double reward;
-  int rc = dprl_sql_read_step(argv, a->cfg.n_states, &ep, &t, &state, &reward, err);
-  if (rc) return rc;
-  a->rows++;
-  if (!a->cfg.grouped) return dprl_step_buffer_push(&a->buf, &ep, t, state, reward, err);
-  int finished;
-  const dprl_step *steps;
-  size_t n;
-  rc = dprl_episode_stream_push(&a->stream, &ep, t, state, reward, &finished, &steps, &n,
-                                err);
-  if (!rc && finished)
-    rc = dprl_fv_add_episode(&a->st, &a->sc, &a->cfg.rule, steps, n, NULL, NULL, err);
   return rc;
 }
 
@@ -113,36 +86,12 @@ static void pe_step(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   } else {
     rc = dprl_sql_same_options(&(*slot)->options, argv[4], &err);
   }
-  if (!rc) rc = pe_agg_row(*slot, argv, &err);
+  if (!rc) rc = dprl_fv_agg_row(&(*slot)->fv, argv, &err);
   if (rc) {
     (*slot)->failed = 1;
     dprl_sql_result_error(ctx, fn, &err);
   }
   (void)argc;
-}
-
-/* All rows seen: episodes -> statistics. */
-static int pe_collect(pe_agg *a, dprl_error *err) {
-  int rc;
-  if (a->cfg.grouped) {
-    const dprl_step *steps;
-    size_t n;
-    rc = dprl_episode_stream_finish(&a->stream, &steps, &n, err);
-    if (!rc && n)
-      rc = dprl_fv_add_episode(&a->st, &a->sc, &a->cfg.rule, steps, n, NULL, NULL, err);
-    return rc;
-  }
-  if ((rc = dprl_step_buffer_group(&a->buf, err))) return rc;
-  size_t E = dprl_step_buffer_episodes(&a->buf);
-  for (size_t e = 0; e < E && !rc; e++) {
-    const dprl_step *steps;
-    size_t n;
-    rc = dprl_step_buffer_episode(&a->buf, e, &steps, &n, err);
-    if (!rc) rc = dprl_cancel_poll(a->cfg.cancel, 20 * (uint64_t)n + 50, err);
-    if (!rc) rc = dprl_fv_add_episode(&a->st, &a->sc, &a->cfg.rule, steps, n, NULL, NULL, err);
-  }
-  dprl_step_buffer_free(&a->buf); /* the statistics are all that is needed now */
-  return rc;
 }
 
 /* The ledger row of a release, before it is returned (sql_budget.c). */
@@ -166,11 +115,11 @@ static void pe_final(sqlite3_context *ctx) {
   if (!a->failed) {
     dprl_sql_cancel cancel;
     int rc = dprl_sql_cancel_open(&cancel, sqlite3_context_db_handle(ctx), &err);
-    a->cfg.cancel = a->buf.cancel = &cancel.base;
-    if (!rc) rc = pe_collect(a, &err);
-    if (!rc) rc = dprl_pe_release(&a->cfg, &a->st, &out, &err);
+    a->cfg.cancel = &cancel.base;
+    if (!rc) rc = dprl_fv_agg_collect(&a->fv, &cancel.base, &err);
+    if (!rc) rc = dprl_pe_release(&a->cfg, &a->fv.st, &out, &err);
     if (!rc) rc = pe_charge(ctx, &a->cfg, &a->options, &err);
-    a->cfg.cancel = a->buf.cancel = NULL;
+    a->cfg.cancel = NULL;
     dprl_sql_cancel_close(&cancel);
     if (rc) dprl_sql_result_error(ctx, fn, &err);
     else dprl_sql_result_json(ctx, out.data, (int)out.len);

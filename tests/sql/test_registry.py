@@ -20,6 +20,7 @@ FUNCTIONS = {  # name: (number of arguments, deterministic?)
     "dp_lsl": (5, False),
     "dp_lsw_from_stats": (4, False),
     "dp_lsl_from_stats": (4, False),
+    "dp_fv_stats": (5, True),  # exact statistics, no noise (not private)
     "dp_prefix_calibrate": (1, True),
     "dprl_prefix_key": (2, False),  # dp_prefix_stable's scan filter; NULL from SQL
     "dp_q_calibrate": (1, True),

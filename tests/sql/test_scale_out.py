@@ -1,4 +1,4 @@
-"""dp_first_visit, dp_lsw_from_stats / dp_lsl_from_stats, the portable SQL
+"""dp_first_visit, dp_fv_stats, dp_lsw_from_stats / dp_lsl_from_stats, the portable SQL
 of sql/sqlite/first_visit_stats.sql, and a release from 3 attached shards
 (tests/sql/test_dialects.py checks the per-engine SQL further)."""
 import json
@@ -159,6 +159,101 @@ def test_general_data_close():
                     rel=1e-13)
         check_close(merged["psi"], whole["psi"], "general data: psi equal")
 
+FVS = "SELECT dp_fv_stats(episode, t, state, reward, ?) FROM steps"
+# dp_fv_stats's per-state rows, as the README's shard recipe reads them
+FVS_ROWS = ("SELECT e.value ->> 0 AS state, e.value ->> 1 AS visits, e.value ->> 2 AS return_sum "
+            "FROM (SELECT dp_fv_stats(episode, t, state, reward, ?) AS j FROM {table}) AS x, "
+            "json_each(x.j, '$.states') AS e")
+
+
+def test_fv_stats():
+    """dp_fv_stats against an independent per-state computation (reference.py):
+    text and integer ids in random order, rewards and returns clamped at
+    both ends, max_states; grouped: true agrees; a release from its output
+    is exactly dp_lsw's from the rows."""
+    rng = random.Random(11)
+    rows = [(f"p{e}" if e % 3 else e, t, rng.randrange(7), rng.uniform(-1.5, 2.5))
+            for e in range(120) for t in rng.sample(range(60), rng.randint(1, 14))]
+    rng.shuffle(rows)
+    con = connect()
+    make(con, rows)
+    for o in ({"n_states": 7, "gamma": 0.8},
+              {"n_states": 7, "gamma": 0.9, "rmin": -1, "rmax": 2, "fmin": -3, "fmax": 6},
+              {"n_states": 9, "gamma": 0.7, "rmax": 1.5, "max_states": 2}):
+        got = json.loads(con.execute(FVS, (json.dumps(o),)).fetchone()[0])
+        m, visits, sums = reference.first_visit(rows, o["gamma"], o.get("rmax", 1.0), o.get("fmax"),
+                                                o.get("rmin", 0.0), o.get("fmin"), o.get("max_states"))
+        states = got["states"]
+        check(got["private"] is False and got["function"] == "dp_fv_stats" and got["episodes"] == m
+              and got["n_states"] == o["n_states"], f"dp_fv_stats {o}: header (not private, m = {m})", got)
+        check([s[0] for s in states] == sorted(visits) and all(s[1] == visits[s[0]] for s in states),
+              f"dp_fv_stats {o}: visited states in order, exact visits", states)
+        check(all(close(s[2], sums[s[0]], 1e-12) for s in states),
+              f"dp_fv_stats {o}: return sums = the reference's")
+        con.execute("CREATE TABLE sorted AS SELECT * FROM steps ORDER BY episode, t")
+        g = json.loads(con.execute("SELECT dp_fv_stats(episode, t, state, reward, ?) FROM sorted",
+                                   (json.dumps(dict(o, grouped=True)),)).fetchone()[0])
+        check(g["episodes"] == m and [s[:2] for s in g["states"]] == [s[:2] for s in states]
+              and all(close(a[2], b[2], 1e-12) for a, b in zip(g["states"], states)),
+              f"dp_fv_stats {o}: grouped: true on rows stored by episode agrees")
+        con.execute("DROP TABLE sorted")
+        priv = dict(o, epsilon=1, delta=1e-5, seed=5)
+        # max_states is a contribution bound of the statistics perturbation only
+        out = {"perturb": "statistics"} if "max_states" in o else {}
+        for fn, extra in (("dp_lsw", out), ("dp_lsl", {"lambda": 50, "perturb": "statistics"})):
+            direct = con.execute(f"SELECT {fn}(episode, t, state, reward, ?) FROM steps",
+                                 (json.dumps(dict(priv, **extra)),)).fetchone()[0]
+            merged = con.execute(
+                f"SELECT {fn}_from_stats(state, visits, return_sum, ?) FROM ({FVS_ROWS.format(table='steps')})",
+                (json.dumps(dict(priv, episodes=m, **extra)), json.dumps(o))).fetchone()[0]
+            check(merged == direct, f"{fn}_from_stats on dp_fv_stats = {fn} on the rows {o} (same seed)")
+    check(con.execute("SELECT dp_fv_stats(episode, t, state, reward, '{}') FROM steps WHERE 0")
+          .fetchone()[0] is None, "dp_fv_stats: no rows, NULL")
+    g = con.execute("SELECT json_type(json_object('s', dp_fv_stats(episode, t, state, reward, "
+                    "'{\"n_states\": 7, \"gamma\": 0.5}'))) FROM steps").fetchone()[0]
+    check(g == "object", "dp_fv_stats nests as JSON")
+
+
+def test_fv_stats_shards():
+    """The shard recipe with dp_fv_stats: per-state rows from each attached
+    shard, unioned, give exactly the whole-table release."""
+    rng = random.Random(12)
+    rows = dyadic_rows(rng, 6, 90, 12)
+    o = {"n_states": 6, "gamma": 0.5, "rmax": 1}
+    priv = dict(o, epsilon=1, delta=1e-3, release="diagnostic", seed=42)
+    with tempfile.TemporaryDirectory() as tmp:
+        con = shards(tmp, rows)
+        whole = con.execute("SELECT dp_lsw(episode, t, state, reward, ?) FROM steps",
+                            (json.dumps(priv),)).fetchone()[0]
+        union = " UNION ALL ".join(FVS_ROWS.format(table=f"s{i}.steps") for i in range(3))
+        merged = con.execute(f"SELECT dp_lsw_from_stats(state, visits, return_sum, ?) FROM ({union})",
+                             (json.dumps(dict(priv, episodes=90)),) + (json.dumps(o),) * 3).fetchone()[0]
+        check(merged == whole, "dp_fv_stats on 3 attached shards: exactly the whole-table release")
+
+
+def test_fv_stats_errors():
+    con = connect()
+    make(con, [(1, 0, 0, 1.0), (1, 1, 1, 0.5)])
+    o = '{"n_states": 2, "gamma": 0.5}'
+
+    def err(sql, msg, name):
+        check_error(con, sql, msg, name)
+    err("SELECT dp_fv_stats(episode, t, state, reward, '{\"n_states\": 1, \"gamma\": 0.5}') FROM steps",
+        "dp_fv_stats: state must be in 0..n_states-1 = 0..0, got 1 (row with episode 1, t 1)",
+        "fv_stats: state out of range")
+    err("SELECT dp_fv_stats(episode, t, state, reward, '{\"n_states\": 2}') FROM steps",
+        "dp_fv_stats: option gamma is required", "fv_stats: gamma required")
+    err("SELECT dp_fv_stats(episode, t, state, reward, '{\"n_states\": 2, \"gamma\": 0.5, "
+        "\"epsilon\": 1}') FROM steps",
+        "dp_fv_stats: unknown option \"epsilon\" (known: n_states, gamma, rmin, rmax, fmin, fmax, "
+        "max_states, grouped)", "fv_stats: no privacy options (it is not private)")
+    err("SELECT dp_fv_stats(episode, t, state, reward, CASE WHEN t = 0 THEN '" + o + "' ELSE "
+        "'{\"n_states\": 2, \"gamma\": 0.6}' END) FROM steps",
+        "dp_fv_stats: options must be the same for every row", "fv_stats: options change between rows")
+    con.execute("INSERT INTO steps VALUES (1, 1, 0, 0)")
+    err("SELECT dp_fv_stats(episode, t, state, reward, '" + o + "') FROM steps",
+        "dp_fv_stats: duplicate (episode, t) = (1, 1)", "fv_stats: duplicate (episode, t)")
+
 
 def test_stats_errors():
     con = connect()
@@ -279,5 +374,5 @@ def test_buckets():
         dict(o, buckets=4), q4)
 
 
-run([test_buckets, test_first_visit_rows, test_portable_sql_matches, test_three_shards_equal_whole,
+run([test_fv_stats, test_fv_stats_shards, test_fv_stats_errors, test_buckets, test_first_visit_rows, test_portable_sql_matches, test_three_shards_equal_whole,
      test_general_data_close, test_stats_errors, test_first_visit_errors, test_python_example])
