@@ -67,6 +67,21 @@ void dprl_policy_free(dprl_policy_table *pt) {
 
 static int index_in(int64_t v, int64_t n) { return v >= 0 && v < n; }
 
+/* The name of an expert, state or action in messages (see dprl_id_namer). */
+typedef struct ids {
+  char e[64], s[64], a[64];
+} ids;
+static const ids *name_ids(const dprl_policy_table *pt, int64_t i, int64_t s, int64_t a,
+                           ids *out) {
+  char *buf[3] = {out->e, out->s, out->a};
+  int64_t v[3] = {i, s, a};
+  for (int k = 0; k < 3; k++) {
+    if (pt->namer && v[k] >= 0) pt->namer(pt->namer_ctx, (dprl_id_kind)k, v[k], buf[k], 64);
+    else snprintf(buf[k], 64, "%lld", (long long)v[k]);
+  }
+  return out;
+}
+
 int dprl_policy_set(dprl_policy_table *pt, int64_t expert, int64_t state,
                     int64_t action, double prob, dprl_error *err) {
   if (!index_in(expert, pt->n_experts))
@@ -80,17 +95,20 @@ int dprl_policy_set(dprl_policy_table *pt, int64_t expert, int64_t state,
     return dprl_fail(err, DPRL_EINVAL,
                      "policies: action %lld is outside 0..%lld",
                      (long long)action, (long long)pt->n_actions - 1);
-  if (!isfinite(prob))
+  ids n;
+  if (!isfinite(prob)) {
+    name_ids(pt, expert, state, action, &n);
     return dprl_fail(err, DPRL_EINVAL,
-                     "policies: expert %lld, state %lld, action %lld: prob "
-                     "must be a finite number, got %g",
-                     (long long)expert, (long long)state, (long long)action,
-                     prob);
+                     "policies: expert %s, state %s, action %s: prob must be a finite "
+                     "number, got %g",
+                     n.e, n.s, n.a, prob);
+  }
   double *cell = &pt->prob[dprl_policy_index(pt, expert, state, action)];
-  if (!isnan(*cell))
-    return dprl_fail(err, DPRL_EINVAL,
-                     "policies: duplicate (expert %lld, state %lld, action %lld)",
-                     (long long)expert, (long long)state, (long long)action);
+  if (!isnan(*cell)) {
+    name_ids(pt, expert, state, action, &n);
+    return dprl_fail(err, DPRL_EINVAL, "policies: duplicate (expert %s, state %s, action %s)",
+                     n.e, n.s, n.a);
+  }
   *cell = prob;
   return DPRL_OK;
 }
@@ -103,27 +121,31 @@ static int sum_ok(double sum) {
 static int validate_one(const dprl_policy_table *pt, double p_min,
                         int64_t i, int64_t s, dprl_error *err) {
   char b1[40], b2[40];
+  ids n;
   for (int64_t a = 0; a < pt->n_actions; a++)
-    if (isnan(pt->prob[dprl_policy_index(pt, i, s, a)]))
-      return dprl_fail(err, DPRL_EINVAL,
-                       "policies: missing (expert %lld, state %lld, action %lld)",
-                       (long long)i, (long long)s, (long long)a);
+    if (isnan(pt->prob[dprl_policy_index(pt, i, s, a)])) {
+      name_ids(pt, i, s, a, &n);
+      return dprl_fail(err, DPRL_EINVAL, "policies: missing (expert %s, state %s, action %s)",
+                       n.e, n.s, n.a);
+    }
   double sum = 0;
   for (int64_t a = 0; a < pt->n_actions; a++) {
     double p = pt->prob[dprl_policy_index(pt, i, s, a)];
-    if (!(p >= p_min))
+    if (!(p >= p_min)) {
+      name_ids(pt, i, s, a, &n);
       return dprl_fail(err, DPRL_EINVAL,
-                       "policies: expert %lld, state %lld, action %lld: prob "
-                       "%s < p_min %s",
-                       (long long)i, (long long)s, (long long)a,
-                       fmt_num(b1, sizeof b1, p), fmt_num(b2, sizeof b2, p_min));
+                       "policies: expert %s, state %s, action %s: prob %s < p_min %s", n.e,
+                       n.s, n.a, fmt_num(b1, sizeof b1, p), fmt_num(b2, sizeof b2, p_min));
+    }
     sum += p;
   }
-  if (!sum_ok(sum))
+  if (!sum_ok(sum)) {
+    name_ids(pt, i, s, -1, &n);
     return dprl_fail(err, DPRL_EINVAL,
-                     "policies: expert %lld, state %lld: probabilities sum to "
-                     "%.15g, not 1 (tolerance %g)",
-                     (long long)i, (long long)s, sum, DPRL_POLICY_SUM_TOL);
+                     "policies: expert %s, state %s: probabilities sum to %.15g, not 1 "
+                     "(tolerance %g)",
+                     n.e, n.s, sum, DPRL_POLICY_SUM_TOL);
+  }
   return DPRL_OK;
 }
 

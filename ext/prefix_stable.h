@@ -40,11 +40,20 @@
 ** contiguous, which is the column one step of count_tau multiplies in.
 ** NaN marks an entry never given (dprl_policy_set refuses NaN input, so a
 ** NaN in the table always means "missing"). */
+/* How messages name an expert, state or action: the caller's own id (the
+** SQL layer writes the key as given: 42 or 'dr1'); without a namer, the
+** index. */
+typedef enum { DPRL_ID_EXPERT, DPRL_ID_STATE, DPRL_ID_ACTION } dprl_id_kind;
+typedef void (*dprl_id_namer)(void *ctx, dprl_id_kind kind, int64_t index, char *out,
+                              size_t n);
+
 typedef struct dprl_policy_table {
   int64_t n_experts; /* m */
   int64_t n_states;  /* |S| */
   int64_t n_actions; /* |A| */
   double *prob;
+  dprl_id_namer namer; /* may be NULL; set after dprl_policy_init */
+  void *namer_ctx;
 } dprl_policy_table;
 
 /* Allocate an m x S x A table with every entry missing (NaN). Sizes must be
@@ -64,17 +73,18 @@ static inline size_t dprl_policy_index(const dprl_policy_table *pt,
 
 /* Store one policy row. Errors: an index outside the table, a prob that is
 ** not a finite number, or an entry given twice:
-**   "policies: duplicate (expert 1, state 4, action 2)". */
+**   "policies: duplicate (expert 'dr1', state 4, action 2)". */
 int dprl_policy_set(dprl_policy_table *pt, int64_t expert, int64_t state,
                     int64_t action, double prob, dprl_error *err);
 
 /* The checks the guarantee rests on (Assumption 3), run before any release.
 ** p_min must be in (0, 1/|A|). Then, in order of (expert, state): every
 ** action present, every prob >= p_min, and the probs summing to 1 within
-** DPRL_POLICY_SUM_TOL. The first failure is reported, e.g.
-**   "policies: missing (expert 1, state 4, action 2)"
-**   "policies: expert 2, state 0, action 1: prob 0.01 < p_min 0.02"
-**   "policies: expert 3, state 5: probabilities sum to 0.97, not 1
+** DPRL_POLICY_SUM_TOL. The first failure is reported, with the namer's
+** ids, e.g.
+**   "policies: missing (expert 'dr1', state 4, action 2)"
+**   "policies: expert 'dr2', state 0, action 1: prob 0.01 < p_min 0.02"
+**   "policies: expert 'dr3', state 5: probabilities sum to 0.97, not 1
 **    (tolerance 1e-9)" */
 int dprl_policy_validate(const dprl_policy_table *pt, double p_min,
                          dprl_error *err);

@@ -23,6 +23,7 @@
 ** release and step: the caller's episode keys and t are used to draw,
 ** group and order the steps and never leave this file.
 */
+#include <stdio.h>
 #include <string.h>
 
 #include "json.h"
@@ -107,6 +108,21 @@ static int int_key(sqlite3_value *v, const char *what, dprl_key *k, dprl_error *
   return rc;
 }
 
+/* Messages about the policies name the caller's ids (dprl_id_namer). */
+static void ps_name_id(void *ctx, dprl_id_kind kind, int64_t index, char *out, size_t n) {
+  ps_state *ps = ctx;
+  dprl_episode_index *x = kind == DPRL_ID_EXPERT  ? &ps->experts
+                          : kind == DPRL_ID_STATE ? &ps->states
+                                                  : &ps->actions;
+  dprl_key k;
+  if (index < 0 || (size_t)index >= x->n) {
+    snprintf(out, n, "%lld", (long long)index);
+    return;
+  }
+  dprl_key_get(x, (uint32_t)index, &k);
+  dprl_key_describe(&k, out, n);
+}
+
 typedef struct policy_row {
   uint32_t e, s, a;
   double p;
@@ -153,6 +169,9 @@ static int ps_read_policies(sqlite3 *db, sqlite3_value *sql, ps_state *ps, char 
     } else if (dprl_policy_init(&ps->pt, (int64_t)ps->experts.n, (int64_t)ps->states.n,
                                 (int64_t)ps->actions.n, &ps->err)) {
       rc = dprl_sql_vtab_error(pzErr, FN, &ps->err);
+    } else {
+      ps->pt.namer = ps_name_id;
+      ps->pt.namer_ctx = ps;
     }
     for (size_t i = 0; rc == SQLITE_OK && i < n; i++)
       if (dprl_policy_set(&ps->pt, rows[i].e, rows[i].s, rows[i].a, rows[i].p, &ps->err))

@@ -375,7 +375,7 @@ static int duck_run(item *x, sample *s) {
   "(SELECT state, count(*) AS v, sum(G) AS s FROM g WHERE rn = 1 GROUP BY state)"
 
 static void policy_eval_bench(sqlite3 *db, const char *csv) {
-  enum { SCAN_R, LSW, LSL, SCAN_G, GROUPED, AGG, SHARD, PLAIN, DUCK_W, DUCK_S };
+  enum { SCAN_R, LSW, LSL, SCAN_G, GROUPED, AGG, FVS, SHARD, PLAIN, DUCK_W, DUCK_S };
   item it[] = {
       [SCAN_R] = {.name = "bare scan (sum of the 4 columns)", .sql = SCAN("steps"), .ref = SCAN_R},
       [LSW] = {.name = "dp_lsw, rows in random order",
@@ -397,6 +397,12 @@ static void policy_eval_bench(sqlite3 *db, const char *csv) {
       [AGG] = {.name = "dp_lsw aggregate k=10, random order",
                .sql = "SELECT dp_lsw(episode, t, state, reward, " OPT
                       ", \"features\": {\"aggregate\": 10}}') FROM steps",
+               .ref = SCAN_R},
+      [FVS] = {.name = "shard recipe: dp_fv_stats+json_each+_from_stats",
+               .sql = "SELECT dp_lsw_from_stats(e.value->>0, e.value->>1, e.value->>2, " OPT
+                      ", \"episodes\": 100000}') FROM (SELECT dp_fv_stats(episode, t, state, "
+                      "reward, '{\"n_states\": 750, \"gamma\": 0.99}') AS j FROM steps) AS x, "
+                      "json_each(x.j, '$.states') AS e",
                .ref = SCAN_R},
       [SHARD] = {.name = "shard recipe: dp_first_visit+GROUP BY+_from_stats",
                  .sql = "SELECT dp_lsw_from_stats(state, visits, return_sum, " OPT

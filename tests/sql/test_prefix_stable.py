@@ -324,7 +324,7 @@ def test_errors():
         'accountant, seed, budget)', "unknown option", dict(o, Tmax=3))
     con.execute("UPDATE policies SET prob = 0.05 WHERE expert = 'dr1' AND state = 0 AND action = 2")
     msg = sql_error(con, Q, (json.dumps(o),))
-    check(msg is not None and msg.startswith("dp_prefix_stable: policies: expert 1, state 0, "
+    check(msg is not None and msg.startswith("dp_prefix_stable: policies: expert 'dr1', state 0, "
                                              "action 2: prob 0.05 < p_min 0.1"),
           "a prob below p_min is an error", msg)
     # option errors come first, whatever the data: the same message with a
@@ -335,12 +335,12 @@ def test_errors():
           "option errors come before any row is read", msg)
     con.execute("UPDATE policies SET prob = 0.15 WHERE expert = 'dr1' AND state = 0 AND action = 2")
     msg = sql_error(con, Q, (json.dumps(o),))
-    check(msg is not None and "probabilities sum to" in msg and "expert 1, state 0" in msg,
+    check(msg is not None and "probabilities sum to" in msg and "expert 'dr1', state 0" in msg,
           "probabilities not summing to 1 is an error", msg)
     con.execute("UPDATE policies SET prob = 0.1 WHERE expert = 'dr1' AND state = 0 AND action = 2")
     con.execute("DELETE FROM policies WHERE expert = 'dr2' AND state = 1 AND action = 0")
     msg = sql_error(con, Q, (json.dumps(o),))
-    check(msg == "dp_prefix_stable: policies: missing (expert 2, state 1, action 0)",
+    check(msg == "dp_prefix_stable: policies: missing (expert 'dr2', state 1, action 0)",
           "a missing (expert, state, action) is an error", msg)
     con.execute("INSERT INTO policies VALUES ('dr2', 1, 0, NULL)")
     msg = sql_error(con, Q, (json.dumps(o),))
@@ -349,7 +349,7 @@ def test_errors():
     con.execute("UPDATE policies SET prob = 0.8 WHERE prob IS NULL")
     con.execute("INSERT INTO policies VALUES ('dr2', 1, 0, 0.8)")
     msg = sql_error(con, Q, (json.dumps(o),))
-    check(msg == "dp_prefix_stable: policies: duplicate (expert 2, state 1, action 0)",
+    check(msg == "dp_prefix_stable: policies: duplicate (expert 'dr2', state 1, action 0)",
           "a duplicate policy row is an error", msg)
     con.execute("DELETE FROM policies WHERE rowid = (SELECT max(rowid) FROM policies)")
     check(sql_error(con, Q, (json.dumps(o),)) is None, "the repaired policy table is accepted")
@@ -536,6 +536,37 @@ def test_read_paths_agree():
     check(len(got) == 2 * n, "a NOCASE column, T = n of n + 1: T trajectories read", len(got))
 
 
-run([test_cliff, test_no_caller_ids, test_whole_trajectories_and_T, test_T_above_n_and_none,
+def test_policy_errors_name_caller_ids():
+    """Policy errors name the caller's expert, state and action ids, not
+    dprl's internal indices (states 7 and 3 and actions 20 and 10 arrive
+    in an order that makes every index differ from its id)."""
+    con = connect()
+    con.execute("CREATE TABLE policies(expert, state, action, prob)")
+    rows = [(e, s, a, 0.5) for e in (1000, 2000) for s in (7, 3) for a in (20, 10)]
+    con.executemany("INSERT INTO policies VALUES (?,?,?,?)", rows)
+    con.execute("CREATE TABLE steps(episode, t, state, action)")
+    con.execute("INSERT INTO steps VALUES (1, 0, 7, 20)")
+    o = json.dumps({"epsilon": 1, "delta": 0.1, "p_min": 0.1, "T": 1, "L": 1})
+
+    def err(msg, name):
+        check_error(con, Q, msg, name, (o,))
+    check(sql_error(con, Q, (o,)) is None, "policy ids: a full table is accepted")
+    con.execute("DELETE FROM policies WHERE expert = 2000 AND state = 3 AND action = 10")
+    err("dp_prefix_stable: policies: missing (expert 2000, state 3, action 10)",
+        "policy ids: missing names the caller's ids")
+    con.execute("INSERT INTO policies VALUES (2000, 3, 10, 0.05), (2000, 3, 10, 0.5)")
+    err("dp_prefix_stable: policies: duplicate (expert 2000, state 3, action 10)",
+        "policy ids: duplicate names the caller's ids")
+    con.execute("DELETE FROM policies WHERE rowid = (SELECT max(rowid) FROM policies)")
+    err("dp_prefix_stable: policies: expert 2000, state 3, action 10: prob 0.05 < p_min 0.1",
+        "policy ids: p_min names the caller's ids")
+    con.execute("UPDATE policies SET prob = 0.4 WHERE prob = 0.05")
+    msg = sql_error(con, Q, (o,))
+    check(msg is not None and msg.startswith("dp_prefix_stable: policies: expert 2000, state 3: "
+                                             "probabilities sum to 0.9"),
+          "policy ids: a bad sum names the caller's ids", msg)
+
+
+run([test_policy_errors_name_caller_ids, test_cliff, test_no_caller_ids, test_whole_trajectories_and_T, test_T_above_n_and_none,
      test_long_tail_changes_nothing, test_tiny_epsilon, test_accountant, test_errors,
      test_unexamined_not_read, test_sampling_uniform, test_read_paths_agree])
