@@ -242,6 +242,7 @@ void dprl_step_buffer_free(dprl_step_buffer *b) {
   dprl_free(b->scratch);
   dprl_free(b->mark);
   index_free(&b->ep);
+  dprl_buf_free(&b->stage_text);
   memset(b, 0, sizeof *b);
 }
 
@@ -251,14 +252,9 @@ size_t dprl_step_buffer_bytes(const dprl_step_buffer *b) {
          b->ep.dsize * sizeof(uint32_t);
 }
 
-int dprl_step_buffer_push(dprl_step_buffer *b, const dprl_key *episode,
-                          int64_t t, uint32_t state, double reward,
-                          dprl_error *err) {
-  uint32_t e = 0;
-  int rc = index_intern(&b->ep, episode, &e, err);
-  if (rc) return rc;
-  if (b->ep.count[e] == UINT32_MAX)
-    return dprl_fail(err, DPRL_EINVAL, "episode has more than %u steps", UINT32_MAX);
+/* Append one step whose episode index is known. */
+static int buffer_append(dprl_step_buffer *b, int64_t t, double reward, uint32_t e,
+                         uint32_t state, dprl_error *err) {
   if ((b->n & (DPRL_CHUNK - 1)) == 0) { /* a new chunk */
     size_t c = b->n >> DPRL_CHUNK_BITS;
     if ((c & (c - 1)) == 0) { /* the chunk table doubles at powers of two */
@@ -272,8 +268,88 @@ int dprl_step_buffer_push(dprl_step_buffer *b, const dprl_key *episode,
   }
   *STEP(b, b->n) = (dprl_step){t, reward, e, state};
   b->n++;
-  b->ep.count[e]++;
   return DPRL_OK;
+}
+
+#define PREFETCH(p) __builtin_prefetch(p)
+
+/* Where a staged key's lookup starts: its dmap entry or its hash slot. */
+static void stage_prefetch(const dprl_episode_index *x, const dprl_staged *s) {
+  if (!s->is_text && s->ival >= 0 && (size_t)s->ival < x->dsize) PREFETCH(&x->dmap[s->ival]);
+  else if (x->hashed) PREFETCH(&x->slots[s->h & (x->n_slots - 1)]);
+}
+
+enum { STAGE_MISS, STAGE_FOUND, STAGE_CANDIDATE };
+
+/* The staged rows, in order: pass 1 reads the prefetched dmap entries and
+** hash slots (a text key's slot gives a candidate to verify, whose offset
+** is prefetched), pass 2 prefetches the candidates' text, pass 3 verifies
+** and appends.  A key not found (new, or a hash shared by two texts) goes
+** through index_intern, which inserts it: a later row of the same stage
+** with that key then finds it there. */
+static int stage_flush(dprl_step_buffer *b, dprl_error *err) {
+  dprl_episode_index *x = &b->ep;
+  size_t n = b->n_staged;
+  b->n_staged = 0;
+  for (size_t i = 0; i < n; i++) {
+    dprl_staged *s = &b->stage[i];
+    s->found = STAGE_MISS;
+    if (!s->is_text && s->ival >= 0 && (size_t)s->ival < x->dsize && x->dmap[s->ival]) {
+      s->e = x->dmap[s->ival] - 1;
+      s->found = STAGE_FOUND;
+    } else if (x->hashed) {
+      int64_t sk = s->is_text ? (int64_t)s->h : s->ival;
+      for (size_t j = s->h & (x->n_slots - 1); x->slots[j].e1; j = (j + 1) & (x->n_slots - 1)) {
+        const dprl_key_slot *sl = &x->slots[j];
+        if (sl->key != sk || sl->is_text != s->is_text) continue;
+        s->e = sl->e1 - 1;
+        s->found = s->is_text ? STAGE_CANDIDATE : STAGE_FOUND;
+        if (s->is_text) {
+          PREFETCH(&x->ikey[s->e]);
+          PREFETCH(&x->tlen[s->e]);
+        }
+        break;
+      }
+    }
+  }
+  for (size_t i = 0; i < n; i++)
+    if (b->stage[i].found == STAGE_CANDIDATE) PREFETCH(x->text.data + x->ikey[b->stage[i].e]);
+  int rc = DPRL_OK;
+  for (size_t i = 0; i < n && !rc; i++) {
+    dprl_staged *s = &b->stage[i];
+    dprl_key k = {(int)s->is_text, s->is_text ? 0 : s->ival,
+                  s->is_text ? b->stage_text.data + s->ival : NULL, s->len};
+    if (s->found == STAGE_CANDIDATE &&
+        !(x->tlen[s->e] == s->len && memcmp(x->text.data + x->ikey[s->e], k.text, s->len) == 0))
+      s->found = STAGE_MISS;
+    if (s->found == STAGE_MISS) rc = index_intern(x, &k, &s->e, err);
+    if (!rc) rc = buffer_append(b, s->t, s->reward, s->e, s->state, err);
+  }
+  b->stage_text.len = 0;
+  return rc;
+}
+
+int dprl_step_buffer_push(dprl_step_buffer *b, const dprl_key *episode,
+                          int64_t t, uint32_t state, double reward,
+                          dprl_error *err) {
+  dprl_staged *s = &b->stage[b->n_staged];
+  s->t = t;
+  s->reward = reward;
+  s->state = state;
+  s->is_text = (uint32_t)episode->is_text;
+  if (episode->is_text) {
+    if (episode->len >= UINT32_MAX) return dprl_fail(err, DPRL_EINVAL, "episode key too long");
+    s->ival = (int64_t)b->stage_text.len;
+    s->len = (uint32_t)episode->len;
+    dprl_buf_append(&b->stage_text, episode->text, episode->len);
+    if (b->stage_text.oom) return dprl_nomem(err);
+  } else {
+    s->ival = episode->ival;
+    s->len = 0;
+  }
+  s->h = hash_key(episode);
+  stage_prefetch(&b->ep, s);
+  return ++b->n_staged == DPRL_STAGE ? stage_flush(b, err) : DPRL_OK;
 }
 
 typedef struct keyed {
@@ -355,7 +431,17 @@ static int group_by_episode(dprl_step_buffer *b, dprl_error *err) {
     goto done;
   }
   for (size_t r = 0; r < E; r++) rank[b->order[r]] = (uint32_t)r;
-  for (size_t i = 0; i < b->n; i++) STEP(b, i)->episode = rank[STEP(b, i)->episode];
+  /* The steps of each episode are counted here, not per row: in one tight
+  ** loop the scattered increments overlap. */
+  for (size_t e = 0; e < E; e++) b->ep.count[e] = 0;
+  for (size_t i = 0; i < b->n; i++) {
+    dprl_step *s = STEP(b, i);
+    if (b->ep.count[s->episode]++ == UINT32_MAX) {
+      rc = dprl_fail(err, DPRL_EINVAL, "episode has more than %u steps", UINT32_MAX);
+      goto done;
+    }
+    s->episode = rank[s->episode];
+  }
   start[0] = 0;
   for (size_t r = 0; r < E; r++) start[r + 1] = start[r] + b->ep.count[b->order[r]];
   for (size_t k = 0; k <= nblocks; k++) bstart[k] = start[k << BLOCK_BITS < E ? k << BLOCK_BITS : E];
@@ -381,7 +467,8 @@ done:
 }
 
 int dprl_step_buffer_group(dprl_step_buffer *b, dprl_error *err) {
-  return group_by_episode(b, err);
+  int rc = stage_flush(b, err);
+  return rc ? rc : group_by_episode(b, err);
 }
 
 size_t dprl_step_buffer_episodes(const dprl_step_buffer *b) { return b->ep.n; }

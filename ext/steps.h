@@ -77,10 +77,27 @@ void dprl_key_index_free(dprl_episode_index *x);
 #define DPRL_CHUNK_BITS 16
 #define DPRL_CHUNK (1u << DPRL_CHUNK_BITS)
 
+/* Rows wait in a stage of DPRL_STAGE before their keys are looked up, so
+** the lookups of a whole stage overlap (each is a cache miss when rows come
+** in random order): a stage prefetches its table entries while SQLite
+** reads the next rows, then resolves them in a few passes. */
+#define DPRL_STAGE 32
+typedef struct dprl_staged {
+  int64_t t, ival; /* ival: integer key, or offset of the text in stage_text */
+  double reward;
+  uint64_t h;     /* hash of the key */
+  uint32_t state, len, is_text;
+  uint32_t e;     /* pass results: episode, and how it was found */
+  int found;
+} dprl_staged;
+
 typedef struct dprl_step_buffer {
   dprl_step **chunks;
   size_t n_chunks, n;
   dprl_episode_index ep;
+  dprl_staged stage[DPRL_STAGE];
+  size_t n_staged;
+  dprl_buf stage_text; /* the staged rows' text keys */
   /* After grouping, episodes are numbered in key order: the e-th holds
   ** steps start[e]..start[e+1]-1, its key index is order[e]. */
   size_t *start;
@@ -95,7 +112,9 @@ void dprl_step_buffer_free(dprl_step_buffer *b);
 int dprl_step_buffer_push(dprl_step_buffer *b, const dprl_key *episode,
                           int64_t t, uint32_t state, double reward,
                           dprl_error *err);
-/* Partition into episodes, in key order. */
+/* Partition into episodes, in key order (looks up the staged rows first;
+** an error of theirs, e.g. out of memory, is reported here).  Once per
+** buffer: after it, the buffer is read, not pushed to. */
 int dprl_step_buffer_group(dprl_step_buffer *b, dprl_error *err);
 size_t dprl_step_buffer_episodes(const dprl_step_buffer *b);
 void dprl_step_buffer_episode_key(const dprl_step_buffer *b, size_t e,

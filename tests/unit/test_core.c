@@ -99,8 +99,8 @@ static void test_step_buffer(void) {
     dprl_key k = {0, 1000 - e * 3, NULL, 0};
     ok &= dprl_step_buffer_push(&b, &k, t * 10, (uint32_t)(e % 7), (double)order[i], &err) == 0;
   }
-  CHECK(ok && b.n == E * L, "buffer: pushes");
-  CHECK(dprl_step_buffer_group(&b, &err) == DPRL_OK, "buffer: group");
+  CHECK(ok, "buffer: pushes");
+  CHECK(dprl_step_buffer_group(&b, &err) == DPRL_OK && b.n == E * L, "buffer: group");
   int sorted = 1;
   dprl_key prev = {0}, k;
   size_t total = 0;
@@ -120,13 +120,19 @@ static void test_step_buffer(void) {
   sorted &= total == E * L;
   CHECK(sorted, "buffer: episodes in key order, steps by t, every step kept");
   CHECK(sizeof(dprl_step) == 24, "buffer: 24 bytes a step");
+  /* A buffer is grouped once: a new one for the duplicate. */
+  dprl_step_buffer_free(&b);
   dprl_key k0 = {0, 1000, NULL, 0};
+  for (int i = 0; i < 3; i++) {
+    dprl_key ki = {0, 1000 - i, NULL, 0};
+    dprl_step_buffer_push(&b, &ki, 0, 0, 1.0, &err);
+  }
   dprl_step_buffer_push(&b, &k0, 0, 0, 1.0, &err);
   const dprl_step *st;
   size_t n;
   dprl_step_buffer_group(&b, &err);
-  dprl_step_buffer_episode_key(&b, E - 1, &k);
-  CHECK(k.ival == 1000 && dprl_step_buffer_episode(&b, E - 1, &st, &n, &err) == DPRL_EINVAL &&
+  dprl_step_buffer_episode_key(&b, 2, &k);
+  CHECK(k.ival == 1000 && dprl_step_buffer_episode(&b, 2, &st, &n, &err) == DPRL_EINVAL &&
             strcmp(err.msg, "duplicate (episode, t) = (1000, 0)") == 0,
         "buffer: duplicate (episode, t), dense t");
   dprl_step_buffer_free(&b);
@@ -396,10 +402,58 @@ static void test_structured_equals_dense(void) {
   dprl_fv_stats_free(&st);
 }
 
+/* Keys of every kind mixed (dense, negative, huge integers, texts, one
+** text per integer), in random order and often repeated within a stage of
+** DPRL_STAGE rows: every step lands in its own key's episode.  Expected:
+** the step's reward encodes its key and t, checked per episode. */
+static void test_step_buffer_mixed(void) {
+  enum { K = 400, L = 9 };
+  dprl_step_buffer b = {0};
+  dprl_error err = {0};
+  char texts[K][16];
+  dprl_key keys[K];
+  for (int i = 0; i < K; i++) {
+    int kind = i % 4;
+    snprintf(texts[i], sizeof texts[i], "k%03d", i);
+    keys[i] = kind == 0   ? (dprl_key){0, i, NULL, 0}
+              : kind == 1 ? (dprl_key){0, -1000 - i, NULL, 0}
+              : kind == 2 ? (dprl_key){0, ((int64_t)1 << 62) + i, NULL, 0}
+                          : (dprl_key){1, 0, texts[i], strlen(texts[i])};
+  }
+  int order[K * L];
+  for (int i = 0; i < K * L; i++) order[i] = i;
+  for (int i = K * L - 1; i > 0; i--) {
+    int j = (int)(urand() * (i + 1)), tmp = order[i];
+    order[i] = order[j];
+    order[j] = tmp;
+  }
+  int ok = 1;
+  for (int i = 0; i < K * L; i++) {
+    int key = order[i] % K, t = order[i] / K;
+    ok &= dprl_step_buffer_push(&b, &keys[key], t, 0, (double)order[i], &err) == DPRL_OK;
+  }
+  ok &= dprl_step_buffer_group(&b, &err) == DPRL_OK && dprl_step_buffer_episodes(&b) == K;
+  for (size_t e = 0; ok && e < dprl_step_buffer_episodes(&b); e++) {
+    dprl_key k;
+    const dprl_step *st;
+    size_t n;
+    dprl_step_buffer_episode_key(&b, e, &k);
+    int want = -1;
+    for (int i = 0; i < K; i++)
+      if (dprl_key_compare(&k, &keys[i]) == 0) want = i;
+    ok &= want >= 0 && dprl_step_buffer_episode(&b, e, &st, &n, &err) == DPRL_OK && n == L;
+    for (size_t i = 0; ok && i < n; i++)
+      ok &= st[i].t == (int64_t)i && st[i].reward == (double)(want + K * (int)i);
+  }
+  CHECK(ok, "buffer: mixed integer and text keys, repeated within a stage, each step in its episode");
+  dprl_step_buffer_free(&b);
+}
+
 int main(void) {
   test_json();
   test_options();
   test_step_buffer();
+  test_step_buffer_mixed();
   test_key_index();
   test_stream();
   test_first_visit();
