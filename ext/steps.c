@@ -274,9 +274,18 @@ static int buffer_append(dprl_step_buffer *b, int64_t t, double reward, uint32_t
 #define PREFETCH(p) __builtin_prefetch(p)
 
 /* Where a staged key's lookup starts: its dmap entry or its hash slot. */
-static void stage_prefetch(const dprl_episode_index *x, const dprl_staged *s) {
-  if (!s->is_text && s->ival >= 0 && (size_t)s->ival < x->dsize) PREFETCH(&x->dmap[s->ival]);
-  else if (x->hashed) PREFETCH(&x->slots[s->h & (x->n_slots - 1)]);
+static int in_dmap(const dprl_episode_index *x, const dprl_staged *s) {
+  return !s->is_text && s->ival >= 0 && (size_t)s->ival < x->dsize;
+}
+
+/* Dense integer keys need no hash (dmap); the others are hashed here. */
+static void stage_prefetch(const dprl_episode_index *x, dprl_staged *s, const dprl_key *k) {
+  if (in_dmap(x, s)) {
+    PREFETCH(&x->dmap[s->ival]);
+    return;
+  }
+  s->h = hash_key(k);
+  if (x->hashed) PREFETCH(&x->slots[s->h & (x->n_slots - 1)]);
 }
 
 enum { STAGE_MISS, STAGE_FOUND, STAGE_CANDIDATE };
@@ -294,10 +303,11 @@ static int stage_flush(dprl_step_buffer *b, dprl_error *err) {
   for (size_t i = 0; i < n; i++) {
     dprl_staged *s = &b->stage[i];
     s->found = STAGE_MISS;
-    if (!s->is_text && s->ival >= 0 && (size_t)s->ival < x->dsize && x->dmap[s->ival]) {
+    if (in_dmap(x, s) && x->dmap[s->ival]) {
       s->e = x->dmap[s->ival] - 1;
       s->found = STAGE_FOUND;
     } else if (x->hashed) {
+      if (in_dmap(x, s)) s->h = hash_key(&(dprl_key){0, s->ival, NULL, 0});
       int64_t sk = s->is_text ? (int64_t)s->h : s->ival;
       for (size_t j = s->h & (x->n_slots - 1); x->slots[j].e1; j = (j + 1) & (x->n_slots - 1)) {
         const dprl_key_slot *sl = &x->slots[j];
@@ -347,8 +357,7 @@ int dprl_step_buffer_push(dprl_step_buffer *b, const dprl_key *episode,
     s->ival = episode->ival;
     s->len = 0;
   }
-  s->h = hash_key(episode);
-  stage_prefetch(&b->ep, s);
+  stage_prefetch(&b->ep, s, episode);
   return ++b->n_staged == DPRL_STAGE ? stage_flush(b, err) : DPRL_OK;
 }
 
@@ -394,6 +403,7 @@ static int order_by_key(dprl_step_buffer *b, dprl_error *err) {
 ** (episode >> shift) - base: each misplaced step is swapped straight into
 ** the next free slot of its bucket (a cycle walk), so no second copy of the
 ** buffer is ever needed. */
+#define CYCLE_AHEAD 8
 static void cycle_walk(dprl_step_buffer *b, const size_t *start, size_t nb,
                        size_t *next, unsigned shift, uint32_t base) {
   memcpy(next, start, (nb + 1) * sizeof *next);
@@ -403,6 +413,10 @@ static void cycle_walk(dprl_step_buffer *b, const size_t *start, size_t nb,
       size_t kb = (v.episode >> shift) - base;
       while (kb != k) {
         size_t at = next[kb]++; /* STEP evaluates its index twice */
+        /* The walk is one chain of dependent loads; each bucket's cursor
+        ** moves forward, so fetch a few lines ahead of it now. */
+        size_t ahead = at + CYCLE_AHEAD;
+        if (ahead < start[kb + 1]) __builtin_prefetch(STEP(b, ahead), 1);
         dprl_step *dst = STEP(b, at);
         dprl_step w = *dst;
         *dst = v;
@@ -415,16 +429,20 @@ static void cycle_walk(dprl_step_buffer *b, const size_t *start, size_t nb,
   }
 }
 
-/* Two passes, so the random writes stay in cache: first into blocks of
-** 256 episodes, then each block (a few hundred KB) by episode. */
-#define BLOCK_BITS 8
+/* Two passes, so the random writes stay in cache and in the TLB: first
+** into at most 256 blocks of 2^bits consecutive episodes (more would touch
+** more pages at once than the TLB maps: 500,000 short episodes in blocks
+** of 256 took twice as long), then each block (a few hundred KB) by
+** episode. */
 static int group_by_episode(dprl_step_buffer *b, dprl_error *err) {
-  size_t E = b->ep.n, nblocks = (E + (1u << BLOCK_BITS) - 1) >> BLOCK_BITS;
+  unsigned bits = 8;
+  while ((b->ep.n >> bits) > 256) bits++;
+  size_t E = b->ep.n, nblocks = (E + ((size_t)1 << bits) - 1) >> bits;
   int rc = order_by_key(b, err);
   if (rc) return rc;
   size_t *start = dprl_malloc((E + 1) * sizeof *start);
   size_t *bstart = dprl_malloc((nblocks + 1) * sizeof *bstart);
-  size_t *next = dprl_malloc((nblocks + (1u << BLOCK_BITS) + 1) * sizeof *next);
+  size_t *next = dprl_malloc((nblocks + ((size_t)1 << bits) + 1) * sizeof *next);
   uint32_t *rank = dprl_malloc((E ? E : 1) * sizeof *rank);
   if (!start || !bstart || !next || !rank) {
     rc = dprl_nomem(err);
@@ -444,13 +462,13 @@ static int group_by_episode(dprl_step_buffer *b, dprl_error *err) {
   }
   start[0] = 0;
   for (size_t r = 0; r < E; r++) start[r + 1] = start[r] + b->ep.count[b->order[r]];
-  for (size_t k = 0; k <= nblocks; k++) bstart[k] = start[k << BLOCK_BITS < E ? k << BLOCK_BITS : E];
+  for (size_t k = 0; k <= nblocks; k++) bstart[k] = start[k << bits < E ? k << bits : E];
   /* Each pass is a few ns a step: ask between passes and blocks. */
   if ((rc = dprl_cancel_poll(b->cancel, 3 * (uint64_t)b->n, err))) goto done;
-  cycle_walk(b, bstart, nblocks, next, BLOCK_BITS, 0);
+  cycle_walk(b, bstart, nblocks, next, bits, 0);
   if ((rc = dprl_cancel_poll(b->cancel, 3 * (uint64_t)b->n, err))) goto done;
   for (size_t k = 0; k < nblocks; k++) {
-    size_t first = k << BLOCK_BITS, count = E - first < (1u << BLOCK_BITS) ? E - first : (1u << BLOCK_BITS);
+    size_t first = k << bits, count = E - first < ((size_t)1 << bits) ? E - first : ((size_t)1 << bits);
     cycle_walk(b, start + first, count, next, 0, (uint32_t)first);
     if ((rc = dprl_cancel_poll(b->cancel, 3 * (uint64_t)(start[first + count] - start[first]), err)))
       goto done;
