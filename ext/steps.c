@@ -400,31 +400,48 @@ static int order_by_key(dprl_step_buffer *b, dprl_error *err) {
 }
 
 /* In-place bucket permutation of steps[start[0]..start[nb]) by
-** (episode >> shift) - base: each misplaced step is swapped straight into
-** the next free slot of its bucket (a cycle walk), so no second copy of the
-** buffer is ever needed. */
-#define CYCLE_AHEAD 8
+** (episode >> shift) - base, with no second copy of the buffer.  For each
+** bucket k in turn, up to CYCLE_WAYS misplaced steps are lifted out of
+** k's next slots (holes); each lifted step is swapped into the next free
+** slot of its own bucket, and the step it displaces carried on, until a
+** step of bucket k comes along and fills the hole.  The chains are
+** independent, so their cache misses overlap (one chain is a sequence of
+** dependent loads through the whole buffer); every slot is claimed once,
+** through next[], and every step lands in a slot of its bucket. */
+#define CYCLE_WAYS 8
 static void cycle_walk(dprl_step_buffer *b, const size_t *start, size_t nb,
                        size_t *next, unsigned shift, uint32_t base) {
   memcpy(next, start, (nb + 1) * sizeof *next);
   for (size_t k = 0; k < nb; k++) {
-    while (next[k] < start[k + 1]) {
-      dprl_step v = *STEP(b, next[k]);
-      size_t kb = (v.episode >> shift) - base;
-      while (kb != k) {
-        size_t at = next[kb]++; /* STEP evaluates its index twice */
-        /* The walk is one chain of dependent loads; each bucket's cursor
-        ** moves forward, so fetch a few lines ahead of it now. */
-        size_t ahead = at + CYCLE_AHEAD;
-        if (ahead < start[kb + 1]) __builtin_prefetch(STEP(b, ahead), 1);
-        dprl_step *dst = STEP(b, at);
-        dprl_step w = *dst;
-        *dst = v;
-        v = w;
-        kb = (v.episode >> shift) - base;
+    for (;;) {
+      dprl_step v[CYCLE_WAYS];
+      size_t hole[CYCLE_WAYS];
+      int ways = 0;
+      while (ways < CYCLE_WAYS && next[k] < start[k + 1]) {
+        size_t p = next[k]++;
+        dprl_step x = *STEP(b, p);
+        if ((x.episode >> shift) - base == k) continue; /* already in place */
+        hole[ways] = p;
+        v[ways++] = x;
       }
-      size_t at = next[k]++;
-      *STEP(b, at) = v;
+      if (!ways) break;
+      for (int open = ways; open;) {
+        for (int i = 0; i < ways; i++) {
+          if (hole[i] == SIZE_MAX) continue;
+          size_t kb = (v[i].episode >> shift) - base;
+          if (kb == k) {
+            *STEP(b, hole[i]) = v[i];
+            hole[i] = SIZE_MAX;
+            open--;
+            continue;
+          }
+          size_t at = next[kb]++; /* STEP evaluates its index twice */
+          dprl_step *dst = STEP(b, at);
+          dprl_step w = *dst;
+          *dst = v[i];
+          v[i] = w;
+        }
+      }
     }
   }
 }

@@ -449,11 +449,59 @@ static void test_step_buffer_mixed(void) {
   dprl_step_buffer_free(&b);
 }
 
+/* Many episodes of random lengths in random order: both partition passes
+** (70,000 episodes: 137 blocks of 512, then 512 buckets per block) with
+** their interleaved chains; every step must come back in its episode, in t
+** order. */
+static void test_step_buffer_large(void) {
+  enum { E = 70000 };
+  dprl_step_buffer b = {0};
+  dprl_error err = {0};
+  int *len = malloc(E * sizeof *len);
+  size_t total = 0;
+  for (int e = 0; e < E; e++) total += (size_t)(len[e] = (int)(urand() * 6));
+  int64_t *code = malloc(total * sizeof *code);
+  size_t at = 0;
+  for (int e = 0; e < E; e++)
+    for (int t = 0; t < len[e]; t++) code[at++] = (int64_t)e * 8 + t;
+  for (size_t i = total - 1; i > 0; i--) {
+    size_t j = (size_t)(urand() * (double)(i + 1));
+    int64_t tmp = code[i];
+    code[i] = code[j];
+    code[j] = tmp;
+  }
+  int ok = 1;
+  for (size_t i = 0; i < total; i++) {
+    dprl_key k = {0, 3 * (code[i] / 8) + 7, NULL, 0};
+    ok &= dprl_step_buffer_push(&b, &k, code[i] % 8, 0, (double)code[i], &err) == DPRL_OK;
+  }
+  ok &= dprl_step_buffer_group(&b, &err) == DPRL_OK;
+  size_t seen = 0, e_out = 0;
+  for (int e = 0; ok && e < E; e++) {
+    if (!len[e]) continue;
+    dprl_key k;
+    const dprl_step *st;
+    size_t n;
+    dprl_step_buffer_episode_key(&b, e_out, &k);
+    ok &= k.ival == 3 * (int64_t)e + 7 &&
+          dprl_step_buffer_episode(&b, e_out++, &st, &n, &err) == DPRL_OK && n == (size_t)len[e];
+    for (size_t i = 0; ok && i < n; i++)
+      ok &= st[i].t == (int64_t)i && st[i].reward == (double)((int64_t)e * 8 + (int64_t)i);
+    seen += n;
+  }
+  CHECK(ok && seen == total && e_out == dprl_step_buffer_episodes(&b),
+        "buffer: 70,000 episodes in random order, every step back in its episode, by t");
+  dprl_step_buffer_free(&b);
+  free(len);
+  free(code);
+}
+
 int main(void) {
   test_json();
   test_options();
   test_step_buffer();
   test_step_buffer_mixed();
+  test_step_buffer_large();
   test_key_index();
   test_stream();
   test_first_visit();
