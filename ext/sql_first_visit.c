@@ -138,7 +138,9 @@ typedef struct fvs_agg {
 
 static void fvs_step(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   fvs_agg **slot = sqlite3_aggregate_context(ctx, sizeof *slot);
-  dprl_error err = {DPRL_OK, {0}};
+  dprl_error err; /* per row: clear the code only, not the 512-byte message */
+  err.code = DPRL_OK;
+  err.msg[0] = 0;
   int rc;
   (void)argc;
   if (!slot) {
