@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 static void *libc_alloc(size_t n) { return malloc(n); }
 static void *libc_resize(void *p, size_t n) { return realloc(p, n); }
@@ -21,6 +22,17 @@ void *dprl_calloc(size_t count, size_t size) {
   void *p = dprl_malloc(count * size);
   if (p) memset(p, 0, count * size > 0 ? count * size : 1);
   return p;
+}
+
+void dprl_prefault(void *p, size_t n) {
+#ifdef MADV_POPULATE_WRITE
+  uintptr_t page = 4096, lo = ((uintptr_t)p + page - 1) & ~(page - 1),
+            hi = ((uintptr_t)p + n) & ~(page - 1);
+  if (hi > lo) (void)madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE);
+#else
+  (void)p;
+  (void)n;
+#endif
 }
 
 void *dprl_calloc_polled(size_t count, size_t size, dprl_cancel *c, dprl_error *err) {

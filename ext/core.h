@@ -113,6 +113,11 @@ static inline int dprl_cancel_poll(dprl_cancel *c, uint64_t work, dprl_error *er
 int dprl_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *),
               dprl_cancel *c, dprl_error *err);
 
+/* Fault in the whole pages of [p, p + n) at once (Linux >= 5.14:
+** MADV_POPULATE_WRITE; elsewhere nothing): one call instead of a page fault
+** per 4 KB when a large block is about to be filled. */
+void dprl_prefault(void *p, size_t n);
+
 /* dprl_calloc for arrays of public size that may be huge (10^7 states):
 ** zeroed a megabyte at a time with a poll in between, so the zeroing can be
 ** interrupted (a sanitizer's calloc, or a reused block, writes every byte).

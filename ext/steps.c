@@ -265,6 +265,10 @@ static int buffer_append(dprl_step_buffer *b, int64_t t, double reward, uint32_t
     b->chunks[c] = dprl_malloc(DPRL_CHUNK * sizeof(dprl_step));
     if (!b->chunks[c]) return dprl_nomem(err);
     b->n_chunks++;
+    /* From the second chunk on the input is large: fault the chunk in at
+    ** once (a page fault per 4 KB was 8% of dp_lsw on 5M steps).  Not the
+    ** first: a small group of a GROUP BY touches a few pages only. */
+    if (c) dprl_prefault(b->chunks[c], DPRL_CHUNK * sizeof(dprl_step));
   }
   *STEP(b, b->n) = (dprl_step){t, reward, e, state};
   b->n++;
