@@ -134,6 +134,7 @@ typedef struct fvs_agg {
   int failed;
   dprl_sql_pinned options;
   dprl_fv_agg fv;
+  dprl_sql_cancel cancel; /* opened on the first row, used again at the end */
 } fvs_agg;
 
 static void fvs_step(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
@@ -158,13 +159,10 @@ static void fvs_step(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     int64_t n_states = 0;
     int grouped = 0;
     dprl_return_rule rule;
-    dprl_sql_cancel cancel;
     rc = fv_options_parse(argv[4], "dp_fv_stats", &n_states, &rule, &grouped, &err);
     if (!rc) rc = dprl_sql_pin_options(&a->options, argv[4], &err);
-    if (!rc && !(rc = dprl_sql_cancel_open(&cancel, sqlite3_context_db_handle(ctx), &err))) {
-      rc = dprl_fv_agg_start(&a->fv, n_states, &rule, grouped, &cancel.base, &err);
-      dprl_sql_cancel_close(&cancel);
-    }
+    if (!rc) rc = dprl_sql_cancel_open(&a->cancel, sqlite3_context_db_handle(ctx), &err);
+    if (!rc) rc = dprl_fv_agg_start(&a->fv, n_states, &rule, grouped, &a->cancel.base, &err);
   } else {
     rc = dprl_sql_same_options(&(*slot)->options, argv[4], &err);
   }
@@ -206,12 +204,9 @@ static void fvs_final(sqlite3_context *ctx) {
   dprl_error err = {DPRL_OK, {0}};
   dprl_buf out = {0};
   if (!a->failed) {
-    dprl_sql_cancel cancel;
     sqlite3 *db = sqlite3_context_db_handle(ctx);
-    int rc = dprl_sql_cancel_open(&cancel, db, &err);
-    if (!rc) rc = dprl_fv_agg_collect(&a->fv, &cancel.base, &err);
-    if (!rc) rc = fvs_json(&a->fv.st, &out, &cancel.base, &err);
-    dprl_sql_cancel_close(&cancel);
+    int rc = dprl_fv_agg_collect(&a->fv, &a->cancel.base, &err);
+    if (!rc) rc = fvs_json(&a->fv.st, &out, &a->cancel.base, &err);
     int64_t limit = sqlite3_limit(db, SQLITE_LIMIT_LENGTH, -1);
     if (!rc && (int64_t)out.len > limit)
       rc = dprl_fail(&err, DPRL_EINVAL,
@@ -224,6 +219,7 @@ static void fvs_final(sqlite3_context *ctx) {
   dprl_buf_free(&out);
   dprl_fv_agg_free(&a->fv);
   dprl_sql_unpin(&a->options);
+  dprl_sql_cancel_close(&a->cancel);
   sqlite3_free(a);
   *slot = NULL;
 }

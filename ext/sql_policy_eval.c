@@ -25,12 +25,14 @@ typedef struct pe_agg {
   dprl_pe_config cfg;
   dprl_sql_pinned options; /* the options of the first row */
   dprl_fv_agg fv;          /* rows -> statistics (sql_fv_agg.c) */
+  dprl_sql_cancel cancel;  /* opened on the first row, used again at the end */
 } pe_agg;
 
 static void pe_agg_free(pe_agg *a) {
   dprl_pe_config_free(&a->cfg);
   dprl_sql_unpin(&a->options);
   dprl_fv_agg_free(&a->fv);
+  dprl_sql_cancel_close(&a->cancel);
 }
 
 static int64_t length_limit(sqlite3_context *ctx) {
@@ -44,16 +46,14 @@ static int pe_agg_start(pe_agg *a, sqlite3_context *ctx, dprl_mechanism mech, co
   const char *text = (const char *)sqlite3_value_text(opt);
   int len = sqlite3_value_bytes(opt);
   if (!text && sqlite3_value_type(opt) != SQLITE_NULL) return dprl_nomem(err);
-  dprl_sql_cancel cancel;
-  int rc = dprl_sql_cancel_open(&cancel, sqlite3_context_db_handle(ctx), err);
+  int rc = dprl_sql_cancel_open(&a->cancel, sqlite3_context_db_handle(ctx), err);
   if (rc) return rc;
   rc = dprl_pe_config_parse(&a->cfg, mech, fn, text, (size_t)len, 0, length_limit(ctx),
-                            &cancel.base, err);
+                            &a->cancel.base, err);
   if (!rc) rc = dprl_sql_pin_options(&a->options, opt, err);
   if (!rc)
     rc = dprl_fv_agg_start(&a->fv, a->cfg.n_states, &a->cfg.rule, a->cfg.grouped,
-                           &cancel.base, err);
-  dprl_sql_cancel_close(&cancel);
+                           &a->cancel.base, err);
   return rc;
 }
 
@@ -113,14 +113,11 @@ static void pe_final(sqlite3_context *ctx) {
   dprl_error err = {0};
   dprl_buf out = {0};
   if (!a->failed) {
-    dprl_sql_cancel cancel;
-    int rc = dprl_sql_cancel_open(&cancel, sqlite3_context_db_handle(ctx), &err);
-    a->cfg.cancel = &cancel.base;
-    if (!rc) rc = dprl_fv_agg_collect(&a->fv, &cancel.base, &err);
+    a->cfg.cancel = &a->cancel.base;
+    int rc = dprl_fv_agg_collect(&a->fv, &a->cancel.base, &err);
     if (!rc) rc = dprl_pe_release(&a->cfg, &a->fv.st, &out, &err);
     if (!rc) rc = pe_charge(ctx, &a->cfg, &a->options, &err);
     a->cfg.cancel = NULL;
-    dprl_sql_cancel_close(&cancel);
     if (rc) dprl_sql_result_error(ctx, fn, &err);
     else dprl_sql_result_json(ctx, out.data, (int)out.len);
   }
@@ -197,6 +194,7 @@ typedef struct stats_agg {
   dprl_pe_config cfg;
   dprl_fv_stats st;
   dprl_sql_pinned options;
+  dprl_sql_cancel cancel; /* opened on the first row, used again at the end */
   shard_row *rows; /* buckets form: one per row */
   size_t n_rows, cap_rows;
 } stats_agg;
@@ -334,11 +332,10 @@ static void stats_step(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     memset(a, 0, sizeof *a);
     const char *text = (const char *)sqlite3_value_text(opt);
     int len = sqlite3_value_bytes(opt);
-    dprl_sql_cancel cancel;
-    rc = dprl_sql_cancel_open(&cancel, sqlite3_context_db_handle(ctx), &err);
+    rc = dprl_sql_cancel_open(&a->cancel, sqlite3_context_db_handle(ctx), &err);
     if (!rc)
       rc = dprl_pe_config_parse(&a->cfg, f->mech, f->name, text, (size_t)len, 1,
-                                length_limit(ctx), &cancel.base, &err);
+                                length_limit(ctx), &a->cancel.base, &err);
     if (!rc && argc == 7 && !a->cfg.buckets)
       rc = dprl_fail(&err, DPRL_EINVAL,
                      "the 7-argument form (state, visits, return_sum, buckets, bucket_lo, "
@@ -347,9 +344,8 @@ static void stats_step(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
       rc = dprl_fail(&err, DPRL_EINVAL,
                      "option buckets needs the 7-argument form (state, visits, return_sum, "
                      "buckets, bucket_lo, bucket_hi, options)");
-    if (!rc) rc = dprl_fv_stats_init(&a->st, a->cfg.n_states, &cancel.base, &err);
+    if (!rc) rc = dprl_fv_stats_init(&a->st, a->cfg.n_states, &a->cancel.base, &err);
     if (!rc) rc = dprl_sql_pin_options(&a->options, opt, &err);
-    dprl_sql_cancel_close(&cancel);
   } else {
     rc = dprl_sql_same_options(&(*slot)->options, opt, &err);
   }
@@ -371,15 +367,12 @@ static void stats_final(sqlite3_context *ctx) {
   dprl_error err = {0};
   dprl_buf out = {0};
   if (!a->failed) {
-    dprl_sql_cancel cancel;
-    int rc = dprl_sql_cancel_open(&cancel, sqlite3_context_db_handle(ctx), &err);
-    a->cfg.cancel = &cancel.base;
-    if (!rc) rc = buckets_check(a, &err);
+    a->cfg.cancel = &a->cancel.base;
+    int rc = buckets_check(a, &err);
     if (!rc) rc = stats_check(a, &err);
     if (!rc) rc = dprl_pe_release(&a->cfg, &a->st, &out, &err);
     if (!rc) rc = pe_charge(ctx, &a->cfg, &a->options, &err);
     a->cfg.cancel = NULL;
-    dprl_sql_cancel_close(&cancel);
     if (rc) dprl_sql_result_error(ctx, f->name, &err);
     else dprl_sql_result_json(ctx, out.data, (int)out.len);
   }
@@ -387,6 +380,7 @@ static void stats_final(sqlite3_context *ctx) {
   dprl_pe_config_free(&a->cfg);
   dprl_fv_stats_free(&a->st);
   dprl_sql_unpin(&a->options);
+  dprl_sql_cancel_close(&a->cancel);
   dprl_free(a->rows);
   sqlite3_free(a);
   *slot = NULL;
