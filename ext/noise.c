@@ -87,35 +87,76 @@ chacha20_block(const uint32_t key[8], uint32_t counter, const uint32_t nonce[3],
   out[14] = x14 + nonce[1]; out[15] = x15 + nonce[2];
 }
 
-/* Four consecutive blocks, counter .. counter + 3 (the caller ensures the
-** counter does not wrap in between), out[16 j + i] = word i of block j:
-** the same keystream as four calls of chacha20_block.  Each vector holds
-** one word of the four blocks (lane j = block j), so the rounds are the
-** scalar ones, four lanes wide (SSE2 on x86-64, NEON on arm64). */
-typedef uint32_t v4u32 __attribute__((vector_size(16)));
-static inline v4u32 splat(uint32_t w) { return (v4u32){w, w, w, w}; }
-
-static void chacha20_block4(const uint32_t key[8], uint32_t counter,
-                            const uint32_t nonce[3], uint32_t out[64]) {
-  const v4u32 ctr = {counter, counter + 1, counter + 2, counter + 3};
-  v4u32 y0 = splat(C0), y1 = splat(C1), y2 = splat(C2), y3 = splat(C3);
-  v4u32 y4 = splat(key[0]), y5 = splat(key[1]), y6 = splat(key[2]);
-  v4u32 y7 = splat(key[3]), y8 = splat(key[4]), y9 = splat(key[5]);
-  v4u32 y10 = splat(key[6]), y11 = splat(key[7]);
-  v4u32 y12 = ctr, y13 = splat(nonce[0]), y14 = splat(nonce[1]);
-  v4u32 y15 = splat(nonce[2]);
-  ROUNDS(y)
-  y0 += C0; y1 += C1; y2 += C2; y3 += C3;
-  y4 += key[0]; y5 += key[1]; y6 += key[2]; y7 += key[3];
-  y8 += key[4]; y9 += key[5]; y10 += key[6]; y11 += key[7];
-  y12 += ctr; y13 += nonce[0]; y14 += nonce[1]; y15 += nonce[2];
-  for (int j = 0; j < 4; j++) {
-    uint32_t *o = out + 16 * j;
-    o[0] = y0[j]; o[1] = y1[j]; o[2] = y2[j]; o[3] = y3[j];
-    o[4] = y4[j]; o[5] = y5[j]; o[6] = y6[j]; o[7] = y7[j];
-    o[8] = y8[j]; o[9] = y9[j]; o[10] = y10[j]; o[11] = y11[j];
-    o[12] = y12[j]; o[13] = y13[j]; o[14] = y14[j]; o[15] = y15[j];
+/* Sixteen consecutive blocks, counter .. counter + 15 (the caller ensures
+** the counter does not wrap in between), stored word-major:
+** out[16 i + j] = word i of block j.  Each vector holds one word of L
+** blocks (lane j = block j), so the rounds are the scalar ones, L lanes
+** wide, and the words are stored as the rounds leave them (no transpose):
+** rng_u32 reads word p of the stream at out[16 (p % 16) + p / 16].
+** Three widths of one body: 4 lanes (SSE2 on x86-64, NEON on arm64, the
+** portable one), 8 (AVX2) and 16 (AVX-512F, whose 32 registers hold the
+** whole state and whose vprold is the rotation).  blocks16() picks the
+** widest the CPU runs; each is checked against chacha20_block by the unit
+** tests. */
+#define DEFINE_BLOCKS16(name, V, L, attr)                                 \
+  attr static void name(const uint32_t key[8], uint32_t counter,          \
+                        const uint32_t nonce[3], uint32_t out[256]) {     \
+    const V z = {0};                                                      \
+    for (uint32_t g = 0; g < 16; g += L) {                                \
+      V ctr = z;                                                          \
+      for (uint32_t j = 0; j < L; j++) ctr[j] = counter + g + j;          \
+      V y0 = z + C0, y1 = z + C1, y2 = z + C2, y3 = z + C3;               \
+      V y4 = z + key[0], y5 = z + key[1], y6 = z + key[2];                \
+      V y7 = z + key[3], y8 = z + key[4], y9 = z + key[5];                \
+      V y10 = z + key[6], y11 = z + key[7], y12 = ctr;                    \
+      V y13 = z + nonce[0], y14 = z + nonce[1], y15 = z + nonce[2];       \
+      ROUNDS(y)                                                           \
+      y0 += C0; y1 += C1; y2 += C2; y3 += C3;                             \
+      y4 += key[0]; y5 += key[1]; y6 += key[2]; y7 += key[3];             \
+      y8 += key[4]; y9 += key[5]; y10 += key[6]; y11 += key[7];           \
+      y12 += ctr; y13 += nonce[0]; y14 += nonce[1]; y15 += nonce[2];      \
+      const V w[16] = {y0, y1, y2,  y3,  y4,  y5,  y6,  y7,               \
+                       y8, y9, y10, y11, y12, y13, y14, y15};             \
+      for (int i = 0; i < 16; i++) memcpy(out + 16 * i + g, &w[i], sizeof w[i]); \
+    }                                                                     \
   }
+
+typedef uint32_t v4u32 __attribute__((vector_size(16)));
+DEFINE_BLOCKS16(blocks16_v4, v4u32, 4, )
+
+typedef void blocks16_fn(const uint32_t key[8], uint32_t counter,
+                         const uint32_t nonce[3], uint32_t out[256]);
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define DPRL_X86_DISPATCH 1
+typedef uint32_t v8u32 __attribute__((vector_size(32)));
+typedef uint32_t v16u32 __attribute__((vector_size(64)));
+DEFINE_BLOCKS16(blocks16_v8, v8u32, 8, __attribute__((target("avx2"))))
+DEFINE_BLOCKS16(blocks16_v16, v16u32, 16, __attribute__((target("avx512f"))))
+#endif
+
+/* Widths: 0 portable (4 lanes), 1 AVX2 (8), 2 AVX-512F (16); -1 if this
+** CPU cannot run the width. */
+static blocks16_fn *blocks16_at(int width) {
+  if (width == 0) return blocks16_v4;
+#ifdef DPRL_X86_DISPATCH
+  __builtin_cpu_init(); /* idempotent; needed before constructors have run */
+  if (width == 1 && __builtin_cpu_supports("avx2")) return blocks16_v8;
+  if (width == 2 && __builtin_cpu_supports("avx512f")) return blocks16_v16;
+#endif
+  return NULL;
+}
+
+/* The widest width this CPU runs, chosen once (a relaxed atomic: every
+** thread that races here computes the same pointer). */
+static blocks16_fn *blocks16(void) {
+  static blocks16_fn *chosen;
+  blocks16_fn *f = __atomic_load_n(&chosen, __ATOMIC_RELAXED);
+  if (!f) {
+    for (int w = 2; w >= 0 && !f; w--) f = blocks16_at(w);
+    __atomic_store_n(&chosen, f, __ATOMIC_RELAXED);
+  }
+  return f;
 }
 
 /* Test-only hooks (declared in tests/unit/test_noise.c, not in noise.h). */
@@ -125,22 +166,27 @@ void dprl_chacha20_block_for_test(const uint32_t key[8], uint32_t counter,
                                   const uint32_t nonce[3], uint32_t out[16]) {
   chacha20_block(key, counter, nonce, out);
 }
-void dprl_chacha20_block4_for_test(const uint32_t key[8], uint32_t counter,
-                                   const uint32_t nonce[3], uint32_t out[64]);
-void dprl_chacha20_block4_for_test(const uint32_t key[8], uint32_t counter,
-                                   const uint32_t nonce[3], uint32_t out[64]) {
-  chacha20_block4(key, counter, nonce, out);
+/* Sixteen blocks at the given width, word-major; 0 if the CPU lacks it. */
+int dprl_chacha20_blocks16_for_test(int width, const uint32_t key[8], uint32_t counter,
+                                    const uint32_t nonce[3], uint32_t out[256]);
+int dprl_chacha20_blocks16_for_test(int width, const uint32_t key[8], uint32_t counter,
+                                    const uint32_t nonce[3], uint32_t out[256]) {
+  blocks16_fn *f = blocks16_at(width);
+  if (f) f(key, counter, nonce, out);
+  return f != NULL;
 }
 
-/* The next blocks of the keystream into rng->block: four at a time, one at
-** a time over the last three before the 32-bit counter wraps. */
+/* The next blocks of the keystream into rng->block: sixteen at a time, one
+** at a time over the last fifteen before the 32-bit counter wraps. */
 static __attribute__((noinline)) void refill(dprl_rng *rng) {
-  uint32_t n = 4;
-  if (rng->counter > UINT32_MAX - 3) {
+  uint32_t n = 16;
+  if (rng->counter > UINT32_MAX - 15) {
+    uint32_t one[16];
     n = 1;
-    chacha20_block(rng->key, rng->counter, rng->nonce, rng->block);
+    chacha20_block(rng->key, rng->counter, rng->nonce, one);
+    for (int i = 0; i < 16; i++) rng->block[16 * i] = one[i]; /* word-major */
   } else {
-    chacha20_block4(rng->key, rng->counter, rng->nonce, rng->block);
+    blocks16()(rng->key, rng->counter, rng->nonce, rng->block);
   }
   rng->pos = 0;
   rng->len = (int)(16 * n);
@@ -205,7 +251,8 @@ void dprl_rng_wipe(dprl_rng *rng) {
 
 static inline uint32_t rng_u32(dprl_rng *rng) {
   if (__builtin_expect(rng->pos >= rng->len, 0)) refill(rng);
-  return rng->block[rng->pos++];
+  int p = rng->pos++; /* word p % 16 of block p / 16, stored word-major */
+  return rng->block[(p & 15) << 4 | p >> 4];
 }
 
 static inline uint64_t rng_u64(dprl_rng *rng) {

@@ -27,7 +27,7 @@ typedef struct dprl_rng {
   uint32_t key[8];
   uint32_t nonce[3];
   uint32_t counter;
-  uint32_t block[64]; /* up to four keystream blocks */
+  uint32_t block[256]; /* up to sixteen keystream blocks, word-major */
   int pos, len;       /* next unused word of block; len = exhausted */
   int seeded;
 } dprl_rng;

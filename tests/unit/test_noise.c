@@ -17,8 +17,8 @@
 ** discrete Gaussian with its acceptance trial split as for s > 2^27). */
 void dprl_chacha20_block_for_test(const uint32_t key[8], uint32_t counter,
                                   const uint32_t nonce[3], uint32_t out[16]);
-void dprl_chacha20_block4_for_test(const uint32_t key[8], uint32_t counter,
-                                   const uint32_t nonce[3], uint32_t out[64]);
+int dprl_chacha20_blocks16_for_test(int width, const uint32_t key[8], uint32_t counter,
+                                    const uint32_t nonce[3], uint32_t out[256]);
 int64_t dprl_discrete_gaussian_split_for_test(dprl_rng *rng, uint64_t s);
 
 #define P_MIN 1e-6 /* chi-square tests fail below this p-value */
@@ -194,7 +194,7 @@ static void hex_words(const char *hex, uint32_t *w, int n) {
 static void test_rfc8439_stream(void) {
   /* RFC 8439 Appendix A.1, test vectors #1 and #2: all-zero key and nonce,
   ** block counters 0 and 1, drawn through the generator (whose refill
-  ** computes four blocks at once). */
+  ** computes sixteen blocks at once). */
   static const char *want_hex =
       "76b8e0ada0f13d90405d6ae55386bd28bdd219b8a08ded1aa836efcc8b770dc7"
       "da41597c5157488d7724e03fb8d84a376a43b8f41518a11cc387b669b2ee6586"
@@ -227,28 +227,38 @@ static void test_rfc8439_stream(void) {
   dprl_rng_wipe(&a);
 }
 
-/* The four-block function is four calls of the one-block function, and
-** the stream is blocks 0, 1, 2, ... whatever the refill size. */
-static void test_block4(void) {
+/* The sixteen-block function, at every width this CPU runs, is sixteen
+** calls of the one-block function (stored word-major), and the stream is
+** blocks 0, 1, 2, ... whatever the refill size. */
+static void test_blocks16(void) {
   dprl_rng a;
-  uint32_t four[64], one[16];
-  const uint32_t counters[] = {0, 1, 7, 0x7fffffffu, 0xfffffff0u, 0xfffffffcu};
-  int ok = 1;
-  for (int c = 0; c < 6; c++) {
-    dprl_rng_init_seeded(&a, 1000 + (uint64_t)c, 3);
-    a.nonce[0] = 0x01020304u * (uint32_t)c;
-    a.nonce[2] = 0xdeadbeefu;
-    dprl_chacha20_block4_for_test(a.key, counters[c], a.nonce, four);
-    for (int j = 0; j < 4; j++) {
-      dprl_chacha20_block_for_test(a.key, counters[c] + (uint32_t)j, a.nonce, one);
-      ok &= memcmp(one, four + 16 * j, sizeof one) == 0;
+  uint32_t many[256], one[16];
+  const uint32_t counters[] = {0, 1, 7, 0x7fffffffu, 0xffffffe0u, 0xffffffefu};
+  int widths = 0;
+  for (int w = 0; w < 3; w++) {
+    int ok = 1, ran = 1;
+    for (int c = 0; c < 6 && ran; c++) {
+      dprl_rng_init_seeded(&a, 1000 + (uint64_t)c, 3);
+      a.nonce[0] = 0x01020304u * (uint32_t)c;
+      a.nonce[2] = 0xdeadbeefu;
+      memset(many, 0, sizeof many);
+      ran = dprl_chacha20_blocks16_for_test(w, a.key, counters[c], a.nonce, many);
+      for (int j = 0; j < 16 && ran; j++) {
+        dprl_chacha20_block_for_test(a.key, counters[c] + (uint32_t)j, a.nonce, one);
+        for (int i = 0; i < 16; i++) ok &= one[i] == many[16 * i + j];
+      }
     }
+    if (!ran) continue; /* this CPU lacks the width */
+    widths++;
+    char what[80];
+    snprintf(what, sizeof what, "sixteen-block ChaCha20 (width %d) = sixteen one-block calls", w);
+    CHECK(ok, what);
   }
-  CHECK(ok, "four-block ChaCha20 = four one-block calls");
+  CHECK(widths >= 1, "the portable sixteen-block function always runs");
 
-  /* 40 blocks of a seeded stream (ten four-block refills) */
+  /* 40 blocks of a seeded stream (two and a half sixteen-block refills) */
   dprl_rng_init_seeded(&a, 77, 78);
-  ok = 1;
+  int ok = 1;
   for (uint32_t b = 0; b < 40; b++) {
     dprl_chacha20_block_for_test(a.key, b, a.nonce, one);
     for (int i = 0; i < 16; i++) ok &= dprl_rng_u32(&a) == one[i];
@@ -256,7 +266,7 @@ static void test_block4(void) {
   CHECK(ok, "stream = blocks 0..39 in order");
 
   /* Near the wrap: counters 2^32 - 3 .. 2^32 - 1 one block at a time,
-  ** then block 0 of nonce + 1, four at a time again. */
+  ** then block 0 of nonce + 1, sixteen at a time again. */
   const uint32_t nonce0[3] = {5, 0, 0}, nonce1[3] = {6, 0, 0};
   dprl_rng_init_seeded(&a, 79, 80);
   a.counter = 0xfffffffdu;
@@ -271,7 +281,7 @@ static void test_block4(void) {
     dprl_chacha20_block_for_test(a.key, b, nonce1, one);
     for (int i = 0; i < 16; i++) ok &= dprl_rng_u32(&a) == one[i];
   }
-  CHECK(ok, "stream across the counter wrap, block by block then four at a time");
+  CHECK(ok, "stream across the counter wrap, block by block then sixteen at a time");
   dprl_rng_wipe(&a);
 }
 
@@ -750,7 +760,7 @@ int main(void) {
   test_chi2_helper();
   test_rfc8439();
   test_rfc8439_stream();
-  test_block4();
+  test_blocks16();
   test_below_stream();
   test_streams();
   test_counter_wrap();
