@@ -36,8 +36,11 @@
 #define FN "dp_prefix_stable"
 #define FN_CAL "dp_prefix_calibrate"
 
-static const char *const ps_options[] = {"epsilon", "delta", "p_min", "T", "L",
-                                         "accountant", "seed", "budget", NULL};
+static const char *const ps_options[] = {"epsilon", "delta", "p_min", "T", "L", "accountant",
+                                         "seed", "budget", "read", NULL};
+/* "read": how the examined trajectories are found (ALGORITHMS.md 7.1) */
+enum { PS_READ_AUTO, PS_READ_ONCE, PS_READ_TWICE };
+static const char *const ps_read_names[] = {"auto", "once", "twice", NULL};
 static const char *const ps_args[] = {"trajectories_sql", "policies_sql", "options"};
 
 typedef struct ps_opts {
@@ -45,6 +48,7 @@ typedef struct ps_opts {
   double epsilon, delta; /* (eps1, delta1): what a release spends */
   int has_seed;
   uint64_t seed;
+  int read; /* PS_READ_* */
   char *budget; /* a privacy ledger to charge (sql_budget.c), or NULL */
   const char *text;
   size_t len;
@@ -59,7 +63,18 @@ typedef struct ps_state {
   dprl_step_buffer buf;      /* trajectories: action index kept in .reward */
   int64_t *offsets, *st, *ac; /* the K examined trajectories, in order */
   int seeks;   /* pass 1 found the keys by index seeks */
-  int picking; /* dprl_prefix_key: 0 collects keys (pass 1), 1 picks rows (pass 2) */
+  int picking; /* dprl_prefix_key: PS_COLLECT (pass 1), PS_PICK (pass 2), PS_SAMPLE (one pass) */
+  /* the last integer key seen by dprl_prefix_key, and its id (rows of one
+  ** episode usually come together) */
+  int last_ok;
+  int64_t last_key;
+  uint32_t last_id;
+  /* one pass: a reservoir of min(T, n) ids over first occurrences */
+  int64_t T;
+  uint32_t *res;
+  size_t res_n, res_cap;
+  unsigned char *member; /* per id: 1 while it is in the reservoir */
+  size_t member_cap;
   dprl_sql_cancel cancel;
   int cancel_open;
   dprl_rng rng;
@@ -89,6 +104,7 @@ static int ps_parse(const char *fn, sqlite3_value *v, ps_opts *o, dprl_error *er
   if (!rc) rc = dprl_opt_choice(&op, "accountant", dprl_prefix_accountant_names, 0, &acc);
   if (!rc) rc = dprl_opt_seed(&op, &o->has_seed, &o->seed);
   if (!rc) rc = dprl_opt_name(&op, "budget", &o->budget);
+  if (!rc) rc = dprl_opt_choice(&op, "read", ps_read_names, PS_READ_AUTO, &o->read);
   dprl_options_close(&op);
   o->epsilon = eps;
   o->delta = delta;
@@ -209,7 +225,11 @@ static int ps_lookup(dprl_episode_index *x, sqlite3_value *v, const char *what,
 ** Without one, both passes are a scan of the caller's query filtered by
 ** dprl_prefix_key(?1, e), a function that collects the keys (pass 1) or
 ** tells the drawn keys' rows (pass 2) in C: half the cost of SQL's
-** DISTINCT and IN.  The keys themselves never leave this file. */
+** DISTINCT and IN.  One pass ("read": "once", the default when the call
+** is unseeded and no index seeks) does both in one scan: the same filter
+** samples each key at its first row (Algorithm R) and lets through the
+** rows of the keys in the sample, which is shuffled at the end: the same
+** law, half the reading.  The keys themselves never leave this file. */
 
 #define PS_WITH "WITH dprl_ps_rows(e, t, s, a) AS (\n"
 
@@ -286,14 +306,75 @@ static int ps_plan_seeks(sqlite3 *db, sqlite3_stmt *st) {
   return ok && rows > 0;
 }
 
+enum { PS_COLLECT, PS_PICK, PS_SAMPLE }; /* what dprl_prefix_key does */
+
+/* A row's episode key into ps->ids (every row's key is checked: an integer
+** or text); *id its index, *fresh 1 the first time the key is seen. */
+static int ps_see_id(sqlite3_value *v, ps_state *ps, uint32_t *id, int *fresh) {
+  dprl_key k;
+  size_t before = ps->ids.n;
+  *fresh = 0;
+  if (ps->last_ok && sqlite3_value_type(v) == SQLITE_INTEGER &&
+      sqlite3_value_int64(v) == ps->last_key) {
+    *id = ps->last_id;
+    return DPRL_OK;
+  }
+  if (dprl_sql_key(v, "trajectories_sql: episode", &k, &ps->err) ||
+      dprl_key_intern(&ps->ids, &k, id, &ps->err))
+    return ps->err.code;
+  *fresh = ps->ids.n > before;
+  ps->last_ok = !k.is_text;
+  ps->last_key = k.ival;
+  ps->last_id = *id;
+  return DPRL_OK;
+}
+
 /* One episode key seen by pass 1. */
 static int ps_add_id(sqlite3_value *v, ps_state *ps) {
-  dprl_key k;
-  uint32_t i;
-  if (dprl_sql_key(v, "trajectories_sql: episode", &k, &ps->err) ||
-      dprl_key_intern(&ps->ids, &k, &i, &ps->err))
-    return ps->err.code;
-  return DPRL_OK;
+  uint32_t id;
+  int fresh;
+  return ps_see_id(v, ps, &id, &fresh);
+}
+
+/* One pass (ALGORITHMS.md 7.1): Algorithm R over the keys' first
+** occurrences.  The i-th distinct key enters the reservoir while it has
+** fewer than T members, and otherwise replaces member j for a uniform j in
+** 0..i-1 when j < T (probability T/i).  A key's fate is settled at its first
+** row: a key left out never enters later, so every row of a final member is
+** read.  1 if this row's key is a member now, 0 if not, -1 on error. */
+static int ps_sample_row(sqlite3_value *v, ps_state *ps) {
+  uint32_t id;
+  int fresh;
+  if (ps_see_id(v, ps, &id, &fresh)) return -1;
+  if (!fresh) return ps->member[id];
+  if (ps->ids.n > ps->member_cap) { /* one flag per key seen */
+    size_t mc = ps->member_cap ? 2 * ps->member_cap : 1024;
+    unsigned char *m = dprl_realloc(ps->member, mc);
+    if (!m) return dprl_nomem(&ps->err), -1;
+    ps->member = m;
+    ps->member_cap = mc;
+  }
+  if (ps->res_n == ps->res_cap && (int64_t)ps->res_n < ps->T) { /* min(T, n) slots */
+    size_t rc = ps->res_cap ? 2 * ps->res_cap : 64;
+    if ((int64_t)rc > ps->T) rc = (size_t)ps->T;
+    uint32_t *r = dprl_realloc(ps->res, rc * sizeof *r);
+    if (!r) return dprl_nomem(&ps->err), -1;
+    ps->res = r;
+    ps->res_cap = rc;
+  }
+  ps->member[id] = 0;
+  if ((int64_t)ps->res_n < ps->T) {
+    ps->res[ps->res_n++] = id;
+    ps->member[id] = 1;
+  } else {
+    uint64_t j = dprl_rng_below(&ps->rng, (uint64_t)ps->ids.n);
+    if (j < (uint64_t)ps->T) {
+      ps->member[ps->res[j]] = 0;
+      ps->res[j] = id;
+      ps->member[id] = 1;
+    }
+  }
+  return ps->member[id];
 }
 
 /* Run st to the end, adding column 0 of each row as a key. */
@@ -326,8 +407,9 @@ static void ps_key_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     sqlite3_set_auxdata(ctx, 0, ps, NULL);
   }
   int in = 0;
-  if (ps->picking) in = ps_row_chosen(argv[1], ps); /* -1: out of memory */
-  else if (ps_add_id(argv[1], ps)) in = -1;          /* collect: no row out */
+  if (ps->picking == PS_PICK) in = ps_row_chosen(argv[1], ps); /* -1: an error */
+  else if (ps->picking == PS_SAMPLE) in = ps_sample_row(argv[1], ps);
+  else if (ps_add_id(argv[1], ps)) in = -1; /* collect: no row out */
   if (in < 0) sqlite3_result_error(ctx, ps->err.msg, -1); /* stops the scan */
   else sqlite3_result_int(ctx, in);
 }
@@ -388,7 +470,7 @@ static int ps_read_ids(sqlite3 *db, sqlite3_value *sql, ps_state *ps, char **pzE
     if (!first && !oom)
       scan = ps_wrap(db, ps, "SELECT 1 FROM dprl_ps_rows WHERE " PS_KEY_FN "(?1, e)", 1, &oom);
   }
-  ps->picking = 0;
+  ps->picking = PS_COLLECT;
   if (oom) rc = SQLITE_NOMEM;
   else if (first) {
     ps->seeks = 1;
@@ -488,7 +570,7 @@ static int ps_read_trajectories(sqlite3 *db, sqlite3_value *sql, ps_state *ps, i
                                 char **pzErr) {
   dprl_query q = {NULL, "trajectories_sql"};
   int rc, oom = 0, all = (size_t)K == ps->ids.n;
-  ps->picking = 1;
+  ps->picking = PS_PICK;
   if (!all && ps->seeks && K <= sqlite3_limit(db, SQLITE_LIMIT_VARIABLE_NUMBER, -1)) {
     /* the drawn keys by index seeks */
     dprl_buf b = {0};
@@ -531,6 +613,59 @@ static int ps_read_trajectories(sqlite3 *db, sqlite3_value *sql, ps_state *ps, i
   return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
+/* 1 if the wrapped query finds each next key by an index seek (pass 1's
+** loose index scan, then pass 2's seeks: cheaper than one full scan). */
+static int ps_has_seeks(sqlite3 *db, const ps_state *ps, int *oom) {
+  sqlite3_stmt *next = ps->body ? ps_wrap(db, ps, "SELECT e FROM dprl_ps_rows WHERE e COLLATE "
+                                          "BINARY > ?1 ORDER BY e COLLATE BINARY LIMIT 1", 1, oom)
+                                : NULL;
+  int seeks = next && ps_plan_seeks(db, next);
+  sqlite3_finalize(next);
+  return seeks;
+}
+
+/* One pass (ALGORITHMS.md 7.1): every row's key is checked and sampled
+** (ps_sample_row); the rows of keys in the reservoir at the time are read
+** into the buffer.  Then the K = min(T, n) members are shuffled with the
+** generator: that order is the order of examination (ps->chosen). */
+static int ps_read_once(sqlite3 *db, sqlite3_value *sql, ps_state *ps, int64_t T, int64_t *K,
+                        char **pzErr) {
+  int oom = 0, rc;
+  ps->T = T;
+  ps->picking = PS_SAMPLE;
+  sqlite3_stmt *st = ps->body ? ps_wrap(db, ps, "SELECT e, t, s, a FROM dprl_ps_rows WHERE "
+                                        PS_KEY_FN "(?1, e)", 4, &oom)
+                              : NULL;
+  *K = 0;
+  if (oom) return SQLITE_NOMEM;
+  if (st) {
+    rc = ps_scan(st, ps, ps_take_row, pzErr);
+    sqlite3_finalize(st);
+  } else { /* the caller's query as it is: the same, row by row in C */
+    dprl_query q;
+    if ((rc = dprl_query_open(&q, db, "trajectories_sql", sql, 4, FN, pzErr))) return rc;
+    while ((rc = dprl_query_step(&q, FN, pzErr)) == SQLITE_ROW) {
+      int in = ps_sample_row(sqlite3_column_value(q.stmt, 0), ps);
+      if (in < 0 || (in && ps_take_row(q.stmt, ps))) {
+        rc = dprl_sql_vtab_error(pzErr, FN, &ps->err);
+        break;
+      }
+    }
+    dprl_query_close(&q);
+    if (rc == SQLITE_DONE) rc = SQLITE_OK;
+  }
+  if (rc) return rc;
+  dprl_rng_shuffle_u32(&ps->rng, ps->res, (uint64_t)ps->res_n);
+  for (size_t c = 0; c < ps->res_n; c++) {
+    dprl_key k;
+    uint32_t got;
+    dprl_key_get(&ps->ids, ps->res[c], &k);
+    if (dprl_key_intern(&ps->chosen, &k, &got, &ps->err)) return dprl_sql_vtab_error(pzErr, FN, &ps->err);
+  }
+  *K = (int64_t)ps->res_n;
+  return SQLITE_OK;
+}
+
 /* The examined trajectories flattened into the core's arrays in the order
 ** of examination (trajectory c = chosen key c), each sorted by t; an
 ** examined key with no rows (a query that changed between the passes) is
@@ -548,7 +683,9 @@ static int ps_flatten(ps_state *ps, int64_t K, char **pzErr) {
   for (size_t e = 0; e < E; e++) { /* lengths, at the chosen positions */
     dprl_key k;
     dprl_step_buffer_episode_key(&ps->buf, e, &k);
-    if (!dprl_key_find(&ps->chosen, &k, &pos[e])) pos[e] = UINT32_MAX; /* unreachable */
+    /* not examined: a key the one pass let go (its rows were read while it
+    ** was in the reservoir) */
+    if (!dprl_key_find(&ps->chosen, &k, &pos[e])) pos[e] = UINT32_MAX;
     else ps->offsets[pos[e] + 1] = (int64_t)(ps->buf.start[e + 1] - ps->buf.start[e]);
   }
   for (int64_t c = 0; c < K; c++) ps->offsets[c + 1] += ps->offsets[c];
@@ -652,9 +789,19 @@ static int ps_compute(sqlite3 *db, sqlite3_value **args, dprl_rows *out, char **
       dprl_query_close(&q);
       ps.body = ps_body_of(db, args[0]);
       ps.buf.cancel = &ps.cancel.base;
-      if (!(rc = ps_open(db, &ps, &o, pzErr)) && !(rc = ps_read_ids(db, args[0], &ps, pzErr))) {
-        if (ps_choose(&ps, o.pp.T, &K)) rc = dprl_sql_vtab_error(pzErr, FN, &ps.err);
-        else if (!(rc = ps_read_trajectories(db, args[0], &ps, K, pzErr))) {
+      /* One pass unless told otherwise, an index makes two passes cheaper,
+      ** or the call is seeded (two passes make a seeded release
+      ** independent of the order of the rows; both have the same law). */
+      int oom = 0, once = o.read == PS_READ_ONCE ||
+                          (o.read == PS_READ_AUTO && !o.has_seed && !ps_has_seeks(db, &ps, &oom));
+      if (oom) rc = SQLITE_NOMEM;
+      else if (!(rc = ps_open(db, &ps, &o, pzErr))) {
+        if (once) rc = ps_read_once(db, args[0], &ps, o.pp.T, &K, pzErr);
+        else if (!(rc = ps_read_ids(db, args[0], &ps, pzErr))) {
+          if (ps_choose(&ps, o.pp.T, &K)) rc = dprl_sql_vtab_error(pzErr, FN, &ps.err);
+          else rc = ps_read_trajectories(db, args[0], &ps, K, pzErr);
+        }
+        if (!rc) {
           if (dprl_step_buffer_group(&ps.buf, &ps.err)) rc = dprl_sql_vtab_error(pzErr, FN, &ps.err);
           else if (!(rc = ps_flatten(&ps, K, pzErr))) rc = ps_release(db, &ps, &o, K, out, pzErr);
         }
@@ -675,6 +822,8 @@ static int ps_compute(sqlite3 *db, sqlite3_value **args, dprl_rows *out, char **
   dprl_free(ps.offsets);
   dprl_free(ps.st);
   dprl_free(ps.ac);
+  dprl_free(ps.res);
+  dprl_free(ps.member);
   return rc;
 }
 

@@ -210,6 +210,7 @@ static int noise_sample(const dprl_q_noise_cfg *c, const qn_points *p, dprl_q_st
 ** bits survives (ALGORITHMS.md section 6). */
 static int noise_rows(const dprl_q_noise_cfg *c, const qn_points *p, const double *vals,
                       dprl_rows *out, dprl_cancel *cancel, dprl_error *err) {
+  if (dprl_rows_reserve(out, p->n)) return dprl_nomem(err);
   for (size_t i = 0; i < p->n; i++) {
     if (dprl_cancel_poll(cancel, 20, err)) return err->code;
     double qr = c->grid * (double)llround(p->q[i] / c->grid);

@@ -7,22 +7,35 @@
 
 /* ---- output rows ------------------------------------------------------------ */
 
+/* Room for nc rows in every cell array; tlen only once a text cell exists. */
+static int rows_grow(dprl_rows *r, size_t nc) {
+  if (nc > SIZE_MAX / 16 / (size_t)r->ncol) {
+    r->oom = 1;
+    return SQLITE_NOMEM;
+  }
+  size_t cells = nc * (size_t)r->ncol;
+  unsigned char *t = dprl_realloc(r->type, cells);
+  if (t) r->type = t;
+  int64_t *c = t ? dprl_realloc(r->cell, cells * sizeof *c) : NULL;
+  if (c) r->cell = c;
+  uint32_t *l = c && r->tlen ? dprl_realloc(r->tlen, cells * sizeof *l) : NULL;
+  if (l) r->tlen = l;
+  if (!c || (r->tlen && !l)) {
+    r->oom = 1;
+    return SQLITE_NOMEM;
+  }
+  r->cap = nc;
+  return SQLITE_OK;
+}
+
+int dprl_rows_reserve(dprl_rows *r, size_t nrow) {
+  if (r->oom) return SQLITE_NOMEM;
+  return nrow <= r->cap ? SQLITE_OK : rows_grow(r, nrow);
+}
+
 int dprl_rows_add(dprl_rows *r) {
   if (r->oom) return SQLITE_NOMEM;
-  if (r->nrow == r->cap) {
-    size_t nc = r->cap ? r->cap * 2 : 256, cells = nc * (size_t)r->ncol;
-    unsigned char *t = dprl_realloc(r->type, cells);
-    if (t) r->type = t;
-    int64_t *c = t ? dprl_realloc(r->cell, cells * sizeof *c) : NULL;
-    if (c) r->cell = c;
-    uint32_t *l = c ? dprl_realloc(r->tlen, cells * sizeof *l) : NULL;
-    if (!l) {
-      r->oom = 1;
-      return SQLITE_NOMEM;
-    }
-    r->tlen = l;
-    r->cap = nc;
-  }
+  if (r->nrow == r->cap && rows_grow(r, r->cap ? r->cap * 2 : 256)) return SQLITE_NOMEM;
   memset(r->type + r->nrow * (size_t)r->ncol, SQLITE_NULL, (size_t)r->ncol);
   r->nrow++;
   return SQLITE_OK;
@@ -46,6 +59,10 @@ void dprl_rows_double(dprl_rows *r, int col, double v) {
 
 void dprl_rows_text(dprl_rows *r, int col, const char *s, size_t n) {
   size_t at = cell_at(r, col);
+  if (!r->tlen && !(r->tlen = dprl_malloc(r->cap * (size_t)r->ncol * sizeof *r->tlen))) {
+    r->oom = 1; /* the cell stays NULL; the call fails with SQLITE_NOMEM */
+    return;
+  }
   r->type[at] = SQLITE_TEXT;
   r->cell[at] = (int64_t)r->text.len;
   r->tlen[at] = (uint32_t)n;

@@ -33,13 +33,15 @@ typedef struct dprl_rows {
   size_t nrow, cap;       /* rows */
   unsigned char *type;    /* SQLITE_INTEGER / FLOAT / TEXT / NULL per cell */
   int64_t *cell;          /* the integer, the double's bits, or text offset */
-  uint32_t *tlen;         /* text length per cell (text only) */
+  uint32_t *tlen;         /* text length per cell (NULL until a text cell) */
   dprl_buf text;
   int oom;
 } dprl_rows;
 
 /* Start a new row; then set each of its ncol cells (unset cells are NULL). */
 int dprl_rows_add(dprl_rows *r);
+/* Room for nrow rows at once, when the count is known before the rows. */
+int dprl_rows_reserve(dprl_rows *r, size_t nrow);
 void dprl_rows_int(dprl_rows *r, int col, int64_t v);
 void dprl_rows_double(dprl_rows *r, int col, double v);
 void dprl_rows_text(dprl_rows *r, int col, const char *s, size_t n);

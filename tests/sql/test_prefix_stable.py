@@ -321,7 +321,7 @@ def test_errors():
     err("dp_prefix_stable: option epsilon must be in (0, 1e+06], got 2000000",
         "epsilon above its bound", dict(o, epsilon=2e6))
     err('dp_prefix_stable: unknown option "Tmax" (known: epsilon, delta, p_min, T, L, '
-        'accountant, seed, budget)', "unknown option", dict(o, Tmax=3))
+        'accountant, seed, budget, read)', "unknown option", dict(o, Tmax=3))
     con.execute("UPDATE policies SET prob = 0.05 WHERE expert = 'dr1' AND state = 0 AND action = 2")
     msg = sql_error(con, Q, (json.dumps(o),))
     check(msg is not None and msg.startswith("dp_prefix_stable: policies: expert 'dr1', state 0, "
@@ -418,9 +418,11 @@ def ident_key(i):
     return i * 1000 if i % 2 == 0 else f"ep-{i}"
 
 
-def examined(con, T, seed, sql="SELECT episode, t, state, action FROM steps"):
+def examined(con, T, seed, sql="SELECT episode, t, state, action FROM steps", read=None):
     """The trajectories (states) released, in order; the error if any."""
     o = {"epsilon": 1e4, "delta": 0.1, "p_min": 0.3, "T": T, "L": 2, "seed": seed}
+    if read:
+        o["read"] = read
     try:
         out = con.execute(QI, (sql, json.dumps(o))).fetchall()
     except Exception as e:  # noqa: BLE001 - the error is the observation
@@ -478,6 +480,88 @@ def test_sampling_uniform():
     chi2 = sum((counts.get(p, 0) - e) ** 2 / e for p in pairs)
     # 29 degrees of freedom: P(chi2 > 80) < 1e-6
     check(chi2 < 80, "the examined pair is uniform (chi-square, 29 df, < 80)", chi2)
+
+
+def interleave(con, n):
+    """steps_mixed: the rows of steps with every episode's two rows far
+    apart (all first rows, then all second rows, in another key order)."""
+    con.execute("CREATE TABLE steps_mixed AS SELECT * FROM steps "
+                f"ORDER BY t, state * 7 % {n} DESC")
+
+
+def test_one_pass_uniform():
+    # "read": "once" (Algorithm R over first occurrences, then a shuffle):
+    # the ordered pair examined is uniform over the 30 pairs, with every
+    # trajectory's rows together and with them far apart; each examined
+    # trajectory is released whole (both of its rows).
+    n, T, runs = 6, 2, 3000
+    con = ident_setup(n)
+    interleave(con, n)
+    pairs = [(a, b) for a in range(n) for b in range(n) if a != b]
+    for table in ("steps", "steps_mixed"):
+        sql = f"SELECT episode, t, state, action FROM {table}"
+        o = {"epsilon": 1e4, "delta": 0.1, "p_min": 0.3, "T": T, "L": 2, "read": "once"}
+        counts, whole = {}, True
+        for sd in range(runs):
+            out = con.execute(QI, (sql, json.dumps(dict(o, seed=20000 + sd)))).fetchall()
+            got = tuple(r[2] for r in out if r[1] == 1)
+            whole &= len(out) == 2 * T and all(r[2] == r[4] for r in out if r[1] == 1)
+            counts[got] = counts.get(got, 0) + 1
+        check(whole, f"one pass, {table}: every examined trajectory released whole")
+        check(sorted(counts) == sorted(pairs), f"one pass, {table}: every ordered pair, no other",
+              sorted(counts)[:5])
+        e = runs / len(pairs)
+        chi2 = sum((counts.get(p, 0) - e) ** 2 / e for p in pairs)
+        # 29 degrees of freedom: P(chi2 > 80) < 1e-6
+        check(chi2 < 80, f"one pass, {table}: the examined pair is uniform (chi-square < 80)", chi2)
+
+
+def test_one_pass_is_default_unseeded():
+    # Which statements run (the connection's trace): without a seed or an
+    # index, one scan that reads the rows of the reservoir's keys; with a
+    # seed, two passes (the seeded release then does not depend on the
+    # order of the rows); with an index, the seeks.  "read" overrides.
+    n = 40
+    con = ident_setup(n)
+    ran = []
+    con.set_trace_callback(ran.append)
+    o = {"epsilon": 1e4, "delta": 0.1, "p_min": 0.3, "T": 3, "L": 2}
+
+    def passes(opts):
+        ran.clear()
+        out = con.execute(QI, ("SELECT episode, t, state, action FROM steps",
+                               json.dumps(opts))).fetchall()
+        text = " ".join(ran)
+        return (len(out), "SELECT e, t, s, a FROM dprl_ps_rows WHERE dprl_prefix_key" in text,
+                "SELECT 1 FROM dprl_ps_rows WHERE dprl_prefix_key" in text,
+                "COLLATE BINARY IN (" in text)
+    check(passes(o) == (6, True, False, False), "no seed, no index: one pass", passes(o))
+    check(passes(dict(o, seed=3)) == (6, True, True, False), "seeded: two passes",
+          passes(dict(o, seed=3)))
+    check(passes(dict(o, seed=3, read="once")) == (6, True, False, False),
+          "seeded with read once: one pass")
+    check(passes(dict(o, read="twice")) == (6, True, True, False), "read twice: two passes")
+    con.execute("CREATE INDEX steps_ep_t ON steps(episode, t)")
+    check(passes(o) == (6, False, False, True), "no seed, an index: seeks", passes(o))
+    check(passes(dict(o, read="once")) == (6, True, False, False), "an index, read once: one pass")
+    con.set_trace_callback(None)
+    # the one pass seeded: the same rows in the same order give the same release
+    a = [examined(con, 5, sd, read="once")[0] for sd in range(1, 6)]
+    b = [examined(con, 5, sd, read="once")[0] for sd in range(1, 6)]
+    check(a == b and all(len(x) == 5 for x in a), "one pass, seeded: reproducible", a[:2])
+    raw = [examined(con, 5, sd, "SELECT episode, t, state, action FROM steps /* to the end",
+                    read="once")[0] for sd in range(1, 6)]
+    check(raw == a, "one pass over a text that cannot be wrapped (read row by row): the same",
+          raw[:2])
+    # T >= n: every trajectory, in a uniform order (all 3! orders of 3)
+    c3 = ident_setup(3)
+    orders = {tuple(examined(c3, 5, sd, read="once")[0]) for sd in range(200)}
+    check(orders == {(0, 1, 2), (0, 2, 1), (1, 0, 2), (1, 2, 0), (2, 0, 1), (2, 1, 0)},
+          "one pass, T >= n: all trajectories, every order", sorted(orders))
+    msg = sql_error(con, QI, ("SELECT episode, t, state, action FROM steps",
+                              json.dumps(dict(o, read="sometimes"))))
+    check(msg == 'dp_prefix_stable: option read must be one of "auto", "once", "twice", '
+          'got "sometimes"', "read: an unknown choice is refused, named", msg)
 
 
 def test_read_paths_agree():
@@ -569,4 +653,5 @@ def test_policy_errors_name_caller_ids():
 
 run([test_policy_errors_name_caller_ids, test_cliff, test_no_caller_ids, test_whole_trajectories_and_T, test_T_above_n_and_none,
      test_long_tail_changes_nothing, test_tiny_epsilon, test_accountant, test_errors,
-     test_unexamined_not_read, test_sampling_uniform, test_read_paths_agree])
+     test_unexamined_not_read, test_sampling_uniform, test_one_pass_uniform,
+     test_one_pass_is_default_unseeded, test_read_paths_agree])
