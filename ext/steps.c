@@ -376,27 +376,42 @@ static int cmp_keyed(const void *a, const void *b) {
 
 /* order[r] = episode with the r-th smallest key.  Processing episodes in
 ** key order (as ORDER BY episode would) makes the floating-point sums, and
-** so a seeded release, independent of the order the rows arrived in. */
+** so a seeded release, independent of the order the rows arrived in.
+** The keys in dmap are already in order (a scan of dmap); only the others
+** (keys that were out of dmap's range when they first came, text) are
+** sorted, and the two runs merged. */
 static int order_by_key(dprl_step_buffer *b, dprl_error *err) {
-  size_t E = b->ep.n;
-  keyed *k = dprl_malloc((E ? E : 1) * sizeof *k);
+  const dprl_episode_index *x = &b->ep;
+  size_t E = x->n, H = 0;
+  keyed *k = dprl_malloc((x->hashed ? x->hashed : 1) * sizeof *k);
   uint32_t *order = dprl_malloc((E ? E : 1) * sizeof *order);
   if (!k || !order) {
     dprl_free(k);
     dprl_free(order);
     return dprl_nomem(err);
   }
-  for (size_t e = 0; e < E; e++) {
-    index_key(&b->ep, (uint32_t)e, &k[e].key);
-    k[e].e = (uint32_t)e;
+  for (size_t e = 0; e < E && x->hashed; e++) {
+    int64_t v = x->ikey[e];
+    int in_dmap = x->tlen[e] == UINT32_MAX && v >= 0 && (size_t)v < x->dsize &&
+                  x->dmap[v] == e + 1;
+    if (in_dmap) continue;
+    index_key(x, (uint32_t)e, &k[H].key);
+    k[H++].e = (uint32_t)e;
   }
-  int rc = dprl_sort(k, E, sizeof *k, cmp_keyed, b->cancel, err);
+  int rc = dprl_sort(k, H, sizeof *k, cmp_keyed, b->cancel, err);
   if (rc) {
     dprl_free(k);
     dprl_free(order);
     return rc;
   }
-  for (size_t r = 0; r < E; r++) order[r] = k[r].e;
+  size_t r = 0, h = 0;
+  for (size_t key = 0; key < x->dsize && r < E; key++) {
+    if (!x->dmap[key]) continue;
+    dprl_key dk = {0, (int64_t)key, NULL, 0};
+    while (h < H && dprl_key_compare(&k[h].key, &dk) < 0) order[r++] = k[h++].e;
+    order[r++] = x->dmap[key] - 1;
+  }
+  while (h < H) order[r++] = k[h++].e;
   dprl_free(k);
   dprl_free(b->order);
   b->order = order;

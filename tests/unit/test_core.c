@@ -449,6 +449,57 @@ static void test_step_buffer_mixed(void) {
   dprl_step_buffer_free(&b);
 }
 
+/* Key order when dense integer keys are split between the dense map and
+** the hash (a key above the map's reach when it first came is hashed, and
+** the map grows past it later), with negative, huge and text keys: the
+** episodes come out in key order, each with its own steps. */
+static void test_step_buffer_key_order(void) {
+  enum { D = 100000, X = 150, L = 2 };
+  static dprl_key keys[D + X];
+  static char texts[X][16];
+  static int order[(D + X) * L];
+  dprl_step_buffer b = {0};
+  dprl_error err = {0};
+  for (int i = 0; i < D; i++) keys[i] = (dprl_key){0, i, NULL, 0};
+  for (int i = 0; i < X; i++) {
+    snprintf(texts[i], sizeof texts[i], "t%03d", 149 - i);
+    keys[D + i] = i % 3 == 0   ? (dprl_key){0, -5 - 7 * i, NULL, 0}
+                  : i % 3 == 1 ? (dprl_key){0, ((int64_t)1 << 40) + 3 * i, NULL, 0}
+                               : (dprl_key){1, 0, texts[i], strlen(texts[i])};
+  }
+  int n = (D + X) * L;
+  for (int i = 0; i < n; i++) order[i] = i;
+  for (int i = n - 1; i > 0; i--) {
+    int j = (int)(urand() * (i + 1)), tmp = order[i];
+    order[i] = order[j];
+    order[j] = tmp;
+  }
+  int ok = 1;
+  for (int i = 0; i < n; i++)
+    ok &= dprl_step_buffer_push(&b, &keys[order[i] % (D + X)], order[i] / (D + X), 0,
+                                (double)(order[i] % (D + X)), &err) == DPRL_OK;
+  ok &= dprl_step_buffer_group(&b, &err) == DPRL_OK &&
+        dprl_step_buffer_episodes(&b) == (size_t)(D + X);
+  int hashed_dense = 0;
+  for (int i = D / 2; i < D; i++) /* some dense keys did go to the hash */
+    hashed_dense += !(b.ep.dsize > (size_t)i && b.ep.dmap[i]);
+  dprl_key prev = {0};
+  for (size_t e = 0; ok && e < dprl_step_buffer_episodes(&b); e++) {
+    dprl_key k;
+    const dprl_step *st;
+    size_t len;
+    dprl_step_buffer_episode_key(&b, e, &k);
+    ok &= e == 0 || dprl_key_compare(&prev, &k) < 0;
+    prev = k;
+    ok &= dprl_step_buffer_episode(&b, e, &st, &len, &err) == DPRL_OK && len == L;
+    for (size_t i = 0; ok && i < len; i++)
+      ok &= dprl_key_compare(&keys[(int)st[i].reward], &k) == 0 && st[i].t == (int64_t)i;
+  }
+  CHECK(hashed_dense > 0, "buffer: the setup puts some dense keys in the hash");
+  CHECK(ok, "buffer: dense keys split between map and hash, and other keys: key order");
+  dprl_step_buffer_free(&b);
+}
+
 /* Many episodes of random lengths in random order: both partition passes
 ** (70,000 episodes: 137 blocks of 512, then 512 buckets per block) with
 ** their interleaved chains; every step must come back in its episode, in t
@@ -501,6 +552,7 @@ int main(void) {
   test_options();
   test_step_buffer();
   test_step_buffer_mixed();
+  test_step_buffer_key_order();
   test_step_buffer_large();
   test_key_index();
   test_stream();
