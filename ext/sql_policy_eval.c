@@ -64,8 +64,6 @@ typedef struct pe_fn {
 
 static void pe_step(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   pe_agg **slot = sqlite3_aggregate_context(ctx, sizeof *slot);
-  const pe_fn *f = sqlite3_user_data(ctx);
-  const char *fn = f->name;
   dprl_error err; /* per row: clear the code only, not the 512-byte message */
   err.code = DPRL_OK;
   err.msg[0] = 0;
@@ -75,21 +73,22 @@ static void pe_step(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     return;
   }
   if (*slot && (*slot)->failed) return;
-  if (!*slot) {
+  if (!*slot) { /* the first row: which function, its options */
+    const pe_fn *f = sqlite3_user_data(ctx);
     *slot = sqlite3_malloc(sizeof **slot);
     if (!*slot) {
       sqlite3_result_error_nomem(ctx);
       return;
     }
     memset(*slot, 0, sizeof **slot);
-    rc = pe_agg_start(*slot, ctx, f->mech, fn, argv[4], &err);
+    rc = pe_agg_start(*slot, ctx, f->mech, f->name, argv[4], &err);
   } else {
     rc = dprl_sql_same_options(&(*slot)->options, argv[4], &err);
   }
   if (!rc) rc = dprl_fv_agg_row(&(*slot)->fv, argv, &err);
   if (rc) {
     (*slot)->failed = 1;
-    dprl_sql_result_error(ctx, fn, &err);
+    dprl_sql_result_error(ctx, ((const pe_fn *)sqlite3_user_data(ctx))->name, &err);
   }
   (void)argc;
 }
