@@ -119,6 +119,23 @@ int dprl_sql_read_step(sqlite3_value **argv, int64_t n_states, dprl_key *episode
                        int64_t *t, uint32_t *state, double *reward, dprl_error *err) {
   int64_t s = 0;
   int rc;
+  /* The usual row (integer episode, t and state, a numeric reward) in one
+  ** go; anything else, or a value out of range, takes the checks below,
+  ** which name what is wrong. */
+  if (sqlite3_value_type(argv[0]) == SQLITE_INTEGER &&
+      sqlite3_value_type(argv[1]) == SQLITE_INTEGER &&
+      sqlite3_value_type(argv[2]) == SQLITE_INTEGER) {
+    int rt = sqlite3_value_type(argv[3]);
+    s = sqlite3_value_int64(argv[2]);
+    double r = rt == SQLITE_FLOAT || rt == SQLITE_INTEGER ? sqlite3_value_double(argv[3]) : NAN;
+    if (s >= 0 && s < n_states && isfinite(r)) {
+      *episode = (dprl_key){0, sqlite3_value_int64(argv[0]), NULL, 0};
+      *t = sqlite3_value_int64(argv[1]);
+      *state = (uint32_t)s;
+      *reward = r;
+      return DPRL_OK;
+    }
+  }
   if ((rc = dprl_sql_key(argv[0], "episode", episode, err)) ||
       (rc = dprl_sql_int(argv[1], "t", t, err)) ||
       (rc = dprl_sql_int(argv[2], "state", &s, err)) ||
