@@ -241,6 +241,9 @@ void dprl_step_buffer_free(dprl_step_buffer *b) {
   dprl_free(b->order);
   dprl_free(b->scratch);
   dprl_free(b->mark);
+  dprl_free(b->fill);
+  dprl_free(b->tmin);
+  dprl_free(b->tmax);
   index_free(&b->ep);
   dprl_buf_free(&b->stage_text);
   memset(b, 0, sizeof *b);
@@ -465,14 +468,27 @@ static void cycle_walk(dprl_step_buffer *b, const size_t *start, size_t nb,
   }
 }
 
-/* Two passes, so the random writes stay in cache and in the TLB: first
-** into at most 256 blocks of 2^bits consecutive episodes (more would touch
-** more pages at once than the TLB maps: 500,000 short episodes in blocks
-** of 256 took twice as long), then each block (a few hundred KB) by
-** episode. */
+static size_t block_first(const dprl_step_buffer *b, size_t k) {
+  size_t f = k << b->bits;
+  return f < b->ep.n ? f : b->ep.n;
+}
+
+/* Steps of block k (episodes k 2^bits .. (k + 1) 2^bits - 1, by rank). */
+static size_t block_steps(const dprl_step_buffer *b, size_t k) {
+  return b->start[block_first(b, k + 1)] - b->start[block_first(b, k)];
+}
+
+/* One pass into at most 256 blocks of 2^bits consecutive episodes (more
+** would touch more pages at once than the TLB maps: 500,000 short
+** episodes in blocks of 256 took twice as long), so that what follows
+** stays in cache: a block of at most DPRL_BLOCK_STEPS steps is laid out
+** by dprl_step_buffer_episode when first asked for (each step straight to
+** its place by episode and t); a larger one is partitioned by episode
+** here, in place. */
 static int group_by_episode(dprl_step_buffer *b, dprl_error *err) {
   unsigned bits = 8;
   while ((b->ep.n >> bits) > 256) bits++;
+  b->bits = bits;
   size_t E = b->ep.n, nblocks = (E + ((size_t)1 << bits) - 1) >> bits;
   int rc = order_by_key(b, err);
   if (rc) return rc;
@@ -503,15 +519,16 @@ static int group_by_episode(dprl_step_buffer *b, dprl_error *err) {
   if ((rc = dprl_cancel_poll(b->cancel, 3 * (uint64_t)b->n, err))) goto done;
   cycle_walk(b, bstart, nblocks, next, bits, 0);
   if ((rc = dprl_cancel_poll(b->cancel, 3 * (uint64_t)b->n, err))) goto done;
-  for (size_t k = 0; k < nblocks; k++) {
-    size_t first = k << bits, count = E - first < ((size_t)1 << bits) ? E - first : ((size_t)1 << bits);
-    cycle_walk(b, start + first, count, next, 0, (uint32_t)first);
-    if ((rc = dprl_cancel_poll(b->cancel, 3 * (uint64_t)(start[first + count] - start[first]), err)))
-      goto done;
-  }
   dprl_free(b->start);
   b->start = start;
   start = NULL;
+  for (size_t k = 0; k < nblocks; k++) {
+    if (block_steps(b, k) <= DPRL_BLOCK_STEPS) continue; /* laid out when asked for */
+    size_t first = k << bits, count = E - first < ((size_t)1 << bits) ? E - first : ((size_t)1 << bits);
+    cycle_walk(b, b->start + first, count, next, 0, (uint32_t)first);
+    if ((rc = dprl_cancel_poll(b->cancel, 3 * (uint64_t)block_steps(b, k), err))) goto done;
+  }
+  b->blk = 0;
 done:
   dprl_free(start);
   dprl_free(bstart);
@@ -547,27 +564,129 @@ static int duplicate_t(const dprl_step_buffer *b, size_t e, int64_t t, dprl_erro
                    (long long)t);
 }
 
-int dprl_step_buffer_episode(dprl_step_buffer *b, size_t e, const dprl_step **steps,
-                             size_t *n, dprl_error *err) {
-  size_t lo = b->start[e], len = b->start[e + 1] - lo;
-  if (len > b->scratch_cap) {
-    dprl_step *sc = dprl_realloc(b->scratch, len * sizeof *sc);
+/* scratch and mark for n steps; with `block`, fill, tmin and tmax for the
+** 2^bits episodes of a block. */
+static int scratch_reserve(dprl_step_buffer *b, size_t n, int block, dprl_error *err) {
+  if (n > b->scratch_cap) {
+    dprl_step *sc = dprl_realloc(b->scratch, n * sizeof *sc);
     if (sc) b->scratch = sc;
-    unsigned char *mk = sc ? dprl_realloc(b->mark, len) : NULL;
+    unsigned char *mk = sc ? dprl_realloc(b->mark, n) : NULL;
     if (!mk) return dprl_nomem(err);
     b->mark = mk;
-    b->scratch_cap = len;
+    b->scratch_cap = n;
   }
+  size_t m = (size_t)1 << b->bits;
+  if (block && !b->fill) {
+    b->fill = dprl_malloc(m * sizeof *b->fill);
+    b->tmin = dprl_malloc(m * sizeof *b->tmin);
+    b->tmax = dprl_malloc(m * sizeof *b->tmax);
+    if (!b->fill || !b->tmin || !b->tmax) {
+      dprl_free(b->fill);
+      dprl_free(b->tmin);
+      dprl_free(b->tmax);
+      b->fill = NULL;
+      b->tmin = b->tmax = NULL;
+      return dprl_nomem(err);
+    }
+  }
+  return DPRL_OK;
+}
+
+/* Is t a range of consecutive integers, one step each (the usual step
+** index)?  Then each step's place is t - tmin. */
+static int t_dense(size_t len, int64_t tmin, int64_t tmax) {
+  return len && (uint64_t)tmax - (uint64_t)tmin == len - 1;
+}
+
+/* Episode r's key in an error, sorted at its place in scratch. */
+static int sort_one(dprl_step_buffer *b, size_t r, dprl_step *steps, size_t len, dprl_error *err) {
+  char name[64];
+  dprl_key k;
+  dprl_step_buffer_episode_key(b, r, &k);
+  dprl_key_describe(&k, name, sizeof name);
+  return dprl_sort_episode(steps, len, name, err);
+}
+
+/* Block k laid out in scratch: every episode at its offset, each sorted
+** by t (placed at t - tmin where t is dense, else filled in and sorted).
+** Two passes over the block's steps (the second from cache): the range of
+** t per episode, then the placing.  A duplicate t is reported for the
+** episode of lowest rank, at its smallest duplicated t, whatever the order
+** of the rows. */
+static int lay_out_block(dprl_step_buffer *b, size_t k, dprl_error *err) {
+  size_t first = block_first(b, k), last = block_first(b, k + 1);
+  size_t lo = b->start[first], n = b->start[last] - lo;
+  int rc = scratch_reserve(b, n ? n : 1, 1, err);
+  if (rc) return rc;
+  b->blk = 0; /* until it is whole */
+  int64_t *tmin = b->tmin - first, *tmax = b->tmax - first; /* by rank */
+  size_t *fill = b->fill - first;
+  for (size_t r = first; r < last; r++) {
+    tmin[r] = INT64_MAX;
+    tmax[r] = INT64_MIN;
+  }
+  for (size_t i = lo; i < lo + n; i++) {
+    const dprl_step *s = STEP(b, i);
+    tmin[s->episode] = s->t < tmin[s->episode] ? s->t : tmin[s->episode];
+    tmax[s->episode] = s->t > tmax[s->episode] ? s->t : tmax[s->episode];
+  }
+  for (size_t r = first; r < last; r++) {
+    fill[r] = b->start[r] - lo;
+    if (!t_dense(b->start[r + 1] - b->start[r], tmin[r], tmax[r])) tmax[r] = INT64_MIN;
+  }
+  memset(b->mark, 0, n);
+  size_t dup_r = SIZE_MAX;
+  int64_t dup_t = 0;
+  for (size_t i = lo; i < lo + n; i++) {
+    const dprl_step *s = STEP(b, i);
+    size_t r = s->episode, at;
+    if (tmax[r] != INT64_MIN) { /* t dense: straight to its place */
+      at = fill[r] + (size_t)((uint64_t)s->t - (uint64_t)tmin[r]);
+      if (b->mark[at]) { /* two steps at one t */
+        if (r < dup_r || (r == dup_r && s->t < dup_t)) dup_r = r, dup_t = s->t;
+        continue;
+      }
+      b->mark[at] = 1;
+    } else {
+      at = fill[r]++;
+    }
+    b->scratch[at] = *s;
+  }
+  for (size_t r = first; r < last && r < dup_r && !rc; r++)
+    if (tmax[r] == INT64_MIN) {
+      size_t len = b->start[r + 1] - b->start[r];
+      rc = sort_one(b, r, b->scratch + (b->start[r] - lo), len, err);
+    }
+  if (!rc && dup_r != SIZE_MAX) rc = duplicate_t(b, dup_r, dup_t, err);
+  if (!rc) b->blk = k + 1;
+  return rc;
+}
+
+int dprl_step_buffer_episode(dprl_step_buffer *b, size_t e, const dprl_step **steps,
+                             size_t *n, dprl_error *err) {
+  size_t k = e >> b->bits, lo = b->start[e], len = b->start[e + 1] - lo;
+  if (block_steps(b, k) <= DPRL_BLOCK_STEPS) { /* from its block's layout */
+    if (b->blk != k + 1) {
+      int rc = lay_out_block(b, k, err);
+      if (rc) return rc;
+    }
+    *steps = b->scratch + (lo - b->start[block_first(b, k)]);
+    *n = len;
+    return DPRL_OK;
+  }
+  /* a large block, already partitioned: the episode alone */
+  int rc = scratch_reserve(b, len ? len : 1, 0, err);
+  if (rc) return rc;
+  b->blk = 0;
+  *steps = b->scratch;
+  *n = len;
   int64_t tmin = INT64_MAX, tmax = INT64_MIN;
   for (size_t i = 0; i < len; i++) {
     int64_t t = STEP(b, lo + i)->t;
     tmin = t < tmin ? t : tmin;
     tmax = t > tmax ? t : tmax;
   }
-  *steps = b->scratch;
-  *n = len;
-  if (len && (uint64_t)tmax - (uint64_t)tmin == len - 1) {
-    /* t is a dense range (the usual step index): place each step at t. */
+  if (t_dense(len, tmin, tmax)) {
     memset(b->mark, 0, len);
     for (size_t i = 0; i < len; i++) {
       const dprl_step *s = STEP(b, lo + i);
@@ -579,11 +698,7 @@ int dprl_step_buffer_episode(dprl_step_buffer *b, size_t e, const dprl_step **st
     return DPRL_OK;
   }
   for (size_t i = 0; i < len; i++) b->scratch[i] = *STEP(b, lo + i);
-  char name[64];
-  dprl_key k;
-  dprl_step_buffer_episode_key(b, e, &k);
-  dprl_key_describe(&k, name, sizeof name);
-  return dprl_sort_episode(b->scratch, len, name, err);
+  return sort_one(b, e, b->scratch, len, err);
 }
 
 /* ---- sorting one episode ---------------------------------------------- */

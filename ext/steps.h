@@ -82,6 +82,9 @@ void dprl_key_index_free(dprl_episode_index *x);
 ** in random order): a stage prefetches its table entries while SQLite
 ** reads the next rows, then resolves them in a few passes. */
 #define DPRL_STAGE 32
+
+/* Largest block of episodes laid out at once (1.5 MB of steps). */
+#define DPRL_BLOCK_STEPS ((size_t)1 << 16)
 typedef struct dprl_staged {
   int64_t t, ival; /* ival: integer key, or offset of the text in stage_text */
   double reward;
@@ -102,8 +105,17 @@ typedef struct dprl_step_buffer {
   ** steps start[e]..start[e+1]-1, its key index is order[e]. */
   size_t *start;
   uint32_t *order;
-  dprl_step *scratch; /* one episode, sorted by t */
+  /* Episodes come in blocks of 2^bits (by rank).  A block of at most
+  ** DPRL_BLOCK_STEPS steps is laid out whole, each episode sorted by t, in
+  ** scratch when one of its episodes is asked for (blk = its number + 1);
+  ** a larger block was partitioned by episode in place, and each of its
+  ** episodes is sorted into scratch alone. */
+  unsigned bits;
+  size_t blk;
+  dprl_step *scratch;
   unsigned char *mark;
+  size_t *fill;         /* per episode of a block: its next free slot */
+  int64_t *tmin, *tmax; /* per episode of a block: the range of its t */
   size_t scratch_cap;
   dprl_cancel *cancel; /* asked while grouping (NULL: never stops) */
 } dprl_step_buffer;

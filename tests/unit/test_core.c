@@ -500,6 +500,75 @@ static void test_step_buffer_key_order(void) {
   dprl_step_buffer_free(&b);
 }
 
+/* A block of episodes larger than DPRL_BLOCK_STEPS (3 episodes of 30,000
+** steps: one block of 90,000) is partitioned in place and each episode
+** sorted alone: dense t, sparse t, and a duplicate in each. */
+static void test_step_buffer_large_block(void) {
+  enum { E = 3, L = 30000 };
+  static int order[E * L];
+  for (int dup = 0; dup < 3; dup++) { /* none, dense episode, sparse episode */
+    dprl_step_buffer b = {0};
+    dprl_error err = {0};
+    for (int i = 0; i < E * L; i++) order[i] = i;
+    for (int i = E * L - 1; i > 0; i--) {
+      int j = (int)(urand() * (i + 1)), tmp = order[i];
+      order[i] = order[j];
+      order[j] = tmp;
+    }
+    int ok = 1;
+    for (int i = 0; i < E * L; i++) {
+      int e = order[i] % E, j = order[i] / E;
+      int64_t t = e == 2 ? 7 * (int64_t)j : (int64_t)j; /* episode 2: sparse t */
+      if (dup == 1 && e == 0 && j == 123) t = 124;
+      if (dup == 2 && e == 2 && j == 5) t = 7 * 6;
+      dprl_key k = {0, 10 + e, NULL, 0};
+      ok &= dprl_step_buffer_push(&b, &k, t, (uint32_t)e, (double)j, &err) == DPRL_OK;
+    }
+    ok &= dprl_step_buffer_group(&b, &err) == DPRL_OK && dprl_step_buffer_episodes(&b) == E;
+    int rc = 0;
+    for (size_t e = 0; ok && !rc && e < E; e++) {
+      const dprl_step *st;
+      size_t n;
+      rc = dprl_step_buffer_episode(&b, e, &st, &n, &err);
+      for (size_t i = 0; !rc && i < n; i++)
+        ok &= n == L && st[i].reward == (double)i && st[i].state == e &&
+              st[i].t == (e == 2 ? 7 * (int64_t)i : (int64_t)i);
+    }
+    if (dup == 0) CHECK(ok && !rc, "buffer: a block over DPRL_BLOCK_STEPS, each episode by t");
+    if (dup == 1)
+      CHECK(rc == DPRL_EINVAL && strcmp(err.msg, "duplicate (episode, t) = (10, 124)") == 0,
+            "buffer: a block over DPRL_BLOCK_STEPS, duplicate t (dense)");
+    if (dup == 2)
+      CHECK(rc == DPRL_EINVAL && strstr(err.msg, "(12, 42)") != NULL,
+            "buffer: a block over DPRL_BLOCK_STEPS, duplicate t (sparse)");
+    dprl_step_buffer_free(&b);
+  }
+}
+
+/* Small blocks are laid out whole: a duplicate in any episode of a block
+** is reported for the lowest-rank episode with one, at its smallest
+** duplicated t, whichever episode is asked for first. */
+static void test_step_buffer_block_duplicates(void) {
+  dprl_step_buffer b = {0};
+  dprl_error err = {0};
+  /* episode 5: t 0, 3, 3, 1, 1, 5 (six steps over 0..5, so placed by t),
+  ** duplicates at 3 and then 1 in row order;
+  ** episode 9: sparse t with a duplicate; episode 2: fine */
+  const int64_t rows[][2] = {{9, 10}, {5, 0}, {5, 3}, {2, 0}, {5, 3}, {9, 30}, {5, 1},
+                             {2, 1}, {9, 10}, {5, 1}, {5, 5}};
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+    dprl_key k = {0, rows[i][0], NULL, 0};
+    dprl_step_buffer_push(&b, &k, rows[i][1], 0, 1.0, &err);
+  }
+  const dprl_step *st;
+  size_t n;
+  int ok = dprl_step_buffer_group(&b, &err) == DPRL_OK;
+  ok &= dprl_step_buffer_episode(&b, 0, &st, &n, &err) == DPRL_EINVAL &&
+        strcmp(err.msg, "duplicate (episode, t) = (5, 1)") == 0;
+  CHECK(ok, "buffer: the lowest-rank duplicate of a block, at its smallest t");
+  dprl_step_buffer_free(&b);
+}
+
 /* Many episodes of random lengths in random order: both partition passes
 ** (70,000 episodes: 137 blocks of 512, then 512 buckets per block) with
 ** their interleaved chains; every step must come back in its episode, in t
@@ -553,6 +622,8 @@ int main(void) {
   test_step_buffer();
   test_step_buffer_mixed();
   test_step_buffer_key_order();
+  test_step_buffer_large_block();
+  test_step_buffer_block_duplicates();
   test_step_buffer_large();
   test_key_index();
   test_stream();
