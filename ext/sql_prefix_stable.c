@@ -73,8 +73,13 @@ typedef struct ps_state {
   int64_t T;
   uint32_t *res;
   size_t res_n, res_cap;
-  unsigned char *member; /* per id: 1 while it is in the reservoir */
+  unsigned char *member; /* per id: PS_IN while in the reservoir, | PS_BAD */
   size_t member_cap;
+  /* one pass: the first row of each key that failed its checks while the
+  ** key was in the reservoir (reported only if the key is examined) */
+  struct ps_bad *bad;
+  size_t n_bad, cap_bad;
+  uint64_t row_no;
   dprl_sql_cancel cancel;
   int cancel_open;
   dprl_rng rng;
@@ -233,16 +238,26 @@ static int ps_lookup(dprl_episode_index *x, sqlite3_value *v, const char *what,
 
 #define PS_WITH "WITH dprl_ps_rows(e, t, s, a) AS (\n"
 
-/* A row's values, checked, into the buffer. */
-static int ps_push_row(sqlite3_stmt *st, const dprl_key *ek, ps_state *ps) {
+/* A row's values v = (episode, t, state, action), checked, into the
+** buffer. */
+static int ps_push_values(sqlite3_value **v, ps_state *ps) {
+  dprl_key ek;
   int64_t t;
   uint32_t s, a;
-  if (dprl_sql_int(sqlite3_column_value(st, 1), "trajectories_sql: t", &t, &ps->err) ||
-      ps_lookup(&ps->states, sqlite3_column_value(st, 2), "state", &s, &ps->err) ||
-      ps_lookup(&ps->actions, sqlite3_column_value(st, 3), "action", &a, &ps->err) ||
-      dprl_step_buffer_push(&ps->buf, ek, t, s, (double)a, &ps->err))
+  if (dprl_sql_key(v[0], "trajectories_sql: episode", &ek, &ps->err) ||
+      dprl_sql_int(v[1], "trajectories_sql: t", &t, &ps->err) ||
+      ps_lookup(&ps->states, v[2], "state", &s, &ps->err) ||
+      ps_lookup(&ps->actions, v[3], "action", &a, &ps->err) ||
+      dprl_step_buffer_push(&ps->buf, &ek, t, s, (double)a, &ps->err))
     return ps->err.code;
   return DPRL_OK;
+}
+
+/* A row of a statement whose columns are (episode, t, state, action). */
+static int ps_take_row(sqlite3_stmt *st, ps_state *ps) {
+  sqlite3_value *v[4];
+  for (int i = 0; i < 4; i++) v[i] = sqlite3_column_value(st, i);
+  return ps_push_values(v, ps);
 }
 
 /* The caller's statement without what follows it (semicolons, blanks), to
@@ -307,6 +322,13 @@ static int ps_plan_seeks(sqlite3 *db, sqlite3_stmt *st) {
 }
 
 enum { PS_COLLECT, PS_PICK, PS_SAMPLE }; /* what dprl_prefix_key does */
+enum { PS_IN = 1, PS_BAD = 2 };            /* ps->member flags */
+
+typedef struct ps_bad {
+  uint32_t id;
+  uint64_t row; /* its place among the rows read */
+  char *msg;
+} ps_bad;
 
 /* A row's episode key into ps->ids (every row's key is checked: an integer
 ** or text); *id its index, *fresh 1 the first time the key is seen. */
@@ -346,7 +368,7 @@ static int ps_sample_row(sqlite3_value *v, ps_state *ps) {
   uint32_t id;
   int fresh;
   if (ps_see_id(v, ps, &id, &fresh)) return -1;
-  if (!fresh) return ps->member[id];
+  if (!fresh) return ps->member[id] & PS_IN;
   if (ps->ids.n > ps->member_cap) { /* one flag per key seen */
     size_t mc = ps->member_cap ? 2 * ps->member_cap : 1024;
     unsigned char *m = dprl_realloc(ps->member, mc);
@@ -365,16 +387,16 @@ static int ps_sample_row(sqlite3_value *v, ps_state *ps) {
   ps->member[id] = 0;
   if ((int64_t)ps->res_n < ps->T) {
     ps->res[ps->res_n++] = id;
-    ps->member[id] = 1;
+    ps->member[id] = PS_IN;
   } else {
     uint64_t j = dprl_rng_below(&ps->rng, (uint64_t)ps->ids.n);
     if (j < (uint64_t)ps->T) {
-      ps->member[ps->res[j]] = 0;
+      ps->member[ps->res[j]] &= (unsigned char)~PS_IN;
       ps->res[j] = id;
-      ps->member[id] = 1;
+      ps->member[id] = PS_IN;
     }
   }
-  return ps->member[id];
+  return ps->member[id] & PS_IN;
 }
 
 /* Run st to the end, adding column 0 of each row as a key. */
@@ -386,19 +408,27 @@ static int ps_ids_from(sqlite3_stmt *st, ps_state *ps, char **pzErr) {
   return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
-/* dprl_prefix_key(state, e): the filter of both scans.  The state is a
-** pointer bound by this file (sqlite3_bind_pointer), which SQL cannot make:
-** called from SQL, the function is NULL and does nothing. */
+/* dprl_prefix_key(state, e) and dprl_prefix_key(state, e, t, s, a): what
+** the scans call per row.  The state is a pointer bound by this file
+** (sqlite3_bind_pointer), which SQL cannot make: called from SQL, the
+** function is NULL and does nothing.
+** Where a call has a side effect (collecting a key, sampling it, taking
+** a row), it is an aggregate's argument, never a WHERE term: SQLite may
+** test a WHERE term of the wrapper at any loop of the caller's joins,
+** before the caller's own conditions, so it would see rows the caller's
+** query does not return; an aggregate's argument is evaluated only for
+** the rows that query returns.  Only the pure test of pass 2 (is this key
+** drawn?) is a WHERE term. */
 #define PS_KEY_FN "dprl_prefix_key"
 #define PS_KEY_PTR "dprl_prefix_key_state"
 
 static int ps_row_chosen(sqlite3_value *v, ps_state *ps);
+static int ps_take_once(sqlite3_value **v, ps_state *ps);
 
 static void ps_key_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   /* the pointer, checked once per statement (its type check is a strcmp),
   ** then kept as the argument's auxiliary data */
   ps_state *ps = sqlite3_get_auxdata(ctx, 0);
-  (void)argc;
   if (!ps) {
     if (!(ps = sqlite3_value_pointer(argv[0], PS_KEY_PTR))) {
       sqlite3_result_null(ctx);
@@ -407,15 +437,17 @@ static void ps_key_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     sqlite3_set_auxdata(ctx, 0, ps, NULL);
   }
   int in = 0;
-  if (ps->picking == PS_PICK) in = ps_row_chosen(argv[1], ps); /* -1: an error */
+  if (argc == 5) in = ps_take_once(argv + 1, ps) ? -1 : 1; /* one pass: take the row */
+  else if (ps->picking == PS_PICK) in = ps_row_chosen(argv[1], ps); /* -1: an error */
   else if (ps->picking == PS_SAMPLE) in = ps_sample_row(argv[1], ps);
-  else if (ps_add_id(argv[1], ps)) in = -1; /* collect: no row out */
+  else if (ps_add_id(argv[1], ps)) in = -1; /* collect */
   if (in < 0) sqlite3_result_error(ctx, ps->err.msg, -1); /* stops the scan */
   else sqlite3_result_int(ctx, in);
 }
 
-/* Run a scan filtered by dprl_prefix_key (bound to ps as ?1); rows it lets
-** through go to `row` (pass 2), none in pass 1. */
+/* Run a scan through dprl_prefix_key (bound to ps as ?1); rows it lets
+** through go to `row` (pass 2); the aggregate scans return one row, for
+** no callback. */
 static int ps_scan(sqlite3_stmt *st, ps_state *ps, int (*row)(sqlite3_stmt *, ps_state *),
                    char **pzErr) {
   dprl_query q = {st, "trajectories_sql"};
@@ -468,7 +500,7 @@ static int ps_read_ids(sqlite3 *db, sqlite3_value *sql, ps_state *ps, char **pzE
       first = ps_wrap(db, ps, "SELECT e FROM dprl_ps_rows ORDER BY e COLLATE BINARY LIMIT 1",
                       1, &oom);
     if (!first && !oom)
-      scan = ps_wrap(db, ps, "SELECT 1 FROM dprl_ps_rows WHERE " PS_KEY_FN "(?1, e)", 1, &oom);
+      scan = ps_wrap(db, ps, "SELECT count(" PS_KEY_FN "(?1, e)) FROM dprl_ps_rows", 1, &oom);
   }
   ps->picking = PS_COLLECT;
   if (oom) rc = SQLITE_NOMEM;
@@ -550,12 +582,44 @@ static int ps_row_chosen(sqlite3_value *v, ps_state *ps) {
   return 0;
 }
 
-/* A row let through: its episode key, checked, and its values. */
-static int ps_take_row(sqlite3_stmt *st, ps_state *ps) {
-  dprl_key ek;
-  if (dprl_sql_key(sqlite3_column_value(st, 0), "trajectories_sql: episode", &ek, &ps->err))
-    return ps->err.code;
-  return ps_push_row(st, &ek, ps);
+
+/* One pass: a row of a key in the reservoir (ps->last_id, just sampled).
+** A row that fails its checks is not an error yet: the key may leave the
+** reservoir, and then its rows were never examined (as with two passes,
+** where they are not read).  Its first such row is kept, and the rest of
+** its rows skipped; other errors (memory, interrupt) stop the scan. */
+static int ps_take_once(sqlite3_value **v, ps_state *ps) {
+  uint32_t id = ps->last_id;
+  ps->row_no++;
+  if (ps->member[id] & PS_BAD) return DPRL_OK;
+  int rc = ps_push_values(v, ps);
+  if (rc != DPRL_EINVAL) return rc;
+  if (ps->n_bad == ps->cap_bad) {
+    size_t nc = ps->cap_bad ? 2 * ps->cap_bad : 16;
+    ps_bad *b = dprl_realloc(ps->bad, nc * sizeof *b);
+    if (!b) return dprl_nomem(&ps->err);
+    ps->bad = b;
+    ps->cap_bad = nc;
+  }
+  size_t len = strlen(ps->err.msg);
+  char *msg = dprl_malloc(len + 1);
+  if (!msg) return dprl_nomem(&ps->err);
+  memcpy(msg, ps->err.msg, len + 1);
+  ps->bad[ps->n_bad++] = (ps_bad){id, ps->row_no, msg};
+  ps->member[id] |= PS_BAD;
+  ps->err.code = DPRL_OK; /* kept, not raised */
+  ps->err.msg[0] = 0;
+  return DPRL_OK;
+}
+
+/* One pass, at the end: the first failed row (in the order read) of a key
+** still in the reservoir, which two passes would have met first too. */
+static int ps_bad_examined(ps_state *ps) {
+  const ps_bad *first = NULL;
+  for (size_t i = 0; i < ps->n_bad; i++)
+    if ((ps->member[ps->bad[i].id] & PS_IN) && (!first || ps->bad[i].row < first->row))
+      first = &ps->bad[i];
+  return first ? dprl_fail(&ps->err, DPRL_EINVAL, "%s", first->msg) : DPRL_OK;
 }
 
 /* A row of the caller's query: its values if its key was drawn. */
@@ -633,20 +697,23 @@ static int ps_read_once(sqlite3 *db, sqlite3_value *sql, ps_state *ps, int64_t T
   int oom = 0, rc;
   ps->T = T;
   ps->picking = PS_SAMPLE;
-  sqlite3_stmt *st = ps->body ? ps_wrap(db, ps, "SELECT e, t, s, a FROM dprl_ps_rows WHERE "
-                                        PS_KEY_FN "(?1, e)", 4, &oom)
-                              : NULL;
+  sqlite3_stmt *st =
+      ps->body ? ps_wrap(db, ps, "SELECT count(CASE WHEN " PS_KEY_FN "(?1, e) THEN " PS_KEY_FN
+                         "(?1, e, t, s, a) END) FROM dprl_ps_rows", 1, &oom)
+               : NULL;
   *K = 0;
   if (oom) return SQLITE_NOMEM;
-  if (st) {
-    rc = ps_scan(st, ps, ps_take_row, pzErr);
+  if (st) { /* the rows are taken inside the scan */
+    rc = ps_scan(st, ps, NULL, pzErr);
     sqlite3_finalize(st);
   } else { /* the caller's query as it is: the same, row by row in C */
     dprl_query q;
     if ((rc = dprl_query_open(&q, db, "trajectories_sql", sql, 4, FN, pzErr))) return rc;
     while ((rc = dprl_query_step(&q, FN, pzErr)) == SQLITE_ROW) {
-      int in = ps_sample_row(sqlite3_column_value(q.stmt, 0), ps);
-      if (in < 0 || (in && ps_take_row(q.stmt, ps))) {
+      sqlite3_value *v[4];
+      for (int i = 0; i < 4; i++) v[i] = sqlite3_column_value(q.stmt, i);
+      int in = ps_sample_row(v[0], ps);
+      if (in < 0 || (in && ps_take_once(v, ps))) {
         rc = dprl_sql_vtab_error(pzErr, FN, &ps->err);
         break;
       }
@@ -655,6 +722,7 @@ static int ps_read_once(sqlite3 *db, sqlite3_value *sql, ps_state *ps, int64_t T
     if (rc == SQLITE_DONE) rc = SQLITE_OK;
   }
   if (rc) return rc;
+  if (ps_bad_examined(ps)) return dprl_sql_vtab_error(pzErr, FN, &ps->err);
   dprl_rng_shuffle_u32(&ps->rng, ps->res, (uint64_t)ps->res_n);
   for (size_t c = 0; c < ps->res_n; c++) {
     dprl_key k;
@@ -693,16 +761,18 @@ static int ps_flatten(ps_state *ps, int64_t K, char **pzErr) {
   for (size_t e = 0; e < E && !rc; e++) {
     const dprl_step *steps;
     size_t len;
-    if (dprl_step_buffer_episode(&ps->buf, e, &steps, &len, &ps->err)) {
-      rc = dprl_sql_vtab_error(pzErr, FN, &ps->err);
-      break;
-    }
-    if (pos[e] != UINT32_MAX)
+    /* only the examined are read (and so checked for a duplicate t) */
+    if (pos[e] != UINT32_MAX) {
+      if (dprl_step_buffer_episode(&ps->buf, e, &steps, &len, &ps->err)) {
+        rc = dprl_sql_vtab_error(pzErr, FN, &ps->err);
+        break;
+      }
       for (size_t j = 0, at = (size_t)ps->offsets[pos[e]]; j < len; j++, at++) {
         ps->st[at] = steps[j].state;
         ps->ac[at] = (int64_t)steps[j].reward; /* the action index */
       }
-    dprl_step_buffer_drop_before(&ps->buf, ps->buf.start[e + 1]);
+    }
+    dprl_step_buffer_done_before(&ps->buf, e + 1);
   }
   dprl_free(pos);
   return rc;
@@ -824,6 +894,8 @@ static int ps_compute(sqlite3 *db, sqlite3_value **args, dprl_rows *out, char **
   dprl_free(ps.ac);
   dprl_free(ps.res);
   dprl_free(ps.member);
+  for (size_t i = 0; i < ps.n_bad; i++) dprl_free(ps.bad[i].msg);
+  dprl_free(ps.bad);
   return rc;
 }
 
@@ -883,8 +955,8 @@ int dprl_register_prefix_stable(sqlite3 *db) {
                                       NULL, calibrate_fn, NULL, NULL, NULL);
   /* not deterministic: it collects keys as a side effect; direct-only: no
   ** view or trigger may call it (it does nothing there anyway) */
-  if (rc == SQLITE_OK)
-    rc = sqlite3_create_function_v2(db, PS_KEY_FN, 2, SQLITE_UTF8 | SQLITE_DIRECTONLY, NULL,
+  for (int nargs = 2; nargs <= 5 && rc == SQLITE_OK; nargs += 3)
+    rc = sqlite3_create_function_v2(db, PS_KEY_FN, nargs, SQLITE_UTF8 | SQLITE_DIRECTONLY, NULL,
                                     ps_key_fn, NULL, NULL, NULL);
   return rc == SQLITE_OK ? dprl_tvf_register(db, &ps_spec) : rc;
 }

@@ -9,6 +9,8 @@ _Static_assert(sizeof(dprl_step) == 24, "a buffered step must stay 24 bytes");
 
 #define MAX_EPISODES 0xFFFFFFF0u
 
+static int sort_by_t(dprl_step *steps, size_t n, int64_t *dup);
+
 void dprl_key_describe(const dprl_key *k, char *out, size_t n) {
   if (!k->is_text) snprintf(out, n, "%lld", (long long)k->ival);
   else if (k->len > 40) snprintf(out, n, "'%.40s...'", k->text);
@@ -244,6 +246,8 @@ void dprl_step_buffer_free(dprl_step_buffer *b) {
   dprl_free(b->fill);
   dprl_free(b->tmin);
   dprl_free(b->tmax);
+  dprl_free(b->dupt);
+  dprl_free(b->dupf);
   index_free(&b->ep);
   dprl_buf_free(&b->stage_text);
   memset(b, 0, sizeof *b);
@@ -544,8 +548,13 @@ int dprl_step_buffer_group(dprl_step_buffer *b, dprl_error *err) {
 
 size_t dprl_step_buffer_episodes(const dprl_step_buffer *b) { return b->ep.n; }
 
-void dprl_step_buffer_drop_before(dprl_step_buffer *b, size_t upto) {
-  for (size_t c = 0; c < b->n_chunks && (c + 1) * DPRL_CHUNK <= upto; c++) {
+void dprl_step_buffer_done_before(dprl_step_buffer *b, size_t e) {
+  size_t upto = SIZE_MAX; /* all done: every chunk */
+  if (e < b->ep.n) { /* a block laid out whole is read from its first step */
+    size_t k = e >> b->bits;
+    upto = block_steps(b, k) <= DPRL_BLOCK_STEPS ? b->start[block_first(b, k)] : b->start[e];
+  }
+  for (size_t c = 0; c < b->n_chunks && (upto == SIZE_MAX || (c + 1) * DPRL_CHUNK <= upto); c++) {
     dprl_free(b->chunks[c]);
     b->chunks[c] = NULL;
   }
@@ -580,12 +589,17 @@ static int scratch_reserve(dprl_step_buffer *b, size_t n, int block, dprl_error 
     b->fill = dprl_malloc(m * sizeof *b->fill);
     b->tmin = dprl_malloc(m * sizeof *b->tmin);
     b->tmax = dprl_malloc(m * sizeof *b->tmax);
-    if (!b->fill || !b->tmin || !b->tmax) {
+    b->dupt = dprl_malloc(m * sizeof *b->dupt);
+    b->dupf = dprl_malloc(m);
+    if (!b->fill || !b->tmin || !b->tmax || !b->dupt || !b->dupf) {
       dprl_free(b->fill);
       dprl_free(b->tmin);
       dprl_free(b->tmax);
+      dprl_free(b->dupt);
+      dprl_free(b->dupf);
       b->fill = NULL;
-      b->tmin = b->tmax = NULL;
+      b->tmin = b->tmax = b->dupt = NULL;
+      b->dupf = NULL;
       return dprl_nomem(err);
     }
   }
@@ -610,56 +624,59 @@ static int sort_one(dprl_step_buffer *b, size_t r, dprl_step *steps, size_t len,
 /* Block k laid out in scratch: every episode at its offset, each sorted
 ** by t (placed at t - tmin where t is dense, else filled in and sorted).
 ** Two passes over the block's steps (the second from cache): the range of
-** t per episode, then the placing.  A duplicate t is reported for the
-** episode of lowest rank, at its smallest duplicated t, whatever the order
-** of the rows. */
+** t per episode, then the placing.  Per-block arrays are indexed by rank -
+** first.  An episode with a duplicate t is marked with its smallest
+** duplicated t (dupf, dupt), reported only when that episode is asked for,
+** as if each episode were read alone. */
 static int lay_out_block(dprl_step_buffer *b, size_t k, dprl_error *err) {
-  size_t first = block_first(b, k), last = block_first(b, k + 1);
+  size_t first = block_first(b, k), last = block_first(b, k + 1), m = last - first;
   size_t lo = b->start[first], n = b->start[last] - lo;
   int rc = scratch_reserve(b, n ? n : 1, 1, err);
   if (rc) return rc;
   b->blk = 0; /* until it is whole */
-  int64_t *tmin = b->tmin - first, *tmax = b->tmax - first; /* by rank */
-  size_t *fill = b->fill - first;
-  for (size_t r = first; r < last; r++) {
-    tmin[r] = INT64_MAX;
-    tmax[r] = INT64_MIN;
+  int64_t *tmin = b->tmin, *tmax = b->tmax, *dupt = b->dupt;
+  unsigned char *dupf = b->dupf;
+  size_t *fill = b->fill;
+  for (size_t j = 0; j < m; j++) {
+    tmin[j] = INT64_MAX;
+    tmax[j] = INT64_MIN;
+    dupf[j] = 0;
   }
   for (size_t i = lo; i < lo + n; i++) {
     const dprl_step *s = STEP(b, i);
-    tmin[s->episode] = s->t < tmin[s->episode] ? s->t : tmin[s->episode];
-    tmax[s->episode] = s->t > tmax[s->episode] ? s->t : tmax[s->episode];
+    size_t j = s->episode - first;
+    tmin[j] = s->t < tmin[j] ? s->t : tmin[j];
+    tmax[j] = s->t > tmax[j] ? s->t : tmax[j];
   }
-  for (size_t r = first; r < last; r++) {
-    fill[r] = b->start[r] - lo;
-    if (!t_dense(b->start[r + 1] - b->start[r], tmin[r], tmax[r])) tmax[r] = INT64_MIN;
+  for (size_t j = 0; j < m; j++) {
+    size_t r = first + j;
+    fill[j] = b->start[r] - lo;
+    if (!t_dense(b->start[r + 1] - b->start[r], tmin[j], tmax[j])) tmax[j] = INT64_MIN;
   }
   memset(b->mark, 0, n);
-  size_t dup_r = SIZE_MAX;
-  int64_t dup_t = 0;
   for (size_t i = lo; i < lo + n; i++) {
     const dprl_step *s = STEP(b, i);
-    size_t r = s->episode, at;
-    if (tmax[r] != INT64_MIN) { /* t dense: straight to its place */
-      at = fill[r] + (size_t)((uint64_t)s->t - (uint64_t)tmin[r]);
+    size_t j = s->episode - first, at;
+    if (tmax[j] != INT64_MIN) { /* t dense: straight to its place */
+      at = fill[j] + (size_t)((uint64_t)s->t - (uint64_t)tmin[j]);
       if (b->mark[at]) { /* two steps at one t */
-        if (r < dup_r || (r == dup_r && s->t < dup_t)) dup_r = r, dup_t = s->t;
+        if (!dupf[j] || s->t < dupt[j]) dupt[j] = s->t;
+        dupf[j] = 1;
         continue;
       }
       b->mark[at] = 1;
     } else {
-      at = fill[r]++;
+      at = fill[j]++;
     }
     b->scratch[at] = *s;
   }
-  for (size_t r = first; r < last && r < dup_r && !rc; r++)
-    if (tmax[r] == INT64_MIN) {
-      size_t len = b->start[r + 1] - b->start[r];
-      rc = sort_one(b, r, b->scratch + (b->start[r] - lo), len, err);
+  for (size_t j = 0; j < m; j++)
+    if (tmax[j] == INT64_MIN) {
+      size_t r = first + j, len = b->start[r + 1] - b->start[r];
+      dupf[j] = (unsigned char)sort_by_t(b->scratch + (b->start[r] - lo), len, &dupt[j]);
     }
-  if (!rc && dup_r != SIZE_MAX) rc = duplicate_t(b, dup_r, dup_t, err);
-  if (!rc) b->blk = k + 1;
-  return rc;
+  b->blk = k + 1;
+  return DPRL_OK;
 }
 
 int dprl_step_buffer_episode(dprl_step_buffer *b, size_t e, const dprl_step **steps,
@@ -670,6 +687,8 @@ int dprl_step_buffer_episode(dprl_step_buffer *b, size_t e, const dprl_step **st
       int rc = lay_out_block(b, k, err);
       if (rc) return rc;
     }
+    size_t j = e - block_first(b, k);
+    if (b->dupf[j]) return duplicate_t(b, e, b->dupt[j], err);
     *steps = b->scratch + (lo - b->start[block_first(b, k)]);
     *n = len;
     return DPRL_OK;
@@ -708,7 +727,8 @@ static int cmp_t(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-int dprl_sort_episode(dprl_step *steps, size_t n, const char *name, dprl_error *err) {
+/* Sorts steps by t; 1 and *dup = the smallest t that occurs twice, or 0. */
+static int sort_by_t(dprl_step *steps, size_t n, int64_t *dup) {
   size_t i = 1;
   while (i < n && steps[i - 1].t < steps[i].t) i++;
   if (i < n && n > 32) {
@@ -722,9 +742,17 @@ int dprl_sort_episode(dprl_step *steps, size_t n, const char *name, dprl_error *
     }
   }
   for (i = 1; i < n; i++)
-    if (steps[i - 1].t == steps[i].t)
-      return dprl_fail(err, DPRL_EINVAL, "duplicate (episode, t) = (%s, %lld)", name,
-                       (long long)steps[i].t);
+    if (steps[i - 1].t == steps[i].t) {
+      *dup = steps[i].t;
+      return 1;
+    }
+  return 0;
+}
+
+int dprl_sort_episode(dprl_step *steps, size_t n, const char *name, dprl_error *err) {
+  int64_t t;
+  if (sort_by_t(steps, n, &t))
+    return dprl_fail(err, DPRL_EINVAL, "duplicate (episode, t) = (%s, %lld)", name, (long long)t);
   return DPRL_OK;
 }
 

@@ -116,6 +116,8 @@ typedef struct dprl_step_buffer {
   unsigned char *mark;
   size_t *fill;         /* per episode of a block: its next free slot */
   int64_t *tmin, *tmax; /* per episode of a block: the range of its t */
+  int64_t *dupt;        /* per episode of a block: its smallest duplicated t, */
+  unsigned char *dupf;  /* if dupf says it has one */
   size_t scratch_cap;
   dprl_cancel *cancel; /* asked while grouping (NULL: never stops) */
 } dprl_step_buffer;
@@ -136,10 +138,11 @@ void dprl_step_buffer_episode_key(const dprl_step_buffer *b, size_t e,
 int dprl_step_buffer_episode(dprl_step_buffer *b, size_t e,
                              const dprl_step **steps, size_t *n,
                              dprl_error *err);
-/* After grouping, when episodes are consumed in order: free the chunks
-** holding only steps before index upto (= start[e] of the next episode),
-** so a copy of the data never coexists with the whole buffer. */
-void dprl_step_buffer_drop_before(dprl_step_buffer *b, size_t upto);
+/* After grouping, when episodes are consumed in order (some may be
+** skipped): episodes before e will not be asked for again, so free the
+** chunks that no later episode needs, and a copy of the data never
+** coexists with the whole buffer. */
+void dprl_step_buffer_done_before(dprl_step_buffer *b, size_t e);
 /* Bytes held, for the benchmark's accounting. */
 size_t dprl_step_buffer_bytes(const dprl_step_buffer *b);
 

@@ -431,33 +431,45 @@ def examined(con, T, seed, sql="SELECT episode, t, state, action FROM steps", re
 
 
 def test_unexamined_not_read():
-    # One trajectory has a state the policies do not know.  Only examined
-    # trajectories are read: a seeded call fails exactly when, on the same
-    # keys with that state repaired, the same seed examines (and so
-    # releases) that trajectory.  Before, every call failed.
+    # One trajectory has a state the policies do not know, or a duplicate
+    # t.  Only examined trajectories are checked, reading twice or once (a
+    # key that was in the one pass's reservoir for a while, and left it, is
+    # not examined either): a seeded call fails exactly when, on the same
+    # keys with the row repaired, the same seed examines (and so releases)
+    # that trajectory.  Before, every call failed.
     n, T, bad = 20, 2, 7
-    con = ident_setup(n)
-    seeds = range(1, 201)
-    ok_rep, want = True, {}
-    for sd in seeds:
-        got, e = examined(con, T, sd)
-        ok_rep &= e is None and len(got) == T and len(set(got)) == T
-        want[sd] = bad in got
-    check(ok_rep, "every examined trajectory is released whole (the setup works)")
+    for read in ("twice", "once"):
+        con = ident_setup(n)
+        seeds = range(1, 201)
+        ok_rep, want = True, {}
+        for sd in seeds:
+            got, e = examined(con, T, sd, read=read)
+            ok_rep &= e is None and len(got) == T and len(set(got)) == T
+            want[sd] = bad in got
+        check(ok_rep, f"{read}: every examined trajectory is released whole (the setup works)")
+        for what, sql, msg in (
+                ("a state not in the policies", "UPDATE steps SET state = 99 WHERE state = ? AND t = 9",
+                 "dp_prefix_stable: trajectories_sql: state 99 is not in the policy table "
+                 "(policies_sql)"),
+                ("a duplicate t", "UPDATE steps SET t = 5 WHERE state = ? AND t = 9",
+                 "dp_prefix_stable: duplicate (episode, t) = ('ep-7', 5)")):
+            c2 = ident_setup(n)
+            c2.execute(sql, (bad,))
+            agree, errors = True, 0
+            for sd in seeds:
+                got, e = examined(c2, T, sd, read=read)
+                if e is not None:
+                    errors += 1
+                    agree &= want[sd] and e == msg
+                else:
+                    agree &= not want[sd]
+            check(agree, f"{read}, {what}: an error exactly when the bad trajectory is examined",
+                  errors)
+            # T/n = 1/10 of 200 runs: 20 expected, 6 standard errors (4.2) either side
+            check(0 < errors < 200 and abs(errors - 20) <= 6 * math.sqrt(200 * 0.1 * 0.9),
+                  f"{read}, {what}: the bad trajectory is examined in about T/n of the runs",
+                  errors)
     con.execute("UPDATE steps SET state = 99 WHERE state = ? AND t = 9", (bad,))
-    agree, errors = True, 0
-    for sd in seeds:
-        got, e = examined(con, T, sd)
-        if e is not None:
-            errors += 1
-            agree &= want[sd] and e == ("dp_prefix_stable: trajectories_sql: state 99 is not in "
-                                        "the policy table (policies_sql)")
-        else:
-            agree &= not want[sd]
-    check(agree, "an error exactly when the bad trajectory is examined", errors)
-    # T/n = 1/10 of 200 runs: 20 expected, 6 standard errors (4.2) either side
-    check(0 < errors < 200 and abs(errors - 20) <= 6 * math.sqrt(200 * 0.1 * 0.9),
-          "the bad trajectory is examined in about T/n of the runs", errors)
     msg = sql_error(con, QI, ("SELECT episode, t, state, action FROM steps",
                               json.dumps({"epsilon": 1e4, "delta": 0.1, "p_min": 0.3,
                                           "T": n, "L": 2, "seed": 1})))
@@ -532,18 +544,20 @@ def test_one_pass_is_default_unseeded():
         out = con.execute(QI, ("SELECT episode, t, state, action FROM steps",
                                json.dumps(opts))).fetchall()
         text = " ".join(ran)
-        return (len(out), "SELECT e, t, s, a FROM dprl_ps_rows WHERE dprl_prefix_key" in text,
-                "SELECT 1 FROM dprl_ps_rows WHERE dprl_prefix_key" in text,
+        return (len(out), "count(CASE WHEN dprl_prefix_key(?1, e)" in text,
+                "SELECT count(dprl_prefix_key(?1, e)) FROM dprl_ps_rows" in text,
+                "FROM dprl_ps_rows WHERE dprl_prefix_key(?1, e)" in text,
                 "COLLATE BINARY IN (" in text)
-    check(passes(o) == (6, True, False, False), "no seed, no index: one pass", passes(o))
-    check(passes(dict(o, seed=3)) == (6, True, True, False), "seeded: two passes",
+    check(passes(o) == (6, True, False, False, False), "no seed, no index: one pass", passes(o))
+    check(passes(dict(o, seed=3)) == (6, False, True, True, False), "seeded: two passes",
           passes(dict(o, seed=3)))
-    check(passes(dict(o, seed=3, read="once")) == (6, True, False, False),
+    check(passes(dict(o, seed=3, read="once")) == (6, True, False, False, False),
           "seeded with read once: one pass")
-    check(passes(dict(o, read="twice")) == (6, True, True, False), "read twice: two passes")
+    check(passes(dict(o, read="twice")) == (6, False, True, True, False), "read twice: two passes")
     con.execute("CREATE INDEX steps_ep_t ON steps(episode, t)")
-    check(passes(o) == (6, False, False, True), "no seed, an index: seeks", passes(o))
-    check(passes(dict(o, read="once")) == (6, True, False, False), "an index, read once: one pass")
+    check(passes(o) == (6, False, False, False, True), "no seed, an index: seeks", passes(o))
+    check(passes(dict(o, read="once")) == (6, True, False, False, False),
+          "an index, read once: one pass")
     con.set_trace_callback(None)
     # the one pass seeded: the same rows in the same order give the same release
     a = [examined(con, 5, sd, read="once")[0] for sd in range(1, 6)]
@@ -564,9 +578,35 @@ def test_one_pass_is_default_unseeded():
           'got "sometimes"', "read: an unknown choice is refused, named", msg)
 
 
+def test_only_the_callers_rows():
+    # The keys drawn are those of the rows the caller's query returns, even
+    # when SQLite could test a condition of the wrapper before the caller's
+    # join and WHERE: a cohort join keeps 5 of 10 trajectories, and with
+    # T = 5 all 5 are examined (keys left out by the join are not drawn as
+    # empty trajectories); a row whose key is a REAL, removed by the
+    # caller's WHERE after a join, is no error.
+    n = 10
+    con = ident_setup(n)
+    con.execute("CREATE TABLE cohort(episode PRIMARY KEY)")
+    con.executemany("INSERT INTO cohort VALUES (?)", [(ident_key(i),) for i in range(5)])
+    con.execute("INSERT INTO steps VALUES (1.5, 5, 0, 0)")
+    joins = {
+        "a cohort join": "SELECT s.episode, s.t, s.state, s.action FROM steps s "
+                         "JOIN cohort c ON c.episode = s.episode",
+        "a join, then the caller's WHERE": "SELECT s.episode, s.t, s.state, s.action FROM "
+                                           "(SELECT DISTINCT episode e FROM steps) x JOIN steps s "
+                                           "ON s.episode = x.e WHERE typeof(x.e) <> 'real' "
+                                           "AND x.e IN (SELECT episode FROM cohort)"}
+    for read in ("once", "twice"):
+        for name, sql in joins.items():
+            got = [examined(con, 5, sd, sql, read=read) for sd in range(1, 21)]
+            check(all(e is None and sorted(g) == [0, 1, 2, 3, 4] for g, e in got),
+                  f"{read}, {name}: exactly the caller's 5 trajectories are drawn", got[:2])
+
+
 def test_read_paths_agree():
     # The same rows give the same seeded release whichever way they are
-    # read: a plain table (two scans filtered by dprl_prefix_key), rows
+    # read: a plain table (two scans through dprl_prefix_key), rows
     # inserted in another order, an index on (episode, t) (seeks, then IN),
     # T above SQLite's limit on parameters (the filtered scan again),
     # trailing semicolons and comments, a text that cannot be wrapped (read
@@ -603,8 +643,9 @@ def test_read_paths_agree():
     same("T above the limit, with the index")
     con.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 32766)
     check(con.execute("SELECT dprl_prefix_key(NULL, 5), dprl_prefix_key('x', 5), "
-                      "dprl_prefix_key(?, 5)", (12345,)).fetchone() == (None, None, None),
-          "dprl_prefix_key (the scans' filter) is NULL when SQL calls it")
+                      "dprl_prefix_key(?, 5), dprl_prefix_key(?, 5, 0, 0, 0)",
+                      (12345, 12345)).fetchone() == (None, None, None, None),
+          "dprl_prefix_key (what the scans call) is NULL when SQL calls it")
     # NOCASE: SQL's DISTINCT and IN would merge 'ep-1' and 'EP-1'
     c2 = ident_setup(n, table="steps", decl="episode COLLATE NOCASE, t, state, action")
     c2.execute("INSERT INTO steps VALUES ('EP-1', 5, 1, 0), ('EP-1', 9, 1, 0)")
@@ -654,4 +695,4 @@ def test_policy_errors_name_caller_ids():
 run([test_policy_errors_name_caller_ids, test_cliff, test_no_caller_ids, test_whole_trajectories_and_T, test_T_above_n_and_none,
      test_long_tail_changes_nothing, test_tiny_epsilon, test_accountant, test_errors,
      test_unexamined_not_read, test_sampling_uniform, test_one_pass_uniform,
-     test_one_pass_is_default_unseeded, test_read_paths_agree])
+     test_one_pass_is_default_unseeded, test_only_the_callers_rows, test_read_paths_agree])

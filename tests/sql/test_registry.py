@@ -22,7 +22,7 @@ FUNCTIONS = {  # name: (number of arguments, deterministic?)
     "dp_lsl_from_stats": (4, False),
     "dp_fv_stats": (5, True),  # exact statistics, no noise (not private)
     "dp_prefix_calibrate": (1, True),
-    "dprl_prefix_key": (2, False),  # dp_prefix_stable's scan filter; NULL from SQL
+    "dprl_prefix_key": (2, False),  # dp_prefix_stable's scans; NULL from SQL
     "dp_q_calibrate": (1, True),
     "dp_plan": (1, True),
     "dprl_budget": (3, False),
@@ -60,6 +60,8 @@ def test_registry():
     want = {(n, a) for n, (a, _) in FUNCTIONS.items()}
     # the statistics forms also take the shards' bucket columns (7 arguments)
     want |= {("dp_lsw_from_stats", 7), ("dp_lsl_from_stats", 7)}
+    # dp_prefix_stable's one pass hands a sampled row over with its values
+    want |= {("dprl_prefix_key", 5)}
     check(set(added) == want, "loading adds exactly the listed functions",
           f"extra {set(added) - want}, missing {want - set(added)}")
     for (name, narg), flags in added.items():

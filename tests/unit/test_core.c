@@ -545,9 +545,9 @@ static void test_step_buffer_large_block(void) {
   }
 }
 
-/* Small blocks are laid out whole: a duplicate in any episode of a block
-** is reported for the lowest-rank episode with one, at its smallest
-** duplicated t, whichever episode is asked for first. */
+/* Small blocks are laid out whole, but a duplicate t is an error of its
+** own episode only, asked for in any order, at its smallest duplicated t
+** whatever the order of the rows. */
 static void test_step_buffer_block_duplicates(void) {
   dprl_step_buffer b = {0};
   dprl_error err = {0};
@@ -563,9 +563,51 @@ static void test_step_buffer_block_duplicates(void) {
   const dprl_step *st;
   size_t n;
   int ok = dprl_step_buffer_group(&b, &err) == DPRL_OK;
-  ok &= dprl_step_buffer_episode(&b, 0, &st, &n, &err) == DPRL_EINVAL &&
+  ok &= dprl_step_buffer_episode(&b, 2, &st, &n, &err) == DPRL_EINVAL &&
+        strcmp(err.msg, "duplicate (episode, t) = (9, 10)") == 0;
+  err = (dprl_error){0};
+  ok &= dprl_step_buffer_episode(&b, 0, &st, &n, &err) == DPRL_OK && n == 2 && st[0].t == 0 &&
+        st[1].t == 1;
+  ok &= dprl_step_buffer_episode(&b, 1, &st, &n, &err) == DPRL_EINVAL &&
         strcmp(err.msg, "duplicate (episode, t) = (5, 1)") == 0;
-  CHECK(ok, "buffer: the lowest-rank duplicate of a block, at its smallest t");
+  CHECK(ok, "buffer: a duplicate t is its own episode's error, at its smallest t");
+  dprl_step_buffer_free(&b);
+}
+
+/* Episodes consumed in order with most of them skipped, freeing as it goes
+** (dp_prefix_stable reads only the examined ones): every episode asked for
+** is whole, whichever of its block's episodes came first (under
+** AddressSanitizer a freed chunk read here is an error). */
+static void test_step_buffer_done_before(void) {
+  enum { E = 3000, L = 100 };
+  static int order[E * L];
+  dprl_step_buffer b = {0};
+  dprl_error err = {0};
+  for (int i = 0; i < E * L; i++) order[i] = i;
+  for (int i = E * L - 1; i > 0; i--) {
+    int j = (int)(urand() * (i + 1)), tmp = order[i];
+    order[i] = order[j];
+    order[j] = tmp;
+  }
+  int ok = 1;
+  for (int i = 0; i < E * L; i++) {
+    dprl_key k = {0, order[i] % E, NULL, 0};
+    ok &= dprl_step_buffer_push(&b, &k, order[i] / E, 0, (double)order[i], &err) == DPRL_OK;
+  }
+  ok &= dprl_step_buffer_group(&b, &err) == DPRL_OK;
+  int asked = 0;
+  for (size_t e = 0; ok && e < E; e++) {
+    if (e % 256 == 250) { /* late in its block of 256, past a chunk boundary */
+      const dprl_step *st;
+      size_t n;
+      ok &= dprl_step_buffer_episode(&b, e, &st, &n, &err) == DPRL_OK && n == L;
+      for (size_t i = 0; ok && i < n; i++) ok &= st[i].reward == (double)(e + E * i);
+      asked++;
+    }
+    dprl_step_buffer_done_before(&b, e + 1);
+  }
+  ok &= b.chunks[b.n_chunks - 1] == NULL; /* all freed at the end */
+  CHECK(ok && asked == E / 256, "buffer: episodes skipped while freeing, each asked one whole");
   dprl_step_buffer_free(&b);
 }
 
@@ -624,6 +666,7 @@ int main(void) {
   test_step_buffer_key_order();
   test_step_buffer_large_block();
   test_step_buffer_block_duplicates();
+  test_step_buffer_done_before();
   test_step_buffer_large();
   test_key_index();
   test_stream();
