@@ -590,10 +590,27 @@ static int ps_row_chosen(sqlite3_value *v, ps_state *ps) {
 ** its rows skipped; other errors (memory, interrupt) stop the scan. */
 static int ps_take_once(sqlite3_value **v, ps_state *ps) {
   uint32_t id = ps->last_id;
+  dprl_key k, sampled;
+  if (ps->picking != PS_SAMPLE || !ps->member || id >= ps->ids.n)
+    return dprl_fail(&ps->err, DPRL_EINVAL, "dprl_prefix_key: not sampling");
+  /* the row's key is the one just sampled (SQLite evaluates the episode
+  ** column again for the row: it must give the same key) */
+  dprl_key_get(&ps->ids, id, &sampled);
+  if (dprl_sql_key(v[0], "trajectories_sql: episode", &k, &ps->err)) return ps->err.code;
+  if (dprl_key_compare(&k, &sampled) != 0)
+    return dprl_fail(&ps->err, DPRL_EINVAL,
+                     "trajectories_sql: the episode column must give the same value each "
+                     "time it is read (not random())");
   ps->row_no++;
   if (ps->member[id] & PS_BAD) return DPRL_OK;
   int rc = ps_push_values(v, ps);
   if (rc != DPRL_EINVAL) return rc;
+  /* kept, not raised: the message moves out of ps->err first, so that an
+  ** allocation failing below is reported as such */
+  char msg_now[sizeof ps->err.msg];
+  memcpy(msg_now, ps->err.msg, sizeof msg_now);
+  ps->err.code = DPRL_OK;
+  ps->err.msg[0] = 0;
   if (ps->n_bad == ps->cap_bad) {
     size_t nc = ps->cap_bad ? 2 * ps->cap_bad : 16;
     ps_bad *b = dprl_realloc(ps->bad, nc * sizeof *b);
@@ -601,14 +618,13 @@ static int ps_take_once(sqlite3_value **v, ps_state *ps) {
     ps->bad = b;
     ps->cap_bad = nc;
   }
-  size_t len = strlen(ps->err.msg);
+  size_t len = strnlen(msg_now, sizeof msg_now - 1);
   char *msg = dprl_malloc(len + 1);
   if (!msg) return dprl_nomem(&ps->err);
-  memcpy(msg, ps->err.msg, len + 1);
+  memcpy(msg, msg_now, len);
+  msg[len] = 0;
   ps->bad[ps->n_bad++] = (ps_bad){id, ps->row_no, msg};
   ps->member[id] |= PS_BAD;
-  ps->err.code = DPRL_OK; /* kept, not raised */
-  ps->err.msg[0] = 0;
   return DPRL_OK;
 }
 
@@ -855,7 +871,13 @@ static int ps_compute(sqlite3 *db, sqlite3_value **args, dprl_rows *out, char **
     if (dprl_policy_validate(&ps.pt, o.pp.p_min, &ps.err)) rc = dprl_sql_vtab_error(pzErr, FN, &ps.err);
     /* trajectories_sql checked as it is (one read-only SELECT, 4 columns)
     ** before any of its wrapped forms runs */
-    else if (!(rc = dprl_query_open(&q, db, "trajectories_sql", args[0], 4, FN, pzErr))) {
+    else if (!(rc = dprl_query_open(&q, db, "trajectories_sql", args[0], 4, FN, pzErr)) &&
+             sqlite3_bind_parameter_count(q.stmt) > 0) {
+      /* nothing binds them, and inside the wrapper ?1 would be dprl's own */
+      dprl_query_close(&q);
+      dprl_fail(&ps.err, DPRL_EINVAL, "trajectories_sql must not contain parameters (?, :name)");
+      rc = dprl_sql_vtab_error(pzErr, FN, &ps.err);
+    } else if (!rc) {
       dprl_query_close(&q);
       ps.body = ps_body_of(db, args[0]);
       ps.buf.cancel = &ps.cancel.base;

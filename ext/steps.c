@@ -706,15 +706,21 @@ int dprl_step_buffer_episode(dprl_step_buffer *b, size_t e, const dprl_step **st
     tmax = t > tmax ? t : tmax;
   }
   if (t_dense(len, tmin, tmax)) {
+    int dup = 0;
+    int64_t dupt = 0;
     memset(b->mark, 0, len);
     for (size_t i = 0; i < len; i++) {
       const dprl_step *s = STEP(b, lo + i);
       size_t at = (size_t)((uint64_t)s->t - (uint64_t)tmin);
-      if (b->mark[at]) return duplicate_t(b, e, s->t, err);
+      if (b->mark[at]) { /* the smallest duplicated t, as for a small block */
+        if (!dup || s->t < dupt) dupt = s->t;
+        dup = 1;
+        continue;
+      }
       b->mark[at] = 1;
       b->scratch[at] = *s;
     }
-    return DPRL_OK;
+    return dup ? duplicate_t(b, e, dupt, err) : DPRL_OK;
   }
   for (size_t i = 0; i < len; i++) b->scratch[i] = *STEP(b, lo + i);
   return sort_one(b, e, b->scratch, len, err);

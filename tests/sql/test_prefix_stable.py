@@ -572,6 +572,13 @@ def test_one_pass_is_default_unseeded():
     orders = {tuple(examined(c3, 5, sd, read="once")[0]) for sd in range(200)}
     check(orders == {(0, 1, 2), (0, 2, 1), (1, 0, 2), (1, 2, 0), (2, 0, 1), (2, 1, 0)},
           "one pass, T >= n: all trajectories, every order", sorted(orders))
+    # an episode column that changes each time it is read (SQLite reads it
+    # once to sample the key and again to take the row)
+    msg = sql_error(con, QI, ("SELECT abs(random()) % 1000000, t, state, action FROM steps",
+                              json.dumps(dict(o, read="once"))))
+    check(msg == "dp_prefix_stable: trajectories_sql: the episode column must give the same "
+          "value each time it is read (not random())",
+          "one pass: an episode column that is not the same when read again is refused", msg)
     msg = sql_error(con, QI, ("SELECT episode, t, state, action FROM steps",
                               json.dumps(dict(o, read="sometimes"))))
     check(msg == 'dp_prefix_stable: option read must be one of "auto", "once", "twice", '
@@ -598,6 +605,13 @@ def test_only_the_callers_rows():
                                            "ON s.episode = x.e WHERE typeof(x.e) <> 'real' "
                                            "AND x.e IN (SELECT episode FROM cohort)"}
     for read in ("once", "twice"):
+        msg = sql_error(con, QI, ("SELECT episode, t, state, action FROM steps WHERE "
+                                  "dprl_prefix_key(?1, episode, t, state, action) IS NOT NULL",
+                                  json.dumps({"epsilon": 1e4, "delta": 0.1, "p_min": 0.3,
+                                              "T": 3, "L": 2, "read": read})))
+        check(msg == "dp_prefix_stable: trajectories_sql must not contain parameters (?, :name)",
+              f"{read}: a parameter in trajectories_sql (it could reach dprl's own) is refused",
+              msg)
         for name, sql in joins.items():
             got = [examined(con, 5, sd, sql, read=read) for sd in range(1, 21)]
             check(all(e is None and sorted(g) == [0, 1, 2, 3, 4] for g, e in got),

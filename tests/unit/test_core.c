@@ -519,7 +519,7 @@ static void test_step_buffer_large_block(void) {
     for (int i = 0; i < E * L; i++) {
       int e = order[i] % E, j = order[i] / E;
       int64_t t = e == 2 ? 7 * (int64_t)j : (int64_t)j; /* episode 2: sparse t */
-      if (dup == 1 && e == 0 && j == 123) t = 124;
+      if (dup == 1 && e == 0 && (j == 123 || j == 500)) t = j + 1; /* smallest: 124 */
       if (dup == 2 && e == 2 && j == 5) t = 7 * 6;
       dprl_key k = {0, 10 + e, NULL, 0};
       ok &= dprl_step_buffer_push(&b, &k, t, (uint32_t)e, (double)j, &err) == DPRL_OK;
