@@ -260,48 +260,10 @@ static int ps_take_row(sqlite3_stmt *st, ps_state *ps) {
   return ps_push_values(v, ps);
 }
 
-/* The caller's statement without what follows it (semicolons, blanks), to
-** be wrapped; NULL (not an error) if that cannot be had: the call then reads
-** the caller's query as it is. */
-static char *ps_body_of(sqlite3 *db, sqlite3_value *sql) {
-  const char *text = (const char *)sqlite3_value_text(sql), *tail = NULL;
-  sqlite3_stmt *st = NULL;
-  if (!text || sqlite3_prepare_v2(db, text, -1, &st, &tail) != SQLITE_OK || !st || !tail) {
-    sqlite3_finalize(st);
-    return NULL;
-  }
-  sqlite3_finalize(st);
-  size_t n = (size_t)(tail - text);
-  while (n && (text[n - 1] == ';' || text[n - 1] == ' ' || text[n - 1] == '\t' ||
-               text[n - 1] == '\n' || text[n - 1] == '\r' || text[n - 1] == '\f'))
-    n--;
-  char *body = dprl_malloc(n + 1);
-  if (body) {
-    memcpy(body, text, n);
-    body[n] = 0;
-  }
-  return body;
-}
-
-/* Prepare PS_WITH body ")\n" tail with `ncol` columns, read-only; NULL
-** (not an error) if SQLite refuses it, and the caller falls back to the
-** unwrapped query.  *oom on allocation failure. */
+/* Prepare PS_WITH body ")\n" tail (dprl_query_wrap). */
 static sqlite3_stmt *ps_wrap(sqlite3 *db, const ps_state *ps, const char *tail, int ncol,
                              int *oom) {
-  dprl_buf b = {0};
-  sqlite3_stmt *st = NULL;
-  dprl_buf_puts(&b, PS_WITH);
-  dprl_buf_puts(&b, ps->body);
-  dprl_buf_puts(&b, "\n) ");
-  dprl_buf_puts(&b, tail);
-  if (b.oom) *oom = 1;
-  else if (sqlite3_prepare_v2(db, b.data, (int)b.len, &st, NULL) != SQLITE_OK || !st ||
-           !sqlite3_stmt_readonly(st) || sqlite3_column_count(st) != ncol) {
-    sqlite3_finalize(st);
-    st = NULL;
-  }
-  dprl_buf_free(&b);
-  return st;
+  return dprl_query_wrap(db, PS_WITH, ps->body, tail, ncol, oom);
 }
 
 /* 1 if every step of st's plan seeks (SEARCH) and none sorts: then one run
@@ -879,7 +841,7 @@ static int ps_compute(sqlite3 *db, sqlite3_value **args, dprl_rows *out, char **
       rc = dprl_sql_vtab_error(pzErr, FN, &ps.err);
     } else if (!rc) {
       dprl_query_close(&q);
-      ps.body = ps_body_of(db, args[0]);
+      ps.body = dprl_query_body(db, args[0]);
       ps.buf.cancel = &ps.cancel.base;
       /* One pass unless told otherwise, an index makes two passes cheaper,
       ** or the call is seeded (two passes make a seeded release

@@ -146,6 +146,44 @@ void dprl_query_close(dprl_query *q) {
   q->stmt = NULL;
 }
 
+char *dprl_query_body(sqlite3 *db, sqlite3_value *sql) {
+  const char *text = (const char *)sqlite3_value_text(sql), *tail = NULL;
+  sqlite3_stmt *st = NULL;
+  if (!text || sqlite3_prepare_v2(db, text, -1, &st, &tail) != SQLITE_OK || !st || !tail) {
+    sqlite3_finalize(st);
+    return NULL;
+  }
+  sqlite3_finalize(st);
+  size_t n = (size_t)(tail - text);
+  while (n && (text[n - 1] == ';' || text[n - 1] == ' ' || text[n - 1] == '\t' ||
+               text[n - 1] == '\n' || text[n - 1] == '\r' || text[n - 1] == '\f'))
+    n--;
+  char *body = dprl_malloc(n + 1);
+  if (body) {
+    memcpy(body, text, n);
+    body[n] = 0;
+  }
+  return body;
+}
+
+sqlite3_stmt *dprl_query_wrap(sqlite3 *db, const char *with, const char *body,
+                              const char *tail, int ncol, int *oom) {
+  dprl_buf b = {0};
+  sqlite3_stmt *st = NULL;
+  dprl_buf_puts(&b, with);
+  dprl_buf_puts(&b, body);
+  dprl_buf_puts(&b, "\n) ");
+  dprl_buf_puts(&b, tail);
+  if (b.oom) *oom = 1;
+  else if (sqlite3_prepare_v2(db, b.data, (int)b.len, &st, NULL) != SQLITE_OK || !st ||
+           !sqlite3_stmt_readonly(st) || sqlite3_column_count(st) != ncol) {
+    sqlite3_finalize(st);
+    st = NULL;
+  }
+  dprl_buf_free(&b);
+  return st;
+}
+
 /* ---- the virtual table ------------------------------------------------------ */
 
 typedef struct tvf_vtab {

@@ -62,6 +62,20 @@ int dprl_query_open(dprl_query *q, sqlite3 *db, const char *what,
 int dprl_query_step(dprl_query *q, const char *fn, char **pzErr);
 void dprl_query_close(dprl_query *q);
 
+/* Wrapping a caller's query, so that its rows go to a function of dprl's as
+** an aggregate's arguments in one sqlite3_step (a row handed back per step
+** costs more than reading it: the step, and the connection's mutex taken
+** by every sqlite3_column_* call).
+** dprl_query_body: the text of sql's first statement without what follows
+** it (semicolons, blanks); NULL (not an error) if that cannot be had.
+** dprl_query_wrap: prepare  with body "\n) " tail  (with opens a CTE, e.g.
+** "WITH r(a, b) AS (\n"), read-only with ncol columns; NULL (not an
+** error) if SQLite refuses it, and the caller reads the query unwrapped;
+** *oom on allocation failure. */
+char *dprl_query_body(sqlite3 *db, sqlite3_value *sql);
+sqlite3_stmt *dprl_query_wrap(sqlite3 *db, const char *with, const char *body,
+                              const char *tail, int ncol, int *oom);
+
 /* ---- the virtual table ------------------------------------------------------ */
 
 typedef int (*dprl_tvf_compute)(sqlite3 *db, sqlite3_value **args,
