@@ -24,6 +24,11 @@ void *dprl_calloc(size_t count, size_t size) {
   return p;
 }
 
+void *dprl_malloc_array(size_t count, size_t size) {
+  if (size && count > SIZE_MAX / size) return NULL;
+  return dprl_malloc(count * size);
+}
+
 void dprl_prefault(void *p, size_t n) {
 #ifdef MADV_POPULATE_WRITE
   uintptr_t page = 4096, lo = ((uintptr_t)p + page - 1) & ~(page - 1),

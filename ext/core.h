@@ -42,6 +42,10 @@ typedef struct dprl_allocator {
 void dprl_set_allocator(const dprl_allocator *a);
 void *dprl_malloc(size_t n);
 void *dprl_calloc(size_t count, size_t size); /* zeroed, overflow-checked */
+/* Overflow-checked, NOT zeroed: for arrays written in full before they are
+** read (zeroing megabytes that are then overwritten costs a pass over
+** memory and faults in pages that may never be used). */
+void *dprl_malloc_array(size_t count, size_t size);
 void *dprl_realloc(void *p, size_t n);
 void dprl_free(void *p);
 

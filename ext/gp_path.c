@@ -248,8 +248,10 @@ int dprl_gp_path_sample_batch(dprl_gp_path *p, dprl_rng *rng,
   for (size_t i = 0; i < n; i++)
     if (check_x(xs[i], err)) return err->code;
   if (n > SIZE_MAX / sizeof(dprl_gp_point) - p->n) return dprl_nomem(err);
-  query *q = dprl_calloc(n, 2 * sizeof *q); /* the queries, then room to sort */
-  dprl_gp_point *merged = dprl_calloc(p->n + n, sizeof *merged);
+  /* the queries, then room to sort; the merged path: both written before
+  ** they are read, so not zeroed */
+  query *q = dprl_malloc_array(n, 2 * sizeof *q);
+  dprl_gp_point *merged = dprl_malloc_array(p->n + n, sizeof *merged);
   if (!q || !merged) {
     dprl_free(q);
     dprl_free(merged);

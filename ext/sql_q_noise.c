@@ -83,23 +83,105 @@ static int query_failed(sqlite3 *db, int rc, char **pzErr, dprl_error *err) {
   return err->code;
 }
 
+/* One row of points_sql, checked, kept.  The usual row (a REAL state in
+** [lo, hi], an INTEGER action in range, a REAL q under 2^52 grid steps) is
+** taken in one go; any other goes through read_point, whose checks name
+** what is wrong (or convert). */
+static int take_point(sqlite3_value **row, const dprl_q_noise_cfg *c, qn_points *p,
+                      dprl_error *err) {
+  double s, qv;
+  int64_t a;
+  if (!(sqlite3_value_type(row[0]) == SQLITE_FLOAT &&
+        sqlite3_value_type(row[1]) == SQLITE_INTEGER &&
+        sqlite3_value_type(row[2]) == SQLITE_FLOAT &&
+        (s = sqlite3_value_double(row[0])) >= c->lo && s <= c->hi &&
+        (a = sqlite3_value_int64(row[1])) >= 0 && a < c->n_actions &&
+        fabs((qv = sqlite3_value_double(row[2])) / c->grid) < 0x1p52) &&
+      read_point(row, c, &s, &a, &qv, err)) {
+    dprl_error_at_row(err, "points_sql", p->n + 1);
+    return err->code;
+  }
+  if (qn_points_push(p, s, a, qv, err)) {
+    dprl_error_at_row(err, "points_sql", p->n + 1);
+    return err->code;
+  }
+  return DPRL_OK;
+}
+
+/* dprl_q_point(?1, state, action, q): the caller's rows as an aggregate's
+** arguments (count), all in one sqlite3_step (sql_tvf.h, wrapping).  ?1 is
+** a pointer bound here (sqlite3_bind_pointer), which SQL cannot make:
+** called from SQL, the function is NULL and does nothing. */
+#define QN_POINT_FN "dprl_q_point"
+#define QN_POINT_PTR "dprl_q_point_reader"
+#define QN_WITH "WITH dprl_q_points(state, action, q) AS (\n"
+
+typedef struct qn_reader {
+  const dprl_q_noise_cfg *c;
+  qn_points *p;
+  dprl_error *err;
+} qn_reader;
+
+static void point_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+  /* the pointer's type check is a strcmp: once per statement, then kept
+  ** as the argument's auxiliary data */
+  qn_reader *r = sqlite3_get_auxdata(ctx, 0);
+  (void)argc;
+  if (!r) {
+    if (!(r = sqlite3_value_pointer(argv[0], QN_POINT_PTR))) {
+      sqlite3_result_null(ctx);
+      return;
+    }
+    sqlite3_set_auxdata(ctx, 0, r, NULL);
+  }
+  if (take_point(argv + 1, r->c, r->p, r->err)) /* stops the scan */
+    sqlite3_result_error(ctx, r->err->msg, -1);
+  else
+    sqlite3_result_int(ctx, 1);
+}
+
+/* The points: the caller's query checked as it is (one read-only
+** statement, 3 columns), then read wrapped; row by row if it cannot be
+** wrapped or has parameters (left unbound: NULLs, as always). */
 static int read_points(sqlite3 *db, sqlite3_value *sql, const dprl_q_noise_cfg *c,
                        qn_points *p, dprl_error *err) {
   dprl_query q;
-  char *qerr = NULL;
+  char *qerr = NULL, *body = NULL;
+  sqlite3_stmt *wrapped = NULL;
+  int oom = 0;
   int rc = dprl_query_open(&q, db, "points_sql", sql, 3, "dp_q_noise", &qerr);
   if (rc) return query_failed(db, rc, &qerr, err);
-  while ((rc = dprl_query_step(&q, "dp_q_noise", &qerr)) == SQLITE_ROW) {
-    sqlite3_value *row[3];
-    for (int i = 0; i < 3; i++) row[i] = sqlite3_column_value(q.stmt, i);
-    double s, qv;
-    int64_t a;
-    if (read_point(row, c, &s, &a, &qv, err) || qn_points_push(p, s, a, qv, err)) {
-      dprl_error_at_row(err, "points_sql", p->n + 1);
-      break;
+  if (sqlite3_bind_parameter_count(q.stmt) == 0 && (body = dprl_query_body(db, sql)))
+    wrapped = dprl_query_wrap(db, QN_WITH, body,
+                              "SELECT count(" QN_POINT_FN "(?1, state, action, q)) "
+                              "FROM dprl_q_points",
+                              1, &oom);
+  dprl_free(body);
+  if (oom) {
+    dprl_query_close(&q);
+    return dprl_nomem(err);
+  }
+  qn_reader r = {c, p, err};
+  if (wrapped) {
+    dprl_query_close(&q);
+    q.stmt = wrapped;
+    if ((rc = sqlite3_bind_pointer(wrapped, 1, &r, QN_POINT_PTR, NULL)) == SQLITE_OK)
+      while ((rc = dprl_query_step(&q, "dp_q_noise", &qerr)) == SQLITE_ROW) {
+      }
+  } else {
+    while ((rc = dprl_query_step(&q, "dp_q_noise", &qerr)) == SQLITE_ROW) {
+      sqlite3_value *row[3]; /* column_value, then value_*: the column_*
+                             ** accessors take the connection's mutex each */
+      for (int i = 0; i < 3; i++) row[i] = sqlite3_column_value(q.stmt, i);
+      if (take_point(row, c, p, err)) break;
     }
   }
-  if (rc != SQLITE_ROW && rc != SQLITE_DONE) query_failed(db, rc, &qerr, err);
+  if (err->code) { /* a row's own error (the scan stopped on it) */
+    sqlite3_free(qerr);
+    qerr = NULL;
+  } else if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+    query_failed(db, rc, &qerr, err);
+  }
   dprl_query_close(&q);
   return err->code;
 }
@@ -129,34 +211,42 @@ static void work_free(qn_work *w) {
 }
 
 /* Buffers, the path, the generator; the rows sorted by action (counting
-** sort, stable). */
+** sort, stable).  The per-action buffers are as long as the largest
+** action's rows, and like order they are written before they are read, so
+** they are not zeroed. */
 static int work_init(qn_work *w, dprl_error *err) {
-  size_t n = w->p->n, m = (size_t)w->c->n_actions, n1 = n ? n : 1;
-  w->start = dprl_calloc(m + 1, sizeof *w->start);
-  w->order = dprl_calloc(n1, sizeof *w->order);
-  w->xs = dprl_calloc(n1, sizeof *w->xs);
-  w->out = dprl_calloc(n1, sizeof *w->out);
-  w->fresh = w->st ? dprl_calloc(n1, sizeof *w->fresh) : NULL;
+  size_t n = w->p->n, m = (size_t)w->c->n_actions, n1 = n ? n : 1, most = 1;
+  int rc = DPRL_OK;
   if (!(w->path = dprl_gp_path_create(w->c->sigma, w->c->beta, w->c->grid, err)))
     return err->code;
-  if (!w->start || !w->order || !w->xs || !w->out || (w->st && !w->fresh))
-    return dprl_nomem(err);
   w->path->cancel = w->cancel;
   if (!w->c->has_seed && dprl_rng_init_secure(&w->rng, err)) return err->code;
   size_t *fill = dprl_calloc(m, sizeof *fill);
-  if (!fill) return dprl_nomem(err);
-  int rc = DPRL_OK;
+  w->start = dprl_calloc(m + 1, sizeof *w->start);
+  w->order = dprl_malloc_array(n1, sizeof *w->order);
+  if (!fill || !w->start || !w->order) {
+    dprl_free(fill);
+    return dprl_nomem(err);
+  }
   for (size_t i = 0; i < n && !rc; i++) {
     w->start[w->p->a[i] + 1]++;
     rc = dprl_cancel_poll(w->cancel, 4, err);
   }
-  for (size_t a = 0; a < m; a++) w->start[a + 1] += w->start[a];
+  for (size_t a = 0; a < m; a++) {
+    if (w->start[a + 1] > most) most = w->start[a + 1];
+    w->start[a + 1] += w->start[a];
+  }
   for (size_t i = 0; i < n && !rc; i++) {
     w->order[w->start[w->p->a[i]] + fill[w->p->a[i]]++] = i;
     rc = dprl_cancel_poll(w->cancel, 4, err);
   }
   dprl_free(fill);
-  return rc;
+  if (rc) return rc;
+  w->xs = dprl_malloc_array(most, sizeof *w->xs);
+  w->out = dprl_malloc_array(most, sizeof *w->out);
+  w->fresh = w->st ? dprl_malloc_array(most, sizeof *w->fresh) : NULL;
+  if (!w->xs || !w->out || (w->st && !w->fresh)) return dprl_nomem(err);
+  return DPRL_OK;
 }
 
 /* Action a: its path (loaded), the batch draw, the new points written;
@@ -234,7 +324,8 @@ static int noise_run(sqlite3 *db, sqlite3_value *sql, const dprl_q_noise_cfg *c,
   double *vals = NULL;
   int rc = c->path ? dprl_q_store_begin(&st, db, c->path, &pp, cancel, err) : DPRL_OK;
   if (!rc) rc = read_points(db, sql, c, &p, err);
-  if (!rc && !(vals = dprl_calloc(p.n ? p.n : 1, sizeof *vals))) rc = dprl_nomem(err);
+  /* every entry is written (each point has an action) before it is read */
+  if (!rc && !(vals = dprl_malloc_array(p.n ? p.n : 1, sizeof *vals))) rc = dprl_nomem(err);
   if (!rc) rc = noise_sample(c, &p, c->path ? &st : NULL, cancel, vals, err);
   if (c->path) rc = dprl_q_store_end(&st, rc, err);
   if (!rc) rc = noise_rows(c, &p, vals, out, cancel, err);
@@ -275,4 +366,10 @@ static const dprl_tvf_spec noise_spec = {
     " points_sql HIDDEN, options HIDDEN)",
     4, 2, 2, noise_args, noise_compute, 1 /* writes the path table */};
 
-int dprl_register_q_noise(sqlite3 *db) { return dprl_tvf_register(db, &noise_spec); }
+int dprl_register_q_noise(sqlite3 *db) {
+  int rc = dprl_tvf_register(db, &noise_spec);
+  if (rc == SQLITE_OK) /* side effects: not deterministic; never from a view or trigger */
+    rc = sqlite3_create_function_v2(db, QN_POINT_FN, 4, SQLITE_UTF8 | SQLITE_DIRECTONLY, NULL,
+                                    point_fn, NULL, NULL, NULL);
+  return rc;
+}

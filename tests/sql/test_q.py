@@ -822,6 +822,60 @@ def test_noise_errors():
     check(noise(con, dict(o, n_actions=1), "SELECT s, a, q FROM one WHERE 0") == [], "no points, no rows")
 
 
+def test_noise_read_path():
+    # The points are read wrapped: one statement whose rows are arguments of
+    # dprl_q_point inside count(), so only the rows the caller's query
+    # returns are read, in its order; with parameters, or when SQLite
+    # cannot wrap the text, row by row with the same checks.
+    con = connect()
+    rows = [(0.1, 0, 1.0), (0.5, 1, 2.0), (0.9, 0, 0.3), (0.3, 1, -1.0)]
+    pts_table(con, rows)
+    o = dict(n_actions=2, seed=7, **SB)
+    ran = []
+    con.set_trace_callback(ran.append)
+    a = noise(con, o)
+    con.set_trace_callback(None)
+    check(any("SELECT count(dprl_q_point(?1, state, action, q)) FROM dprl_q_points" in r
+              for r in ran), "the points are read through dprl_q_point", ran)
+    check([r[:3] for r in a] == rows, "rows in the order of the query", a)
+    d = noise(con, o, "SELECT s, a, q FROM pts ORDER BY s DESC;  -- last\n")
+    check([r[:3] for r in d] == sorted(rows, reverse=True),
+          "an ORDER BY of points_sql is kept (and what follows the statement is dropped)", d)
+    check(sorted(d) == sorted(a), "the order of the rows does not change their noise (seeded)")
+    lim = noise(con, o, "SELECT s, a, q FROM pts ORDER BY s LIMIT 2")
+    check([r[:3] for r in lim] == sorted(rows)[:2], "a LIMIT of points_sql is kept", lim)
+    # a row the caller's join removes is never read: its bad state is no error
+    con.execute("CREATE TABLE keep(s)")
+    con.executemany("INSERT INTO keep VALUES (?)", [(0.1,), (0.5,)])
+    con.execute("INSERT INTO pts VALUES (7.5, 0, 1.0)")
+    j = noise(con, o, "SELECT pts.s, a, q FROM pts JOIN keep ON keep.s = pts.s")
+    check(sorted(r[:3] for r in j) == sorted(rows[:2]),
+          "only the rows the caller's query returns are read (a bad row outside the join is not)", j)
+    check_error(con, NOISE, "dp_q_noise: state must be in [lo, hi] = [0, 1], got 7.5 "
+                "(row 5 of points_sql)", "a bad row the query returns is named by its row",
+                ("SELECT s, a, q FROM pts", J(**o)))
+    check_error(con, NOISE, "dp_q_noise: state must be in [lo, hi] = [0, 1], got 7.5 "
+                "(row 1 of points_sql)", "its row number follows the query's ORDER BY",
+                ("SELECT s, a, q FROM pts ORDER BY s DESC", J(**o)))
+    # with a parameter (never bound: NULL, as before), or a PRAGMA (which
+    # cannot be a CTE's body): read row by row, checked the same way
+    con.execute("CREATE INDEX pts_all ON pts(s, a, q)")
+    ran.clear()
+    con.set_trace_callback(ran.append)
+    check_error(con, NOISE, "dp_q_noise: q must be a number, got text 's' (row 1 of points_sql)",
+                "a text SQLite cannot wrap is read row by row, with the same checks",
+                ("PRAGMA index_info(pts_all)", J(**o)))
+    check_error(con, NOISE, "dp_q_noise: state must be a number, got NULL (row 1 of points_sql)",
+                "a parameter in points_sql is an unbound NULL", ("SELECT ?, 0, 1", J(**o)))
+    con.set_trace_callback(None)
+    check(ran and not any("dprl_q_point" in r for r in ran),
+          "neither the PRAGMA nor the query with a parameter went through dprl_q_point", ran)
+    check(con.execute("SELECT dprl_q_point(NULL, 0.5, 0, 1), dprl_q_point('x', 0.5, 0, 1), "
+                      "dprl_q_point(?, 0.5, 0, 1)", (12345,)).fetchone() == (None, None, None),
+          "dprl_q_point (what the read calls) is NULL when SQL calls it")
+    con.close()
+
+
 # ---- dp_q_learn: the paper's task (Appendix E.1) -----------------------------
 
 GAMMA = 0.9
@@ -1318,6 +1372,6 @@ if __name__ == "__main__":
          test_calibrate_refusals, test_noise_basics, test_noise_rounds_q_to_grid, test_noise_covariance,
          test_noise_path_table, test_noise_path_refusals, test_noise_path_schemas,
          test_noise_concurrent_writers, test_noise_failed_commit,
-         test_noise_path_triggers, test_noise_errors, test_learn_noise_free,
+         test_noise_path_triggers, test_noise_errors, test_noise_read_path, test_learn_noise_free,
          test_learn_private, test_learn_theta_attack, test_learn_more, test_learn_errors,
          test_limits, test_interrupts])
