@@ -265,6 +265,10 @@ uint64_t dprl_rng_u64(dprl_rng *rng) { return rng_u64(rng); }
 
 uint64_t dprl_rng_below(dprl_rng *rng, uint64_t n) {
   if (n <= 1) return 0; /* n == 0 is a caller error; answer 0 */
+  /* A power of two divides 2^64: nothing is rejected and x % n is a mask
+  ** (the same value, without a division; the exact trials draw below 2, 4,
+  ** ... often). */
+  if (!(n & (n - 1))) return rng_u64(rng) & (n - 1);
   /* Reject the lowest 2^64 mod n values: the rest is a whole number of
   ** copies of [0, n), so x % n is exactly uniform.  That bound is below n,
   ** so it is computed (a division) only for the rare x < n. */

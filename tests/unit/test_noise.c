@@ -287,12 +287,14 @@ static void test_blocks16(void) {
 
 /* dprl_rng_below is x % n over the stream's 64-bit words x, rejecting the
 ** x < 2^64 mod n: recomputed here from a twin generator's words.  n just
-** above 2^63 rejects about half of the words (2^64 mod n = n - 2). */
+** above 2^63 rejects about half of the words (2^64 mod n = n - 2); powers
+** of two (a mask in dprl_rng_below) reject none. */
 static void test_below_stream(void) {
-  const uint64_t ns[] = {2, 3, 10, 1000003, (uint64_t)1 << 40, ((uint64_t)1 << 63) + 1,
-                         ((uint64_t)1 << 63) + 12345, UINT64_MAX, UINT64_MAX - 1};
+  const uint64_t ns[] = {2, 3, 4, 10, 1000003, (uint64_t)1 << 40, (uint64_t)1 << 63,
+                         ((uint64_t)1 << 63) + 1, ((uint64_t)1 << 63) + 12345, UINT64_MAX,
+                         UINT64_MAX - 1};
   int ok = 1, rejected = 0;
-  for (int c = 0; c < 9; c++) {
+  for (int c = 0; c < (int)(sizeof ns / sizeof ns[0]); c++) {
     dprl_rng a, b;
     uint64_t n = ns[c], reject = (0 - n) % n;
     dprl_rng_init_seeded(&a, 31, (uint64_t)c);
