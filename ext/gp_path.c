@@ -175,8 +175,8 @@ static uint64_t x_key(double x) {
 ** stable LSD radix sort over the 8 bytes of x_key (passes where every key
 ** has the same byte are skipped), through tmp[0..n).  Returns the sorted
 ** array (q or tmp); NULL with DPRL_EINTR if interrupted. */
-static query *sort_queries(query *q, query *tmp, size_t n, dprl_cancel *cancel,
-                           dprl_error *err) {
+static query *radix_sort_queries(query *q, query *tmp, size_t n, dprl_cancel *cancel,
+                                 dprl_error *err) {
   size_t(*count)[256] = dprl_calloc(8, sizeof *count);
   if (!count) {
     dprl_nomem(err);
@@ -207,6 +207,72 @@ static query *sort_queries(query *q, query *tmp, size_t n, dprl_cancel *cancel,
   }
   dprl_free(count);
   return src;
+}
+
+/* The same order (by x, ties by position), for many queries: spread over
+** about n/4 buckets by value, linearly from the smallest x to the largest,
+** then each bucket sorted on its own: by insertion when it holds a few,
+** by the radix sort otherwise.  The bucket of x is floor((x - lo) * scale),
+** rounded at every step, and each step is monotone (rounding never
+** reverses an order), so no bucket holds an x larger than a later one's.
+** The spread is stable and so is insertion (it moves only past a larger
+** x), so ties keep their positions.  About three passes over the queries
+** where the radix sort makes eight; states clustered in a few buckets
+** cost one radix sort of those.  Returns the sorted array (q or tmp). */
+static query *sort_queries(query *q, query *tmp, size_t n, dprl_cancel *cancel,
+                           dprl_error *err) {
+  enum { FEW = 24 };
+  if (n < 4096) return radix_sort_queries(q, tmp, n, cancel, err);
+  double lo = q[0].x, hi = q[0].x;
+  for (size_t i = 1; i < n; i++) {
+    if (q[i].x < lo) lo = q[i].x;
+    if (q[i].x > hi) hi = q[i].x;
+  }
+  if (hi == lo) return q; /* one value: already in position order */
+  size_t nb = n / 4;
+  double range = hi - lo, scale = (double)nb / range;
+  if (!isfinite(range) || !isfinite(scale)) /* a range too wide, or too narrow */
+    return radix_sort_queries(q, tmp, n, cancel, err);
+  size_t *start = dprl_calloc(nb + 1, sizeof *start);
+  if (!start) {
+    dprl_nomem(err);
+    return NULL;
+  }
+#define BUCKET(x) ((size_t)(((x) - lo) * scale) < nb ? (size_t)(((x) - lo) * scale) : nb - 1)
+  for (size_t i = 0; i < n; i++) start[BUCKET(q[i].x) + 1]++;
+  for (size_t b = 0; b < nb; b++) start[b + 1] += start[b];
+  if (dprl_cancel_poll(cancel, 4 * (uint64_t)n, err)) {
+    dprl_free(start);
+    return NULL;
+  }
+  for (size_t i = 0; i < n; i++) { /* start[b] walks to the end of bucket b */
+    size_t b = BUCKET(q[i].x);
+    tmp[start[b]++] = q[i];
+  }
+#undef BUCKET
+  size_t from = 0;
+  for (size_t b = 0; b < nb; b++) { /* bucket b is tmp[from .. start[b]) */
+    size_t m = start[b] - from;
+    query *u = tmp + from;
+    if (m <= FEW) {
+      for (size_t i = 1; i < m; i++) {
+        query v = u[i];
+        size_t j = i;
+        for (; j > 0 && u[j - 1].x > v.x; j--) u[j] = u[j - 1];
+        u[j] = v;
+      }
+    } else {
+      query *sorted = radix_sort_queries(u, q + from, m, cancel, err);
+      if (!sorted) {
+        dprl_free(start);
+        return NULL;
+      }
+      if (sorted != u) memcpy(u, sorted, m * sizeof *u);
+    }
+    from = start[b];
+  }
+  dprl_free(start);
+  return tmp;
 }
 
 /* Merge sorted queries q[0..n) into the stored points, drawing the new

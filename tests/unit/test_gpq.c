@@ -226,47 +226,81 @@ static int cmp_pos_x(const void *a, const void *b) {
   if (p->x != q->x) return p->x < q->x ? -1 : 1;
   return (p->i > q->i) - (p->i < q->i);
 }
+/* The queries of one case of test_batch_large: 0 spread over 2^-30 ..
+** 2^47 with both signs and zeros (most buckets empty, a few crowded:
+** radix-sorted buckets); 1 uniform on [0, 1) on a coarse grid, so that
+** ties are many (buckets by insertion, which must keep positions: the
+** caller turns its later zeros into -0, see test_batch_large); 2 a
+** range wider than a double (the radix sort alone); 3 one value. */
+static double batch_case(int kind, dprl_rng *rq, int i) {
+  uint64_t u = dprl_rng_below(rq, 1000);
+  switch (kind) {
+    case 0: {
+      double x = ldexp((double)(u % 37) + 1, (int)(u % 41) - 30);
+      if (u % 3 == 0) x = -x;
+      if (u % 50 == 0) x = u % 100 == 0 ? -0.0 : 0.0;
+      return x;
+    }
+    case 1: return i == 5 || i == 17 ? 0.0 : (double)dprl_rng_below(rq, 1u << 12) / 4096.0;
+    case 2: return i % 7 == 0 ? (i % 14 ? -1e308 : 1e308) : (double)u;
+    default: return 0.375;
+  }
+}
+
 static void test_batch_large(void) {
   enum { NQ = 20000 };
-  dprl_error err = {0};
-  static double q[NQ], out[NQ];
-  static pos_x sorted[NQ];
-  dprl_rng rq;
-  dprl_rng_init_seeded(&rq, 91, 0);
-  for (int i = 0; i < NQ; i++) {
-    uint64_t u = dprl_rng_below(&rq, 1000);
-    double x = ldexp((double)(u % 37) + 1, (int)(u % 41) - 30); /* 2^-30 .. 2^47 */
-    if (u % 3 == 0) x = -x;
-    if (u % 50 == 0) x = u % 100 == 0 ? -0.0 : 0.0;
-    q[i] = x;
-    sorted[i] = (pos_x){x, i};
+  static const char *const what[] = {
+      "spread over 2^-30 .. 2^47", "uniform with many ties", "a range wider than a double",
+      "one value"};
+  for (int kind = 0; kind < 4; kind++) {
+    dprl_error err = {0};
+    static double q[NQ], out[NQ];
+    static pos_x sorted[NQ];
+    dprl_rng rq;
+    dprl_rng_init_seeded(&rq, 91, (uint64_t)kind);
+    int zeros = 0;
+    for (int i = 0; i < NQ; i++) {
+      q[i] = batch_case(kind, &rq, i);
+      /* uniform: the first zero +0, the later ones -0, so that the stored
+      ** zero shows whether the ties kept their positions */
+      if (kind == 1 && q[i] == 0 && zeros++) q[i] = -0.0;
+      sorted[i] = (pos_x){q[i], i};
+    }
+    if (kind == 0) {
+      q[0] = sorted[0].x = 0.0; /* +0 before -0: +0 is the zero stored */
+      q[1] = sorted[1].x = -0.0;
+    }
+    dprl_gp_point pre[2] = {{-5.0, 0.25}, {3.0, -0.5}};
+    dprl_gp_path *a = dprl_gp_path_create(1.3, 0.01, dprl_grid_for(1.3), &err);
+    dprl_gp_path *b = dprl_gp_path_create(1.3, 0.01, dprl_grid_for(1.3), &err);
+    int rc = dprl_gp_path_load(a, pre, 2, &err) | dprl_gp_path_load(b, pre, 2, &err);
+    dprl_rng ra, rb;
+    dprl_rng_init_seeded(&ra, 56, 1);
+    dprl_rng_init_seeded(&rb, 56, 1);
+    rc |= dprl_gp_path_sample_batch(a, &ra, q, NQ, out, &err);
+    qsort(sorted, NQ, sizeof *sorted, cmp_pos_x);
+    int same_out = 1;
+    for (int i = 0; i < NQ; i++) {
+      double g;
+      rc |= dprl_gp_path_sample_at(b, &rb, sorted[i].x, &g, &err);
+      same_out &= g == out[sorted[i].i];
+    }
+    int same = rc == 0 && same_out && dprl_gp_path_count(a) == dprl_gp_path_count(b);
+    for (size_t i = 0; same && i < dprl_gp_path_count(a); i++)
+      same = memcmp(&a->pts[i], &b->pts[i], sizeof a->pts[i]) == 0;
+    char label[160];
+    snprintf(label, sizeof label,
+             "large batch (%s) = sample_at over the queries sorted by x then position, "
+             "bit for bit", what[kind]);
+    CHECK(same, label);
+    if (kind <= 1) {
+      int pos_zero = 0;
+      for (size_t i = 0; i < dprl_gp_path_count(a); i++)
+        pos_zero += a->pts[i].x == 0 && !signbit(a->pts[i].x);
+      CHECK(pos_zero == 1, "the first zero of the batch (+0, before a -0) is the one stored");
+    }
+    dprl_gp_path_free(a), dprl_gp_path_free(b);
   }
-  q[0] = sorted[0].x = 0.0; /* +0 before -0: +0 is the zero stored */
-  q[1] = sorted[1].x = -0.0;
-  dprl_gp_point pre[2] = {{-5.0, 0.25}, {3.0, -0.5}};
-  dprl_gp_path *a = dprl_gp_path_create(1.3, 0.01, dprl_grid_for(1.3), &err);
-  dprl_gp_path *b = dprl_gp_path_create(1.3, 0.01, dprl_grid_for(1.3), &err);
-  int rc = dprl_gp_path_load(a, pre, 2, &err) | dprl_gp_path_load(b, pre, 2, &err);
-  dprl_rng ra, rb;
-  dprl_rng_init_seeded(&ra, 56, 1);
-  dprl_rng_init_seeded(&rb, 56, 1);
-  rc |= dprl_gp_path_sample_batch(a, &ra, q, NQ, out, &err);
-  qsort(sorted, NQ, sizeof *sorted, cmp_pos_x);
-  int same_out = 1;
-  for (int i = 0; i < NQ; i++) {
-    double g;
-    rc |= dprl_gp_path_sample_at(b, &rb, sorted[i].x, &g, &err);
-    same_out &= g == out[sorted[i].i];
-  }
-  int same = rc == 0 && same_out && dprl_gp_path_count(a) == dprl_gp_path_count(b);
-  for (size_t i = 0; same && i < dprl_gp_path_count(a); i++)
-    same = memcmp(&a->pts[i], &b->pts[i], sizeof a->pts[i]) == 0;
-  CHECK(same, "large batch = sample_at over the queries sorted by x then position, bit for bit");
-  int pos_zero = 0;
-  for (size_t i = 0; i < dprl_gp_path_count(a); i++)
-    pos_zero += a->pts[i].x == 0 && !signbit(a->pts[i].x);
-  CHECK(pos_zero == 1, "the first zero of the batch (+0, before a -0) is the one stored");
-  dprl_gp_path_free(a), dprl_gp_path_free(b);
 }
 
 /* Batch over unsorted queries with repeats and already-stored points draws
