@@ -434,7 +434,7 @@ static int order_by_key(dprl_step_buffer *b, dprl_error *err) {
 ** independent, so their cache misses overlap (one chain is a sequence of
 ** dependent loads through the whole buffer); every slot is claimed once,
 ** through next[], and every step lands in a slot of its bucket. */
-#define CYCLE_WAYS 8
+#define CYCLE_WAYS 32
 static void cycle_walk(dprl_step_buffer *b, const size_t *start, size_t nb,
                        size_t *next, unsigned shift, uint32_t base) {
   memcpy(next, start, (nb + 1) * sizeof *next);
