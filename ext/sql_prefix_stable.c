@@ -856,6 +856,7 @@ static int ps_compute(sqlite3 *db, sqlite3_value **args, dprl_rows *out, char **
           else rc = ps_read_trajectories(db, args[0], &ps, K, pzErr);
         }
         if (!rc) {
+          ps.buf.frees_as_read = 1; /* ps_flatten copies while freeing the buffer */
           if (dprl_step_buffer_group(&ps.buf, &ps.err)) rc = dprl_sql_vtab_error(pzErr, FN, &ps.err);
           else if (!(rc = ps_flatten(&ps, K, pzErr))) rc = ps_release(db, &ps, &o, K, out, pzErr);
         }

@@ -248,6 +248,7 @@ void dprl_step_buffer_free(dprl_step_buffer *b) {
   dprl_free(b->tmax);
   dprl_free(b->dupt);
   dprl_free(b->dupf);
+  dprl_free(b->runs);
   index_free(&b->ep);
   dprl_buf_free(&b->stage_text);
   memset(b, 0, sizeof *b);
@@ -482,13 +483,61 @@ static size_t block_steps(const dprl_step_buffer *b, size_t k) {
   return b->start[block_first(b, k + 1)] - b->start[block_first(b, k)];
 }
 
-/* One pass into at most 256 blocks of 2^bits consecutive episodes (more
-** would touch more pages at once than the TLB maps: 500,000 short
-** episodes in blocks of 256 took twice as long), so that what follows
-** stays in cache: a block of at most DPRL_BLOCK_STEPS steps is laid out
-** by dprl_step_buffer_episode when first asked for (each step straight to
-** its place by episode and t); a larger one is partitioned by episode
-** here, in place. */
+/* One pass over the buffer, a chunk at a time: each step's episode becomes
+** its rank (rank[]), the steps of each episode are counted (ep.count, by
+** key index), and the chunk is partitioned by block (rank >> bits) through
+** a chunk-sized buffer while it is in cache; b->runs records where each
+** block's run starts in each chunk.  Counting here, in a tight loop per
+** chunk, lets the scattered increments overlap; the partition moves no step
+** out of its chunk (a partition across the whole buffer, one cache miss a
+** step, was the largest part of grouping). */
+static int partition_chunks(dprl_step_buffer *b, const uint32_t *rank, size_t nb,
+                            unsigned bits, dprl_error *err) {
+  size_t nc = b->n_chunks, stride = nb + 1;
+  uint32_t *runs = dprl_malloc_array(nc ? nc : 1, stride * sizeof *runs);
+  uint32_t *pos = dprl_malloc_array(stride, sizeof *pos);
+  dprl_step *tmp = nb > 1 ? dprl_malloc_array(DPRL_CHUNK, sizeof *tmp) : NULL;
+  int rc = DPRL_OK;
+  if (!runs || !pos || (nb > 1 && !tmp)) rc = dprl_nomem(err);
+  for (size_t c = 0; c < nc && !rc; c++) {
+    dprl_step *ch = b->chunks[c];
+    size_t m = b->n - c * DPRL_CHUNK < DPRL_CHUNK ? b->n - c * DPRL_CHUNK : DPRL_CHUNK;
+    uint32_t *r = runs + c * stride;
+    memset(r, 0, stride * sizeof *r);
+    for (size_t i = 0; i < m; i++) {
+      dprl_step *s = &ch[i];
+      if (b->ep.count[s->episode]++ == UINT32_MAX) {
+        rc = dprl_fail(err, DPRL_EINVAL, "episode has more than %u steps", UINT32_MAX);
+        break;
+      }
+      s->episode = rank[s->episode];
+      r[(s->episode >> bits) + 1]++;
+    }
+    for (size_t k = 0; k < nb; k++) r[k + 1] += r[k];
+    if (!rc && nb > 1) {
+      memcpy(pos, r, nb * sizeof *pos);
+      for (size_t i = 0; i < m; i++) tmp[pos[ch[i].episode >> bits]++] = ch[i];
+      memcpy(ch, tmp, m * sizeof *ch);
+    }
+    if (!rc) rc = dprl_cancel_poll(b->cancel, 4 * (uint64_t)m, err);
+  }
+  dprl_free(tmp);
+  dprl_free(pos);
+  dprl_free(b->runs);
+  b->runs = rc ? NULL : runs;
+  b->run_stride = stride;
+  if (rc) dprl_free(runs);
+  return rc;
+}
+
+/* Into at most 256 blocks of 2^bits consecutive episodes (more would touch
+** more pages at once than the TLB maps: 500,000 short episodes in blocks
+** of 256 took twice as long), so that what follows stays in cache: a block
+** of at most DPRL_BLOCK_STEPS steps is laid out by
+** dprl_step_buffer_episode when first asked for (each step straight to its
+** place by episode and t), from its run in every chunk; if any block is
+** larger, the blocks are made contiguous in place (cycle_walk) and each
+** larger one is partitioned by episode here. */
 static int group_by_episode(dprl_step_buffer *b, dprl_error *err) {
   unsigned bits = 8;
   while ((b->ep.n >> bits) > 256) bits++;
@@ -505,32 +554,29 @@ static int group_by_episode(dprl_step_buffer *b, dprl_error *err) {
     goto done;
   }
   for (size_t r = 0; r < E; r++) rank[b->order[r]] = (uint32_t)r;
-  /* The steps of each episode are counted here, not per row: in one tight
-  ** loop the scattered increments overlap. */
   for (size_t e = 0; e < E; e++) b->ep.count[e] = 0;
-  for (size_t i = 0; i < b->n; i++) {
-    dprl_step *s = STEP(b, i);
-    if (b->ep.count[s->episode]++ == UINT32_MAX) {
-      rc = dprl_fail(err, DPRL_EINVAL, "episode has more than %u steps", UINT32_MAX);
-      goto done;
-    }
-    s->episode = rank[s->episode];
-  }
+  if ((rc = partition_chunks(b, rank, nblocks, bits, err))) goto done;
   start[0] = 0;
   for (size_t r = 0; r < E; r++) start[r + 1] = start[r] + b->ep.count[b->order[r]];
   for (size_t k = 0; k <= nblocks; k++) bstart[k] = start[k << bits < E ? k << bits : E];
-  /* Each pass is a few ns a step: ask between passes and blocks. */
-  if ((rc = dprl_cancel_poll(b->cancel, 3 * (uint64_t)b->n, err))) goto done;
-  cycle_walk(b, bstart, nblocks, next, bits, 0);
-  if ((rc = dprl_cancel_poll(b->cancel, 3 * (uint64_t)b->n, err))) goto done;
   dprl_free(b->start);
   b->start = start;
   start = NULL;
-  for (size_t k = 0; k < nblocks; k++) {
-    if (block_steps(b, k) <= DPRL_BLOCK_STEPS) continue; /* laid out when asked for */
-    size_t first = k << bits, count = E - first < ((size_t)1 << bits) ? E - first : ((size_t)1 << bits);
-    cycle_walk(b, b->start + first, count, next, 0, (uint32_t)first);
-    if ((rc = dprl_cancel_poll(b->cancel, 3 * (uint64_t)block_steps(b, k), err))) goto done;
+  int all_small = 1;
+  for (size_t k = 0; k < nblocks; k++) all_small &= block_steps(b, k) <= DPRL_BLOCK_STEPS;
+  if (!all_small || b->frees_as_read) { /* blocks made contiguous across the buffer, then
+                                          ** the large ones by episode */
+    dprl_free(b->runs);
+    b->runs = NULL;
+    cycle_walk(b, bstart, nblocks, next, bits, 0);
+    if ((rc = dprl_cancel_poll(b->cancel, 3 * (uint64_t)b->n, err))) goto done;
+    for (size_t k = 0; k < nblocks; k++) {
+      if (block_steps(b, k) <= DPRL_BLOCK_STEPS) continue; /* laid out when asked for */
+      size_t first = k << bits,
+             count = E - first < ((size_t)1 << bits) ? E - first : ((size_t)1 << bits);
+      cycle_walk(b, b->start + first, count, next, 0, (uint32_t)first);
+      if ((rc = dprl_cancel_poll(b->cancel, 3 * (uint64_t)block_steps(b, k), err))) goto done;
+    }
   }
   b->blk = 0;
 done:
@@ -550,6 +596,7 @@ size_t dprl_step_buffer_episodes(const dprl_step_buffer *b) { return b->ep.n; }
 
 void dprl_step_buffer_done_before(dprl_step_buffer *b, size_t e) {
   size_t upto = SIZE_MAX; /* all done: every chunk */
+  if (e < b->ep.n && b->runs) return; /* every chunk holds a run of every block */
   if (e < b->ep.n) { /* a block laid out whole is read from its first step */
     size_t k = e >> b->bits;
     upto = block_steps(b, k) <= DPRL_BLOCK_STEPS ? b->start[block_first(b, k)] : b->start[e];
@@ -628,6 +675,26 @@ static int sort_one(dprl_step_buffer *b, size_t r, dprl_step *steps, size_t len,
 ** first.  An episode with a duplicate t is marked with its smallest
 ** duplicated t (dupf, dupt), reported only when that episode is asked for,
 ** as if each episode were read alone. */
+/* The steps of block k (lo, n: its range in key order) as segments of
+** memory: its run in every chunk, or the chunks' pieces of its range. */
+static size_t block_segments(const dprl_step_buffer *b, size_t k, size_t lo, size_t n) {
+  (void)k;
+  if (b->runs) return b->n_chunks;
+  return n ? ((lo + n - 1) >> DPRL_CHUNK_BITS) - (lo >> DPRL_CHUNK_BITS) + 1 : 0;
+}
+static const dprl_step *block_segment(const dprl_step_buffer *b, size_t k, size_t lo, size_t n,
+                                      size_t c, size_t *len) {
+  if (b->runs) {
+    const uint32_t *r = b->runs + c * b->run_stride;
+    *len = r[k + 1] - r[k];
+    return b->chunks[c] + r[k];
+  }
+  size_t from = (lo >> DPRL_CHUNK_BITS) + c, at = from << DPRL_CHUNK_BITS;
+  size_t a = lo > at ? lo : at, e = lo + n < at + DPRL_CHUNK ? lo + n : at + DPRL_CHUNK;
+  *len = e - a;
+  return STEP(b, a);
+}
+
 static int lay_out_block(dprl_step_buffer *b, size_t k, dprl_error *err) {
   size_t first = block_first(b, k), last = block_first(b, k + 1), m = last - first;
   size_t lo = b->start[first], n = b->start[last] - lo;
@@ -642,11 +709,16 @@ static int lay_out_block(dprl_step_buffer *b, size_t k, dprl_error *err) {
     tmax[j] = INT64_MIN;
     dupf[j] = 0;
   }
-  for (size_t i = lo; i < lo + n; i++) {
-    const dprl_step *s = STEP(b, i);
-    size_t j = s->episode - first;
-    tmin[j] = s->t < tmin[j] ? s->t : tmin[j];
-    tmax[j] = s->t > tmax[j] ? s->t : tmax[j];
+  size_t nseg = block_segments(b, k, lo, n);
+  for (size_t c = 0; c < nseg; c++) {
+    size_t len;
+    const dprl_step *seg = block_segment(b, k, lo, n, c, &len);
+    for (size_t i = 0; i < len; i++) {
+      const dprl_step *s = &seg[i];
+      size_t j = s->episode - first;
+      tmin[j] = s->t < tmin[j] ? s->t : tmin[j];
+      tmax[j] = s->t > tmax[j] ? s->t : tmax[j];
+    }
   }
   for (size_t j = 0; j < m; j++) {
     size_t r = first + j;
@@ -654,21 +726,25 @@ static int lay_out_block(dprl_step_buffer *b, size_t k, dprl_error *err) {
     if (!t_dense(b->start[r + 1] - b->start[r], tmin[j], tmax[j])) tmax[j] = INT64_MIN;
   }
   memset(b->mark, 0, n);
-  for (size_t i = lo; i < lo + n; i++) {
-    const dprl_step *s = STEP(b, i);
-    size_t j = s->episode - first, at;
-    if (tmax[j] != INT64_MIN) { /* t dense: straight to its place */
-      at = fill[j] + (size_t)((uint64_t)s->t - (uint64_t)tmin[j]);
-      if (b->mark[at]) { /* two steps at one t */
-        if (!dupf[j] || s->t < dupt[j]) dupt[j] = s->t;
-        dupf[j] = 1;
-        continue;
+  for (size_t c = 0; c < nseg; c++) {
+    size_t len;
+    const dprl_step *seg = block_segment(b, k, lo, n, c, &len);
+    for (size_t i = 0; i < len; i++) {
+      const dprl_step *s = &seg[i];
+      size_t j = s->episode - first, at;
+      if (tmax[j] != INT64_MIN) { /* t dense: straight to its place */
+        at = fill[j] + (size_t)((uint64_t)s->t - (uint64_t)tmin[j]);
+        if (b->mark[at]) { /* two steps at one t */
+          if (!dupf[j] || s->t < dupt[j]) dupt[j] = s->t;
+          dupf[j] = 1;
+          continue;
+        }
+        b->mark[at] = 1;
+      } else {
+        at = fill[j]++;
       }
-      b->mark[at] = 1;
-    } else {
-      at = fill[j]++;
+      b->scratch[at] = *s;
     }
-    b->scratch[at] = *s;
   }
   for (size_t j = 0; j < m; j++)
     if (tmax[j] == INT64_MIN) {

@@ -119,6 +119,15 @@ typedef struct dprl_step_buffer {
   int64_t *dupt;        /* per episode of a block: its smallest duplicated t, */
   unsigned char *dupf;  /* if dupf says it has one */
   size_t scratch_cap;
+  /* When every block is laid out whole (the usual case), the steps are not
+  ** moved across the buffer: each chunk is partitioned by block on its own,
+  ** in cache, and block k is the run runs[c * run_stride + k .. + 1) of
+  ** every chunk c (offsets in the chunk).  NULL: blocks are contiguous. */
+  uint32_t *runs;
+  size_t run_stride;
+  /* Set before grouping by a caller that frees with done_before as it
+  ** reads: the blocks are then made contiguous, so that chunks can go. */
+  int frees_as_read;
   dprl_cancel *cancel; /* asked while grouping (NULL: never stops) */
 } dprl_step_buffer;
 
@@ -141,7 +150,8 @@ int dprl_step_buffer_episode(dprl_step_buffer *b, size_t e,
 /* After grouping, when episodes are consumed in order (some may be
 ** skipped): episodes before e will not be asked for again, so free the
 ** chunks that no later episode needs, and a copy of the data never
-** coexists with the whole buffer. */
+** coexists with the whole buffer.  Frees nothing before the end unless
+** frees_as_read was set before grouping. */
 void dprl_step_buffer_done_before(dprl_step_buffer *b, size_t e);
 /* Bytes held, for the benchmark's accounting. */
 size_t dprl_step_buffer_bytes(const dprl_step_buffer *b);

@@ -545,6 +545,58 @@ static void test_step_buffer_large_block(void) {
   }
 }
 
+/* Several blocks, one of them over DPRL_BLOCK_STEPS, over several chunks:
+** each chunk was partitioned by block first, then the blocks are made
+** contiguous and the large one partitioned by episode.  And the same rows
+** with only small blocks, read from each block's run in every chunk. */
+static void test_step_buffer_mixed_blocks(void) {
+  enum { E = 600, LONG = 70000, SHORT = 200 }; /* blocks of 256 x 200 steps */
+  for (int big = 0; big < 2; big++) {
+    size_t total = (size_t)(E - 1) * SHORT + (big ? LONG : SHORT);
+    int64_t *code = malloc(total * sizeof *code); /* episode * 2^20 + t */
+    size_t at = 0;
+    for (int e = 0; e < E; e++)
+      for (int t = 0; t < (e == 3 && big ? LONG : SHORT); t++) code[at++] = ((int64_t)e << 20) + t;
+    for (size_t i = total - 1; i > 0; i--) {
+      size_t j = (size_t)(urand() * (double)(i + 1));
+      int64_t tmp = code[i];
+      code[i] = code[j];
+      code[j] = tmp;
+    }
+    dprl_step_buffer b = {0};
+    dprl_error err = {0};
+    int ok = 1;
+    for (size_t i = 0; i < total; i++) {
+      dprl_key k = {0, 1000 - (code[i] >> 20), NULL, 0}; /* keys in reverse */
+      ok &= dprl_step_buffer_push(&b, &k, code[i] & 0xfffff, (uint32_t)(code[i] >> 20),
+                                  (double)code[i], &err) == DPRL_OK;
+    }
+    ok &= dprl_step_buffer_group(&b, &err) == DPRL_OK && dprl_step_buffer_episodes(&b) == E;
+    ok &= big ? b.runs == NULL : b.runs != NULL; /* the layout this test is about */
+    size_t seen = 0;
+    for (size_t r = 0; ok && r < E; r++) {
+      const dprl_step *st;
+      size_t n;
+      int e = E - 1 - (int)r; /* key 1000 - e, in key order */
+      ok &= dprl_step_buffer_episode(&b, r, &st, &n, &err) == DPRL_OK &&
+            n == (size_t)(e == 3 && big ? LONG : SHORT);
+      for (size_t i = 0; ok && i < n; i++)
+        ok &= st[i].t == (int64_t)i && st[i].state == (uint32_t)e &&
+              st[i].reward == (double)(((int64_t)e << 20) + (int64_t)i);
+      seen += n;
+      /* read by runs, every chunk holds a part of every block: nothing is
+      ** freed before the end */
+      dprl_step_buffer_done_before(&b, r + 1);
+      if (!big && r == E / 2) ok &= b.chunks[0] != NULL;
+    }
+    CHECK(ok && seen == total, big ? "buffer: one block over DPRL_BLOCK_STEPS among small ones, "
+                                     "over several chunks"
+                                   : "buffer: small blocks over several chunks, read by runs");
+    dprl_step_buffer_free(&b);
+    free(code);
+  }
+}
+
 /* Small blocks are laid out whole, but a duplicate t is an error of its
 ** own episode only, asked for in any order, at its smallest duplicated t
 ** whatever the order of the rows. */
@@ -594,7 +646,8 @@ static void test_step_buffer_done_before(void) {
     dprl_key k = {0, order[i] % E, NULL, 0};
     ok &= dprl_step_buffer_push(&b, &k, order[i] / E, 0, (double)order[i], &err) == DPRL_OK;
   }
-  ok &= dprl_step_buffer_group(&b, &err) == DPRL_OK;
+  b.frees_as_read = 1; /* as dp_prefix_stable sets it: contiguous blocks */
+  ok &= dprl_step_buffer_group(&b, &err) == DPRL_OK && b.runs == NULL;
   int asked = 0;
   for (size_t e = 0; ok && e < E; e++) {
     if (e % 256 == 250) { /* late in its block of 256, past a chunk boundary */
@@ -605,6 +658,7 @@ static void test_step_buffer_done_before(void) {
       asked++;
     }
     dprl_step_buffer_done_before(&b, e + 1);
+    if (e == E / 2) ok &= b.chunks[0] == NULL; /* freed as it goes */
   }
   ok &= b.chunks[b.n_chunks - 1] == NULL; /* all freed at the end */
   CHECK(ok && asked == E / 256, "buffer: episodes skipped while freeing, each asked one whole");
@@ -665,6 +719,7 @@ int main(void) {
   test_step_buffer_mixed();
   test_step_buffer_key_order();
   test_step_buffer_large_block();
+  test_step_buffer_mixed_blocks();
   test_step_buffer_block_duplicates();
   test_step_buffer_done_before();
   test_step_buffer_large();
