@@ -104,6 +104,7 @@ DPRL_EXPORT int sqlite3_dprl_init(sqlite3 *db, char **pzErrMsg, const sqlite3_ap
     const char *name;
     register_fn fn;
   } features[] = {
+      {"dprl_row", dprl_register_query_rows},
       {"dprl_budget", dprl_register_budget},
       {"dp_lsw/dp_lsl", dprl_register_policy_eval},
       {"dp_first_visit", dprl_register_first_visit},

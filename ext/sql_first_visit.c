@@ -63,27 +63,30 @@ static int fv_options_parse(sqlite3_value *v, const char *fn, int64_t *n_states,
   return rc;
 }
 
-/* The caller's rows into the buffer, checked as dp_lsw checks them. */
+/* The caller's rows into the buffer, checked as dp_lsw checks them, in one
+** step of SQLite where the text can be wrapped (dprl_query_rows). */
+typedef struct fv_reader {
+  int64_t n_states;
+  dprl_step_buffer *buf;
+  dprl_error *err;
+} fv_reader;
+
+static int fv_row(void *ctx, sqlite3_value **row) {
+  fv_reader *r = ctx;
+  dprl_key k;
+  int64_t t;
+  uint32_t s;
+  double rw;
+  int rc = dprl_sql_read_step(row, r->n_states, &k, &t, &s, &rw, r->err);
+  return rc ? rc : dprl_step_buffer_push(r->buf, &k, t, s, rw, r->err);
+}
+
 static int fv_read(sqlite3 *db, sqlite3_value *sql, int64_t n_states, dprl_step_buffer *buf,
                    dprl_error *err, char **pzErr) {
-  dprl_query q;
-  int rc = dprl_query_open(&q, db, "trajectories_sql", sql, 4, "dp_first_visit", pzErr);
-  if (rc) return rc;
-  while ((rc = dprl_query_step(&q, "dp_first_visit", pzErr)) == SQLITE_ROW) {
-    sqlite3_value *row[4];
-    for (int i = 0; i < 4; i++) row[i] = sqlite3_column_value(q.stmt, i);
-    dprl_key k;
-    int64_t t;
-    uint32_t s;
-    double r;
-    if (dprl_sql_read_step(row, n_states, &k, &t, &s, &r, err) ||
-        dprl_step_buffer_push(buf, &k, t, s, r, err)) {
-      rc = dprl_sql_vtab_error(pzErr, "dp_first_visit", err);
-      break;
-    }
-  }
-  dprl_query_close(&q);
-  return rc == SQLITE_DONE ? SQLITE_OK : rc;
+  fv_reader r = {n_states, buf, err};
+  if (dprl_query_rows(db, sql, "trajectories_sql", 4, "dp_first_visit", fv_row, &r, err))
+    return dprl_sql_vtab_error(pzErr, "dp_first_visit", err);
+  return SQLITE_OK;
 }
 
 static int fv_compute(sqlite3 *db, sqlite3_value **args, dprl_rows *out, char **pzErr) {

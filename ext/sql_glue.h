@@ -81,6 +81,7 @@ void dprl_sql_cancel_close(dprl_sql_cancel *c);
 /* Registration of each feature (one per sql_*.c). */
 int dprl_register_policy_eval(sqlite3 *db);
 int dprl_register_budget(sqlite3 *db); /* sql_budget.c */
+int dprl_register_query_rows(sqlite3 *db); /* sql_tvf.c: dprl_row */
 int dprl_register_first_visit(sqlite3 *db);
 int dprl_register_prefix_stable(sqlite3 *db); /* sql_prefix_stable.c */
 int dprl_register_q_calibrate(sqlite3 *db);   /* sql_q_calibrate.c */

@@ -71,18 +71,6 @@ static int read_point(sqlite3_value **v, const dprl_q_noise_cfg *c, double *s, i
   return DPRL_OK;
 }
 
-/* A failure of the caller's query (dprl_query_* report through *pzErr)
-** as a dprl_error: stopped by sqlite3_interrupt() or the progress
-** handler, it is DPRL_EINTR "interrupted", as for every other loop. */
-static int query_failed(sqlite3 *db, int rc, char **pzErr, dprl_error *err) {
-  if (rc == SQLITE_NOMEM) dprl_nomem(err);
-  else if (sqlite3_errcode(db) == SQLITE_INTERRUPT) dprl_fail(err, DPRL_EINTR, "interrupted");
-  else dprl_fail(err, DPRL_EINVAL, "%s", *pzErr ? *pzErr : sqlite3_errmsg(db));
-  sqlite3_free(*pzErr);
-  *pzErr = NULL;
-  return err->code;
-}
-
 /* One row of points_sql, checked, kept.  The usual row (a REAL state in
 ** [lo, hi], an INTEGER action in range, a REAL q under 2^52 grid steps) is
 ** taken in one go; any other goes through read_point, whose checks name
@@ -108,82 +96,23 @@ static int take_point(sqlite3_value **row, const dprl_q_noise_cfg *c, qn_points 
   return DPRL_OK;
 }
 
-/* dprl_q_point(?1, state, action, q): the caller's rows as an aggregate's
-** arguments (count), all in one sqlite3_step (sql_tvf.h, wrapping).  ?1 is
-** a pointer bound here (sqlite3_bind_pointer), which SQL cannot make:
-** called from SQL, the function is NULL and does nothing. */
-#define QN_POINT_FN "dprl_q_point"
-#define QN_POINT_PTR "dprl_q_point_reader"
-#define QN_WITH "WITH dprl_q_points(state, action, q) AS (\n"
-
 typedef struct qn_reader {
   const dprl_q_noise_cfg *c;
   qn_points *p;
   dprl_error *err;
 } qn_reader;
 
-static void point_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
-  /* the pointer's type check is a strcmp: once per statement, then kept
-  ** as the argument's auxiliary data */
-  qn_reader *r = sqlite3_get_auxdata(ctx, 0);
-  (void)argc;
-  if (!r) {
-    if (!(r = sqlite3_value_pointer(argv[0], QN_POINT_PTR))) {
-      sqlite3_result_null(ctx);
-      return;
-    }
-    sqlite3_set_auxdata(ctx, 0, r, NULL);
-  }
-  if (take_point(argv + 1, r->c, r->p, r->err)) /* stops the scan */
-    sqlite3_result_error(ctx, r->err->msg, -1);
-  else
-    sqlite3_result_int(ctx, 1);
+static int point_row(void *ctx, sqlite3_value **row) {
+  qn_reader *r = ctx;
+  return take_point(row, r->c, r->p, r->err);
 }
 
-/* The points: the caller's query checked as it is (one read-only
-** statement, 3 columns), then read wrapped; row by row if it cannot be
-** wrapped or has parameters (left unbound: NULLs, as always). */
+/* The points: every row of points_sql, in one step of SQLite where the text
+** can be wrapped (sql_tvf.h, dprl_query_rows). */
 static int read_points(sqlite3 *db, sqlite3_value *sql, const dprl_q_noise_cfg *c,
                        qn_points *p, dprl_error *err) {
-  dprl_query q;
-  char *qerr = NULL, *body = NULL;
-  sqlite3_stmt *wrapped = NULL;
-  int oom = 0;
-  int rc = dprl_query_open(&q, db, "points_sql", sql, 3, "dp_q_noise", &qerr);
-  if (rc) return query_failed(db, rc, &qerr, err);
-  if (sqlite3_bind_parameter_count(q.stmt) == 0 && (body = dprl_query_body(db, sql)))
-    wrapped = dprl_query_wrap(db, QN_WITH, body,
-                              "SELECT count(" QN_POINT_FN "(?1, state, action, q)) "
-                              "FROM dprl_q_points",
-                              1, &oom);
-  dprl_free(body);
-  if (oom) {
-    dprl_query_close(&q);
-    return dprl_nomem(err);
-  }
   qn_reader r = {c, p, err};
-  if (wrapped) {
-    dprl_query_close(&q);
-    q.stmt = wrapped;
-    if ((rc = sqlite3_bind_pointer(wrapped, 1, &r, QN_POINT_PTR, NULL)) == SQLITE_OK)
-      while ((rc = dprl_query_step(&q, "dp_q_noise", &qerr)) == SQLITE_ROW) {
-      }
-  } else {
-    while ((rc = dprl_query_step(&q, "dp_q_noise", &qerr)) == SQLITE_ROW) {
-      sqlite3_value *row[3]; /* column_value, then value_*: the column_*
-                             ** accessors take the connection's mutex each */
-      for (int i = 0; i < 3; i++) row[i] = sqlite3_column_value(q.stmt, i);
-      if (take_point(row, c, p, err)) break;
-    }
-  }
-  if (err->code) { /* a row's own error (the scan stopped on it) */
-    sqlite3_free(qerr);
-    qerr = NULL;
-  } else if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-    query_failed(db, rc, &qerr, err);
-  }
-  dprl_query_close(&q);
-  return err->code;
+  return dprl_query_rows(db, sql, "points_sql", 3, "dp_q_noise", point_row, &r, err);
 }
 
 /* ---- sampling ---------------------------------------------------------------- */
@@ -366,10 +295,4 @@ static const dprl_tvf_spec noise_spec = {
     " points_sql HIDDEN, options HIDDEN)",
     4, 2, 2, noise_args, noise_compute, 1 /* writes the path table */};
 
-int dprl_register_q_noise(sqlite3 *db) {
-  int rc = dprl_tvf_register(db, &noise_spec);
-  if (rc == SQLITE_OK) /* side effects: not deterministic; never from a view or trigger */
-    rc = sqlite3_create_function_v2(db, QN_POINT_FN, 4, SQLITE_UTF8 | SQLITE_DIRECTONLY, NULL,
-                                    point_fn, NULL, NULL, NULL);
-  return rc;
-}
+int dprl_register_q_noise(sqlite3 *db) { return dprl_tvf_register(db, &noise_spec); }

@@ -184,6 +184,119 @@ sqlite3_stmt *dprl_query_wrap(sqlite3 *db, const char *with, const char *body,
   return st;
 }
 
+/* ---- every row of a caller's query, in one step ----------------------------- */
+
+#define ROW_FN "dprl_row"
+#define ROW_PTR "dprl_row_reader"
+
+typedef struct row_reader {
+  dprl_row_fn row;
+  void *ctx;
+  dprl_error *err;
+} row_reader;
+
+/* dprl_row(?1, v1, ..., vn): the rows of a wrapped query, as an aggregate's
+** arguments.  ?1 is a pointer bound by dprl_query_rows
+** (sqlite3_bind_pointer), which SQL cannot make: called from SQL, the
+** function is NULL and does nothing. */
+static void row_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+  /* the pointer's type check is a strcmp: once per statement, then kept as
+  ** the argument's auxiliary data */
+  row_reader *r = argc > 0 ? sqlite3_get_auxdata(ctx, 0) : NULL;
+  if (!r) {
+    if (argc < 1 || !(r = sqlite3_value_pointer(argv[0], ROW_PTR))) {
+      sqlite3_result_null(ctx);
+      return;
+    }
+    sqlite3_set_auxdata(ctx, 0, r, NULL);
+  }
+  if (r->row(r->ctx, argv + 1) == DPRL_OK) sqlite3_result_int(ctx, 1);
+  else if (r->err->code == DPRL_ENOMEM) sqlite3_result_error_nomem(ctx);
+  else sqlite3_result_error(ctx, r->err->msg, -1); /* stops the scan */
+}
+
+int dprl_register_query_rows(sqlite3 *db) {
+  /* side effects: not deterministic; never from a view or trigger */
+  return sqlite3_create_function_v2(db, ROW_FN, -1, SQLITE_UTF8 | SQLITE_DIRECTONLY, NULL, row_fn,
+                                    NULL, NULL, NULL);
+}
+
+/* A failure of the query (its message in *pzErr, from dprl_query_*) as a
+** dprl_error: stopped by sqlite3_interrupt() or the progress handler, it
+** is DPRL_EINTR "interrupted", as for every other loop. */
+static int query_failed(sqlite3 *db, int rc, char **pzErr, dprl_error *err) {
+  if (rc == SQLITE_NOMEM) dprl_nomem(err);
+  else if (rc == SQLITE_INTERRUPT || sqlite3_errcode(db) == SQLITE_INTERRUPT)
+    dprl_fail(err, DPRL_EINTR, "interrupted");
+  else dprl_fail(err, DPRL_EINVAL, "%s", *pzErr ? *pzErr : sqlite3_errmsg(db));
+  sqlite3_free(*pzErr);
+  *pzErr = NULL;
+  return err->code;
+}
+
+/* The wrapped form of body: WITH dprl_rows(c0, ...) AS (body) SELECT
+** count(dprl_row(?1, c0, ...)) FROM dprl_rows; NULL if SQLite refuses it. */
+static sqlite3_stmt *wrap_rows(sqlite3 *db, const char *body, int ncol, int *oom) {
+  dprl_buf with = {0}, tail = {0};
+  dprl_buf_puts(&with, "WITH dprl_rows(");
+  dprl_buf_puts(&tail, "SELECT count(" ROW_FN "(?1");
+  for (int i = 0; i < ncol; i++) {
+    dprl_buf_printf(&with, "%sc%d", i ? ", " : "", i);
+    dprl_buf_printf(&tail, ", c%d", i);
+  }
+  dprl_buf_puts(&with, ") AS (\n");
+  dprl_buf_puts(&tail, ")) FROM dprl_rows");
+  sqlite3_stmt *st = NULL;
+  if (with.oom || tail.oom) *oom = 1;
+  else st = dprl_query_wrap(db, with.data, body, tail.data, 1, oom);
+  dprl_buf_free(&with);
+  dprl_buf_free(&tail);
+  return st;
+}
+
+int dprl_query_rows(sqlite3 *db, sqlite3_value *sql, const char *what, int ncol, const char *fn,
+                    dprl_row_fn row, void *ctx, dprl_error *err) {
+  dprl_query q;
+  char *qerr = NULL, *body = NULL;
+  sqlite3_stmt *wrapped = NULL;
+  int oom = 0;
+  if (ncol < 1 || ncol > DPRL_QUERY_MAX_COLS)
+    return dprl_fail(err, DPRL_EINVAL, "dprl_query_rows: %d columns (1 to %d)", ncol,
+                     DPRL_QUERY_MAX_COLS);
+  int rc = dprl_query_open(&q, db, what, sql, ncol, fn, &qerr);
+  if (rc) return query_failed(db, rc, &qerr, err);
+  if (sqlite3_bind_parameter_count(q.stmt) == 0 && (body = dprl_query_body(db, sql)))
+    wrapped = wrap_rows(db, body, ncol, &oom);
+  dprl_free(body);
+  if (oom) {
+    dprl_query_close(&q);
+    return dprl_nomem(err);
+  }
+  row_reader r = {row, ctx, err};
+  if (wrapped) {
+    dprl_query_close(&q);
+    q.stmt = wrapped;
+    if ((rc = sqlite3_bind_pointer(wrapped, 1, &r, ROW_PTR, NULL)) == SQLITE_OK)
+      while ((rc = dprl_query_step(&q, fn, &qerr)) == SQLITE_ROW) {
+      }
+  } else {
+    sqlite3_value *v[DPRL_QUERY_MAX_COLS]; /* column_value, then value_*: the column_*
+                                           ** accessors take the connection's mutex each */
+    while ((rc = dprl_query_step(&q, fn, &qerr)) == SQLITE_ROW) {
+      for (int i = 0; i < ncol; i++) v[i] = sqlite3_column_value(q.stmt, i);
+      if (row(ctx, v)) break;
+    }
+  }
+  if (err->code) { /* a row's own error (the scan stopped on it) */
+    sqlite3_free(qerr);
+    qerr = NULL;
+  } else if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+    query_failed(db, rc, &qerr, err);
+  }
+  dprl_query_close(&q);
+  return err->code;
+}
+
 /* ---- the virtual table ------------------------------------------------------ */
 
 typedef struct tvf_vtab {

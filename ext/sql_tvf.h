@@ -76,6 +76,24 @@ char *dprl_query_body(sqlite3 *db, sqlite3_value *sql);
 sqlite3_stmt *dprl_query_wrap(sqlite3 *db, const char *with, const char *body,
                               const char *tail, int ncol, int *oom);
 
+/* Every row of the caller's query sql (argument `what`, ncol columns, at
+** most DPRL_QUERY_MAX_COLS) to row(ctx, values).  The text is checked as
+** dprl_query_open checks it, then run wrapped,
+**   WITH dprl_rows(c0, ...) AS (sql) SELECT count(dprl_row(?1, c0, ...))
+**   FROM dprl_rows
+** so that its rows reach row() as an aggregate's arguments in one step:
+** only the rows the query returns, in its order.  A query with parameters
+** (never bound: NULLs), or one SQLite cannot use as a CTE's body (a
+** PRAGMA), is stepped row by row instead.  row returns DPRL_OK, or an
+** error code with err set, which stops the read.  Returns err->code: the
+** query's own failure is DPRL_EINVAL with its message ("fn: what: ..."),
+** DPRL_EINTR "interrupted" or DPRL_ENOMEM.  dprl_row is registered by
+** dprl_register_query_rows (SQLITE_DIRECTONLY; NULL when SQL calls it). */
+#define DPRL_QUERY_MAX_COLS 8
+typedef int (*dprl_row_fn)(void *ctx, sqlite3_value **values);
+int dprl_query_rows(sqlite3 *db, sqlite3_value *sql, const char *what, int ncol, const char *fn,
+                    dprl_row_fn row, void *ctx, dprl_error *err);
+
 /* ---- the virtual table ------------------------------------------------------ */
 
 typedef int (*dprl_tvf_compute)(sqlite3 *db, sqlite3_value **args,

@@ -824,7 +824,7 @@ def test_noise_errors():
 
 def test_noise_read_path():
     # The points are read wrapped: one statement whose rows are arguments of
-    # dprl_q_point inside count(), so only the rows the caller's query
+    # dprl_row inside count(), so only the rows the caller's query
     # returns are read, in its order; with parameters, or when SQLite
     # cannot wrap the text, row by row with the same checks.
     con = connect()
@@ -835,8 +835,8 @@ def test_noise_read_path():
     con.set_trace_callback(ran.append)
     a = noise(con, o)
     con.set_trace_callback(None)
-    check(any("SELECT count(dprl_q_point(?1, state, action, q)) FROM dprl_q_points" in r
-              for r in ran), "the points are read through dprl_q_point", ran)
+    check(any("SELECT count(dprl_row(?1, c0, c1, c2)) FROM dprl_rows" in r
+              for r in ran), "the points are read through dprl_row", ran)
     check([r[:3] for r in a] == rows, "rows in the order of the query", a)
     d = noise(con, o, "SELECT s, a, q FROM pts ORDER BY s DESC;  -- last\n")
     check([r[:3] for r in d] == sorted(rows, reverse=True),
@@ -868,11 +868,11 @@ def test_noise_read_path():
     check_error(con, NOISE, "dp_q_noise: state must be a number, got NULL (row 1 of points_sql)",
                 "a parameter in points_sql is an unbound NULL", ("SELECT ?, 0, 1", J(**o)))
     con.set_trace_callback(None)
-    check(ran and not any("dprl_q_point" in r for r in ran),
-          "neither the PRAGMA nor the query with a parameter went through dprl_q_point", ran)
-    check(con.execute("SELECT dprl_q_point(NULL, 0.5, 0, 1), dprl_q_point('x', 0.5, 0, 1), "
-                      "dprl_q_point(?, 0.5, 0, 1)", (12345,)).fetchone() == (None, None, None),
-          "dprl_q_point (what the read calls) is NULL when SQL calls it")
+    check(ran and not any("dprl_row" in r for r in ran),
+          "neither the PRAGMA nor the query with a parameter went through dprl_row", ran)
+    check(con.execute("SELECT dprl_row(NULL, 0.5, 0, 1), dprl_row('x', 0.5, 0, 1), "
+                      "dprl_row(?, 0.5, 0, 1), dprl_row()", (12345,)).fetchone() ==
+          (None, None, None, None), "dprl_row (what the read calls) is NULL when SQL calls it")
     con.close()
 
 

@@ -23,7 +23,7 @@ FUNCTIONS = {  # name: (number of arguments, deterministic?)
     "dp_fv_stats": (5, True),  # exact statistics, no noise (not private)
     "dp_prefix_calibrate": (1, True),
     "dprl_prefix_key": (2, False),  # dp_prefix_stable's scans; NULL from SQL
-    "dprl_q_point": (4, False),  # dp_q_noise's read of points_sql; NULL from SQL
+    "dprl_row": (-1, False),  # how dp_q_noise and dp_first_visit read; NULL from SQL
     "dp_q_calibrate": (1, True),
     "dp_plan": (1, True),
     "dprl_budget": (3, False),

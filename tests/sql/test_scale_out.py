@@ -54,6 +54,39 @@ def test_first_visit_rows():
     check(cols == ["episode", "state", "t_first", "first_visit_return"], "dp_first_visit columns", cols)
 
 
+def test_first_visit_read_path():
+    # trajectories_sql runs wrapped (dprl_row inside count(), one step for
+    # all rows): only the rows the caller's query returns are read.  A table
+    # named dprl_rows collides with the wrapper's CTE, so SQLite refuses the
+    # wrapped text and the rows are read one step each: the same result.
+    rng = random.Random(3)
+    rows = [(e, t, rng.randrange(4), rng.choice([0.0, 0.5, 1.0]))
+            for e in range(40) for t in range(rng.randint(1, 12))]
+    con = connect()
+    make(con, rows)
+    make(con, rows, "dprl_rows")
+    o = json.dumps({"n_states": 4, "gamma": 0.5})
+    ran = []
+    con.set_trace_callback(ran.append)
+    a = con.execute(FV, (o,)).fetchall()
+    wrapped = any("SELECT count(dprl_row(?1, c0, c1, c2, c3)) FROM dprl_rows" in r for r in ran)
+    ran.clear()
+    b = con.execute("SELECT * FROM dp_first_visit('SELECT episode, t, state, reward "
+                    "FROM dprl_rows', ?)", (o,)).fetchall()
+    stepped = not any("dprl_row(" in r for r in ran)
+    con.set_trace_callback(None)
+    check(wrapped and stepped and a == b and len(a) > 40,
+          "dp_first_visit: wrapped read, and row by row when the text cannot be wrapped "
+          "(a table named dprl_rows), give the same rows", (wrapped, stepped, len(a), len(b)))
+    # a bad row that the caller's WHERE removes is never read
+    con.execute("INSERT INTO steps VALUES (7, 99, 9, 0.0)")
+    c = con.execute("SELECT * FROM dp_first_visit('SELECT episode, t, state, reward FROM steps "
+                    "WHERE state < 4', ?)", (o,)).fetchall()
+    check(c == a, "dp_first_visit: only the rows the query returns are read")
+    check_error(con, FV, "dp_first_visit: state must be in 0..n_states-1 = 0..3, got 9 "
+                "(row with episode 7, t 99)", "and a bad row it returns is refused", (o,))
+
+
 def portable_stats(con, gamma, rmax, fmax):
     """sql/sqlite/first_visit_stats.sql on the table steps: (state, visits,
     return_sum) of the visited states."""
@@ -374,5 +407,5 @@ def test_buckets():
         dict(o, buckets=4), q4)
 
 
-run([test_fv_stats, test_fv_stats_shards, test_fv_stats_errors, test_buckets, test_first_visit_rows, test_portable_sql_matches, test_three_shards_equal_whole,
+run([test_fv_stats, test_fv_stats_shards, test_fv_stats_errors, test_buckets, test_first_visit_rows, test_first_visit_read_path, test_portable_sql_matches, test_three_shards_equal_whole,
      test_general_data_close, test_stats_errors, test_first_visit_errors, test_python_example])
