@@ -116,6 +116,13 @@ def test_direct_only():
             check(msg is None, f"{name} works in a top-level statement: {sql[:40]}...", msg)
     check(con.execute("SELECT count(*) FROM sink").fetchone()[0] == 0,
           "no trigger ever ran a table-valued function")
+    # the internal functions the reads call (side effects on a bound
+    # pointer) are direct-only too
+    for fn, args in (("dprl_row", "NULL, 1"), ("dprl_prefix_key", "NULL, 1")):
+        con.execute(f"CREATE VIEW v_{fn} AS SELECT {fn}({args})")
+        msg = error_of(con, f"SELECT * FROM v_{fn}")
+        check(msg is not None and f"unsafe use of {fn}()" in msg,
+              f"{fn} is DIRECTONLY: refused inside a view", msg)
 
 
 def test_attached_trigger():
