@@ -494,11 +494,14 @@ static size_t block_steps(const dprl_step_buffer *b, size_t k) {
 static int partition_chunks(dprl_step_buffer *b, const uint32_t *rank, size_t nb,
                             unsigned bits, dprl_error *err) {
   size_t nc = b->n_chunks, stride = nb + 1;
+  /* a caller that frees as it reads gets contiguous blocks anyway
+  ** (group_by_episode): no partition to do here, only the counts */
+  int scatter = nb > 1 && !b->frees_as_read;
   uint32_t *runs = dprl_malloc_array(nc ? nc : 1, stride * sizeof *runs);
   uint32_t *pos = dprl_malloc_array(stride, sizeof *pos);
-  dprl_step *tmp = nb > 1 ? dprl_malloc_array(DPRL_CHUNK, sizeof *tmp) : NULL;
+  dprl_step *tmp = scatter ? dprl_malloc_array(DPRL_CHUNK, sizeof *tmp) : NULL;
   int rc = DPRL_OK;
-  if (!runs || !pos || (nb > 1 && !tmp)) rc = dprl_nomem(err);
+  if (!runs || !pos || (scatter && !tmp)) rc = dprl_nomem(err);
   for (size_t c = 0; c < nc && !rc; c++) {
     dprl_step *ch = b->chunks[c];
     size_t m = b->n - c * DPRL_CHUNK < DPRL_CHUNK ? b->n - c * DPRL_CHUNK : DPRL_CHUNK;
@@ -514,7 +517,7 @@ static int partition_chunks(dprl_step_buffer *b, const uint32_t *rank, size_t nb
       r[(s->episode >> bits) + 1]++;
     }
     for (size_t k = 0; k < nb; k++) r[k + 1] += r[k];
-    if (!rc && nb > 1) {
+    if (!rc && scatter) {
       memcpy(pos, r, nb * sizeof *pos);
       for (size_t i = 0; i < m; i++) tmp[pos[ch[i].episode >> bits]++] = ch[i];
       memcpy(ch, tmp, m * sizeof *ch);
