@@ -16,7 +16,8 @@ enum {
   DPRL_OK = 0,
   DPRL_EINVAL = 1, /* bad input: the message says which argument and value */
   DPRL_ENOMEM = 2, /* out of memory: the glue answers SQLITE_NOMEM */
-  DPRL_EINTR = 3   /* stopped through a dprl_cancel: SQLITE_INTERRUPT */
+  DPRL_EINTR = 3,  /* stopped through a dprl_cancel: SQLITE_INTERRUPT */
+  DPRL_EBUSY = 4   /* a lock could not be had in time: SQLITE_BUSY, retry */
 };
 
 typedef struct dprl_error {

@@ -200,7 +200,10 @@ int dprl_opt_name(const dprl_options *o, const char *key, char **out) {
   const dprl_json *v = dprl_opt_get(o, key);
   *out = NULL;
   if (!v) return DPRL_OK;
-  if (v->type != DPRL_JSON_STRING || v->n == 0 || strlen(v->str) != v->n || v->n > 200) {
+  size_t chars = 0; /* characters, not bytes */
+  for (size_t i = 0; v->type == DPRL_JSON_STRING && i < v->n; i++)
+    chars += ((unsigned char)v->str[i] & 0xC0) != 0x80;
+  if (v->type != DPRL_JSON_STRING || v->n == 0 || strlen(v->str) != v->n || chars > 200) {
     char got[64];
     dprl_json_describe(v, got, sizeof got);
     return dprl_fail(o->err, DPRL_EINVAL,

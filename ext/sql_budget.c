@@ -3,67 +3,199 @@
 **
 **   SELECT dprl_budget('icu-2026', 3, 1e-5);      -- declare: epsilon 3, delta 1e-5
 **   SELECT dp_lsw(episode, t, state, reward,
-**     '{"n_states": 10, "gamma": 0.9, "epsilon": 1, "delta": 1e-6,
-**       "perturb": "statistics", "budget": "icu-2026"}') FROM steps;
+**     '{"n_states": 10, "gamma": 0.9, "rmin": 0, "rmax": 1, "epsilon": 1,
+**       "delta": 1e-6, "perturb": "statistics", "budget": "icu-2026"}') FROM steps;
 **   SELECT dprl_budget_remaining('icu-2026');
 **   SELECT * FROM dprl_ledger;                     -- the audit trail
 **
-** Tables dprl owns, created by dprl_budget() in the main schema:
+** Tables dprl owns, in the schema the budget names ("clinic.icu": budget
+** "icu" in the attached database "clinic"; no dot: main):
 **   dprl_budgets(name, epsilon, delta, accountant, created)
 **   dprl_ledger(id, time, budget, function, epsilon, delta, options_hash, spent)
 ** Accountant: basic composition (the epsilons and the deltas add up), valid
-** for any mix of mechanisms.  A release naming a budget appends its row and
-** checks the total in one transaction before anything is returned; a
-** release that would exceed the budget is refused and leaves no row.
-** Seeded and diagnostic calls are logged with spent = 0.  The ledger
-** protects an honest analyst from overspending; whoever can write these
-** tables can rewrite them.
+** for any mix of mechanisms.
+**
+** The rule: no budgeted value is observable unless its ledger row is
+** committed first, whatever the caller's statement does afterwards.  So
+** the row is never part of the caller's transaction:
+**  - the row is written by one INSERT that checks, in the same statement,
+**    the budget, the tables' definitions, the absence of triggers and the
+**    total, and commits on its own (ledger_write);
+**  - on a file database it is written through a connection of its own
+**    (ledger_open), except where that connection could not commit while
+**    the caller's statement reads the file: in rollback-journal mode (the
+**    caller's read lock blocks every other commit) and in exclusive
+**    locking mode.  There it is a nested statement on the caller's
+**    connection, which commits at its end because the caller's statement
+**    only reads;
+**  - refused: inside an explicit transaction; in a statement that writes
+**    to the ledger's database (its write lock is the one the row needs);
+**    on the caller's connection while any of its statements writes (the
+**    row would join that statement's transaction); a budget in an
+**    in-memory or temporary database that was not declared as such.
+** Waits for the ledger's lock last at most the connection's busy timeout,
+** stop on sqlite3_interrupt(), and give up with SQLITE_BUSY.  A nested
+** statement that must first take the write lock while the caller's
+** statement holds the read lock cannot wait (SQLite's rule against
+** deadlock: the other writer needs that read lock gone): SQLITE_BUSY at
+** once.  Whoever can write these tables can rewrite them: the ledger keeps
+** an honest analyst from overspending, it is not a defence against the
+** database's owner.
 */
 #include "sql_budget.h"
 
 #include <math.h>
-
-#include "json.h"
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
-#define BUDGETS_SCHEMA                                                                  \
-  "CREATE TABLE IF NOT EXISTS main.dprl_budgets(name TEXT PRIMARY KEY, epsilon REAL NOT " \
-  "NULL, delta REAL NOT NULL, accountant TEXT NOT NULL, created TEXT NOT NULL);"         \
-  "CREATE TABLE IF NOT EXISTS main.dprl_ledger(id INTEGER PRIMARY KEY, time TEXT NOT "   \
-  "NULL, budget TEXT NOT NULL, function TEXT NOT NULL, epsilon REAL NOT NULL, delta "     \
-  "REAL NOT NULL, options_hash TEXT NOT NULL, spent INTEGER NOT NULL)"
+#include "json.h"
+#include "options.h"
 
-static int db_error(sqlite3 *db, const char *fn, const char *what, dprl_error *err) {
-  if (sqlite3_errcode(db) == SQLITE_NOMEM) return dprl_nomem(err);
-  return dprl_fail(err, DPRL_EINVAL, "%s: privacy ledger: %s: %s", fn, what, sqlite3_errmsg(db));
+#define BUDGETS_SQL                                                                     \
+  "CREATE TABLE dprl_budgets(name TEXT PRIMARY KEY, epsilon REAL NOT NULL, delta REAL " \
+  "NOT NULL, accountant TEXT NOT NULL, created TEXT NOT NULL)"
+#define LEDGER_SQL                                                                        \
+  "CREATE TABLE dprl_ledger(id INTEGER PRIMARY KEY, time TEXT NOT NULL, budget TEXT NOT " \
+  "NULL, function TEXT NOT NULL, epsilon REAL NOT NULL, delta REAL NOT NULL, options_hash " \
+  "TEXT NOT NULL, spent INTEGER NOT NULL)"
+#define NAME_MAX_CHARS 200
+
+/* ---- where a budget lives ------------------------------------------------ */
+
+typedef struct ledger_at {
+  char schema[NAME_MAX_CHARS * 4 + 1]; /* "main" when the budget has no dot */
+  const char *name;                    /* the budget's name, inside the text */
+  int ephemeral;                       /* in-memory or temporary database */
+} ledger_at;
+
+static size_t utf8_chars(const char *s, size_t n) {
+  size_t c = 0;
+  for (size_t i = 0; i < n; i++) c += ((unsigned char)s[i] & 0xC0) != 0x80;
+  return c;
 }
 
-/* One row of numbers from sql with the text parameter p; *found = 0 if none. */
-static int query_numbers(sqlite3 *db, const char *fn, const char *sql, const char *p, double *out,
-                         int n, int *found, dprl_error *err) {
+/* "[schema.]name": the schema must be attached; names are 1 to 200
+** characters (not bytes), without NUL. */
+static int ledger_locate(sqlite3 *db, const char *fn, const char *what, const char *text,
+                         ledger_at *at, dprl_error *err) {
+  const char *dot = strchr(text, '.');
+  size_t sn = dot ? (size_t)(dot - text) : 0;
+  at->name = dot ? dot + 1 : text;
+  size_t nn = strlen(at->name);
+  if (dot && (sn == 0 || nn == 0 || utf8_chars(text, sn) > NAME_MAX_CHARS))
+    return dprl_fail(err, DPRL_EINVAL,
+                     "%s: %s \"%.200s\": a dot separates the schema from the name "
+                     "(\"clinic.icu\": budget \"icu\" in the attached database \"clinic\"), "
+                     "and neither may be empty", fn, what, text);
+  if (nn == 0 || utf8_chars(at->name, nn) > NAME_MAX_CHARS)
+    return dprl_fail(err, DPRL_EINVAL, "%s: %s must be 1 to %d characters, got %zu", fn, what,
+                     NAME_MAX_CHARS, utf8_chars(at->name, nn));
+  memcpy(at->schema, dot ? text : "main", dot ? sn : 4);
+  at->schema[dot ? sn : 4] = 0;
+  if (sqlite3_stricmp(at->schema, "temp") == 0) {
+    at->ephemeral = 1;
+    return DPRL_OK;
+  }
+  const char *file = sqlite3_db_filename(db, at->schema);
+  if (!file)
+    return dprl_fail(err, DPRL_EINVAL, "%s: %s \"%.200s\": no attached database named \"%s\"",
+                     fn, what, text, at->schema);
+  sqlite3_vfs *vfs = NULL;
+  sqlite3_file_control(db, at->schema, SQLITE_FCNTL_VFS_POINTER, &vfs);
+  at->ephemeral = file[0] == 0 || (vfs && vfs->zName && strcmp(vfs->zName, "memdb") == 0);
+  return DPRL_OK;
+}
+
+/* One row of numbers from sql (with %w for the schema) and the text
+** parameter p; *found = 0 if none. */
+static int query_numbers(sqlite3 *db, const char *schema, const char *fmt, const char *p,
+                         double *out, int n, int *found) {
   sqlite3_stmt *st = NULL;
-  if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-    return db_error(db, fn, "reading it", err);
-  sqlite3_bind_text(st, 1, p, -1, SQLITE_STATIC);
-  int rc = sqlite3_step(st);
+  char *sql = sqlite3_mprintf(fmt, schema);
+  int rc = sql ? sqlite3_prepare_v2(db, sql, -1, &st, NULL) : SQLITE_NOMEM;
+  sqlite3_free(sql);
+  *found = 0;
+  if (rc != SQLITE_OK) return rc;
+  if (p) sqlite3_bind_text(st, 1, p, -1, SQLITE_STATIC);
+  rc = sqlite3_step(st);
   *found = rc == SQLITE_ROW;
   for (int i = 0; *found && i < n; i++) out[i] = sqlite3_column_double(st, i);
   sqlite3_finalize(st);
-  return rc == SQLITE_ROW || rc == SQLITE_DONE ? DPRL_OK : db_error(db, fn, "reading it", err);
+  return rc == SQLITE_ROW || rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
-static int exists_tables(sqlite3 *db) {
+static int db_error(sqlite3 *db, const char *fn, const char *what, dprl_error *err) {
+  int code = sqlite3_errcode(db);
+  if (code == SQLITE_NOMEM) return dprl_nomem(err);
+  if (code == SQLITE_INTERRUPT) return dprl_fail(err, DPRL_EINTR, "interrupted");
+  return dprl_fail(err, code == SQLITE_BUSY ? DPRL_EBUSY : DPRL_EINVAL,
+                   "%s: privacy ledger: %s: %s", fn, what, sqlite3_errmsg(db));
+}
+
+/* The text of table t in the schema ("" if none; NULL only out of memory). */
+static char *table_sql(sqlite3 *db, const char *schema, const char *t, const char **type) {
   sqlite3_stmt *st = NULL;
-  int n = 0;
-  if (sqlite3_prepare_v2(db,
-                         "SELECT count(*) FROM main.sqlite_schema WHERE type = 'table' AND name IN "
-                         "('dprl_budgets', 'dprl_ledger')",
-                         -1, &st, NULL) == SQLITE_OK &&
-      sqlite3_step(st) == SQLITE_ROW)
-    n = sqlite3_column_int(st, 0);
+  char *sql = sqlite3_mprintf("SELECT type, sql FROM \"%w\".sqlite_schema WHERE name = ?1",
+                              schema);
+  char *out = NULL;
+  *type = "";
+  if (sql && sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK) {
+    sqlite3_bind_text(st, 1, t, -1, SQLITE_STATIC);
+    if (sqlite3_step(st) == SQLITE_ROW) {
+      const char *ty = (const char *)sqlite3_column_text(st, 0);
+      *type = ty && strcmp(ty, "table") == 0 ? "table" : ty && strcmp(ty, "view") == 0 ? "view"
+                                                                                       : "other";
+      out = sqlite3_mprintf("%s", sqlite3_column_text(st, 1) ? (const char *)sqlite3_column_text(st, 1) : "");
+    }
+  }
+  sqlite3_free(sql);
   sqlite3_finalize(st);
-  return n == 2;
+  return out ? out : sqlite3_mprintf("%s", "");
+}
+
+/* Why the tables of the ledger cannot be used, or DPRL_OK.  `where` is the
+** schema on the connection c, `shown` the name the user knows it by. */
+static int tables_check(sqlite3 *c, const char *where, const char *fn, const char *shown,
+                        const char *budget, dprl_error *err) {
+  static const char *const names[] = {"dprl_budgets", "dprl_ledger"};
+  static const char *const want[] = {BUDGETS_SQL, LEDGER_SQL};
+  for (int i = 0; i < 2; i++) {
+    const char *type;
+    char *sql = table_sql(c, where, names[i], &type);
+    if (!sql) return dprl_nomem(err);
+    int missing = sql[0] == 0 && type[0] == 0, differs = !missing && strcmp(sql, want[i]) != 0;
+    sqlite3_free(sql);
+    if (missing)
+      return dprl_fail(err, DPRL_EINVAL,
+                       i == 0 ? "%s: option budget: no budget named \"%s\" (no dprl_budgets table "
+                                "in %s): declare it with dprl_budget(name, epsilon, delta)"
+                              : "%s: option budget \"%s\": the table %s.dprl_ledger is missing "
+                                "(dropped?): dprl will not charge a budget whose ledger is gone",
+                       fn, budget, shown);
+    if (differs)
+      return dprl_fail(err, DPRL_EINVAL,
+                       "%s: option budget \"%s\": %s.%s is not the table dprl created (its "
+                       "definition differs): dprl will not charge a ledger it does not know",
+                       fn, budget, shown, names[i]);
+  }
+  /* A trigger (here, or a TEMP one of this connection) could rewrite what a
+  ** release spends. */
+  for (int t = 0; t < 2; t++) {
+    double n = 0;
+    int found;
+    int rc = query_numbers(c, t ? "temp" : where,
+                           "SELECT count(*) FROM \"%w\".sqlite_schema WHERE type = 'trigger' "
+                           "AND tbl_name IN ('dprl_budgets', 'dprl_ledger')", NULL, &n, 1, &found);
+    if (rc == SQLITE_NOMEM) return dprl_nomem(err);
+    if (rc != SQLITE_OK) return db_error(c, fn, "reading its triggers", err);
+    if (n > 0)
+      return dprl_fail(err, DPRL_EINVAL,
+                       "%s: option budget \"%s\": %s on dprl_budgets or dprl_ledger: a trigger "
+                       "could change what a release spends; drop it (dprl will not charge such "
+                       "a ledger)", fn, budget, t ? "a TEMP trigger of this connection" : "a trigger");
+  }
+  return DPRL_OK;
 }
 
 /* FNV-1a of the options text, so a ledger row says which call it was. */
@@ -73,142 +205,333 @@ static void options_hash(const char *s, size_t n, char out[17]) {
   snprintf(out, 17, "%016llx", (unsigned long long)h);
 }
 
-/* Check and append, inside whatever transaction the caller opened. */
-static int charge_locked(sqlite3 *db, const dprl_spend *s, dprl_error *err) {
-  double have[2], used[2];
+/* ---- waiting for the ledger's lock -------------------------------------- */
+
+typedef struct ledger_wait {
+  int timeout_ms;       /* the caller's busy timeout */
+  int64_t start_ns;
+  dprl_sql_cancel *cancel; /* a probe on the caller's connection */
+  int interrupted;
+  int nested; /* the row is written through the caller's connection */
+} ledger_wait;
+
+static int64_t now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* A busy handler: sleep a little, up to the timeout; stop on interrupt. */
+static int ledger_busy(void *p, int n) {
+  ledger_wait *w = p;
+  if (w->cancel && w->cancel->base.check(w->cancel->base.ctx)) {
+    w->interrupted = 1;
+    return 0;
+  }
+  int64_t left = (int64_t)w->timeout_ms - (now_ns() - w->start_ns) / 1000000;
+  if (left <= 0) return 0;
+  static const int delays[] = {1, 2, 5, 10, 15, 20, 25};
+  int d = n < 7 ? delays[n] : 25;
+  sqlite3_sleep(d < left ? d : (int)left);
+  return 1;
+}
+
+/* The caller's busy timeout (PRAGMA busy_timeout); 0 if it has none, or a
+** busy handler of its own (which cannot be called from here). */
+static int busy_timeout(sqlite3 *db) {
+  double ms = 0;
   int found;
-  if (!exists_tables(db))
-    return dprl_fail(err, DPRL_EINVAL,
-                     "%s: option budget: no budget named \"%s\" (no dprl_budgets table in main): "
-                     "declare it with dprl_budget(name, epsilon, delta)", s->fn, s->budget);
-  int rc = query_numbers(db, s->fn, "SELECT epsilon, delta FROM main.dprl_budgets WHERE name = ?1",
-                         s->budget, have, 2, &found, err);
-  if (rc) return rc;
-  if (!found)
-    return dprl_fail(err, DPRL_EINVAL,
-                     "%s: option budget: no budget named \"%s\": declare it with "
-                     "dprl_budget(name, epsilon, delta)", s->fn, s->budget);
-  rc = query_numbers(db, s->fn,
-                     "SELECT total(epsilon), total(delta) FROM main.dprl_ledger WHERE budget = ?1 "
-                     "AND spent = 1", s->budget, used, 2, &found, err);
-  if (rc) return rc;
-  if (s->spends && (used[0] + s->epsilon > have[0] * (1 + 1e-12) ||
-                    used[1] + s->delta > have[1] * (1 + 1e-12)))
-    return dprl_fail(err, DPRL_EINVAL,
-                     "%s: budget \"%s\" exceeded: this release needs epsilon %.6g, delta %.6g; "
-                     "already spent epsilon %.6g of %.6g and delta %.6g of %.6g (basic "
-                     "composition); nothing was released",
-                     s->fn, s->budget, s->epsilon, s->delta, used[0], have[0], used[1], have[1]);
+  if (query_numbers(db, "", "PRAGMA busy_timeout", NULL, &ms, 1, &found) != SQLITE_OK) return 0;
+  return ms > 0 && ms < 2147483647 ? (int)ms : 0;
+}
+
+/* ---- the charge ---------------------------------------------------------- */
+
+/* Check and append in one statement on c, which commits on its own. */
+static int ledger_write(sqlite3 *c, const char *where, const char *shown, const ledger_at *at,
+                        const dprl_spend *s, ledger_wait *w, dprl_error *err) {
   char hash[17];
   options_hash(s->options ? s->options : "", s->options ? s->options_len : 0, hash);
+  char *sql = sqlite3_mprintf(
+      "INSERT INTO \"%w\".dprl_ledger(time, budget, function, epsilon, delta, options_hash, "
+      "spent) SELECT strftime('%%Y-%%m-%%dT%%H:%%M:%%fZ', 'now'), ?1, ?2, ?3, ?4, ?5, 1 "
+      "FROM \"%w\".dprl_budgets AS b WHERE b.name = ?1 "
+      "AND (SELECT sql FROM \"%w\".sqlite_schema WHERE name = 'dprl_budgets') = ?6 "
+      "AND (SELECT sql FROM \"%w\".sqlite_schema WHERE name = 'dprl_ledger') = ?7 "
+      "AND NOT EXISTS (SELECT 1 FROM \"%w\".sqlite_schema WHERE type = 'trigger' AND tbl_name "
+      "IN ('dprl_budgets', 'dprl_ledger')) "
+      "AND NOT EXISTS (SELECT 1 FROM temp.sqlite_schema WHERE type = 'trigger' AND tbl_name "
+      "IN ('dprl_budgets', 'dprl_ledger')) "
+      "AND (SELECT total(epsilon) FROM \"%w\".dprl_ledger WHERE budget = ?1 AND spent = 1) + ?3 "
+      "<= b.epsilon * (1 + 1e-12) "
+      "AND (SELECT total(delta) FROM \"%w\".dprl_ledger WHERE budget = ?1 AND spent = 1) + ?4 "
+      "<= b.delta * (1 + 1e-12)",
+      where, where, where, where, where, where, where);
+  if (!sql) return dprl_nomem(err);
   sqlite3_stmt *st = NULL;
-  if (sqlite3_prepare_v2(db,
-                         "INSERT INTO main.dprl_ledger(time, budget, function, epsilon, delta, "
-                         "options_hash, spent) VALUES (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), ?1, "
-                         "?2, ?3, ?4, ?5, ?6)",
-                         -1, &st, NULL) != SQLITE_OK)
-    return db_error(db, s->fn, "appending to dprl_ledger", err);
-  sqlite3_bind_text(st, 1, s->budget, -1, SQLITE_STATIC);
+  int rc = sqlite3_prepare_v2(c, sql, -1, &st, NULL);
+  sqlite3_free(sql);
+  if (rc != SQLITE_OK) {
+    if (rc == SQLITE_NOMEM) return dprl_nomem(err);
+    if (w->interrupted || rc == SQLITE_INTERRUPT) return dprl_fail(err, DPRL_EINTR, "interrupted");
+    if (rc != SQLITE_BUSY && tables_check(c, where, s->fn, shown, s->budget, err))
+      return err->code;
+    return db_error(c, s->fn, "reading it", err);
+  }
+  sqlite3_bind_text(st, 1, at->name, -1, SQLITE_STATIC);
   sqlite3_bind_text(st, 2, s->fn, -1, SQLITE_STATIC);
   sqlite3_bind_double(st, 3, s->epsilon);
   sqlite3_bind_double(st, 4, s->delta);
   sqlite3_bind_text(st, 5, hash, -1, SQLITE_STATIC);
-  sqlite3_bind_int(st, 6, s->spends != 0);
+  sqlite3_bind_text(st, 6, BUDGETS_SQL, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 7, LEDGER_SQL, -1, SQLITE_STATIC);
   rc = sqlite3_step(st);
+  int stored = rc == SQLITE_DONE ? sqlite3_changes(c) : 0;
   sqlite3_finalize(st);
-  if (rc != SQLITE_DONE) return db_error(db, s->fn, "appending to dprl_ledger", err);
-  if (sqlite3_changes(db) != 1)
-    return dprl_fail(err, DPRL_EINVAL, "%s: privacy ledger: the ledger row was not stored",
-                     s->fn);
+  if (w->interrupted) return dprl_fail(err, DPRL_EINTR, "interrupted");
+  if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED)
+    return dprl_fail(err, DPRL_EBUSY,
+                     "%s: budget \"%s\": the ledger is locked by another connection (%s); "
+                     "nothing was released: retry", s->fn, s->budget,
+                     !w->nested ? "waited for the busy timeout"
+                     : "this statement reads the ledger's database in rollback-journal mode, "
+                       "so it cannot wait for a writer; WAL (PRAGMA journal_mode = WAL) lets "
+                       "releases wait as the busy timeout says");
+  if (rc != SQLITE_DONE) return db_error(c, s->fn, "appending to dprl_ledger", err);
+  if (stored == 1) return DPRL_OK;
+  /* Nothing stored: say why (the same checks, one at a time). */
+  if (tables_check(c, where, s->fn, shown, s->budget, err)) return err->code;
+  double have[2], used[2];
+  int found;
+  rc = query_numbers(c, where, "SELECT epsilon, delta FROM \"%w\".dprl_budgets WHERE name = ?1",
+                     at->name, have, 2, &found);
+  if (rc == SQLITE_OK && !found)
+    return dprl_fail(err, DPRL_EINVAL,
+                     "%s: option budget: no budget named \"%s\": declare it with "
+                     "dprl_budget(name, epsilon, delta)", s->fn, s->budget);
+  if (rc == SQLITE_OK)
+    rc = query_numbers(c, where,
+                       "SELECT total(epsilon), total(delta) FROM \"%w\".dprl_ledger WHERE "
+                       "budget = ?1 AND spent = 1", at->name, used, 2, &found);
+  if (rc != SQLITE_OK) return db_error(c, s->fn, "reading it", err);
+  return dprl_fail(err, DPRL_EINVAL,
+                   "%s: budget \"%s\" exceeded: this release needs epsilon %.6g, delta %.6g; "
+                   "already spent epsilon %.6g of %.6g and delta %.6g of %.6g (basic "
+                   "composition); nothing was released",
+                   s->fn, s->budget, s->epsilon, s->delta, used[0], have[0], used[1], have[1]);
+}
+
+/* A connection of the ledger's own to the file of `schema`. */
+static int ledger_open(sqlite3 *db, const char *fn, const char *schema, ledger_wait *w,
+                       sqlite3 **out, dprl_error *err) {
+  sqlite3_vfs *vfs = NULL;
+  sqlite3_file_control(db, schema, SQLITE_FCNTL_VFS_POINTER, &vfs);
+  int rc = sqlite3_open_v2(sqlite3_db_filename(db, schema), out,
+                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
+                           vfs ? vfs->zName : NULL);
+  if (rc != SQLITE_OK) {
+    if (!*out || rc == SQLITE_NOMEM) {
+      sqlite3_close(*out);
+      *out = NULL;
+      return dprl_nomem(err);
+    }
+    dprl_fail(err, DPRL_EINVAL, "%s: privacy ledger: opening the database \"%s\": %s", fn,
+              schema, sqlite3_errmsg(*out));
+    sqlite3_close(*out);
+    *out = NULL;
+    return err->code;
+  }
+  sqlite3_busy_handler(*out, ledger_busy, w);
+  sqlite3_db_config(*out, SQLITE_DBCONFIG_DEFENSIVE, 1, (int *)0);
+  sqlite3_db_config(*out, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, (int *)0);
+  /* Durable at commit, whatever the caller's connection chose. */
+  sqlite3_exec(*out, "PRAGMA synchronous = FULL", NULL, NULL, NULL);
   return DPRL_OK;
+}
+
+/* The journal mode or locking mode of the schema, lower case. */
+static void pragma_text(sqlite3 *db, const char *schema, const char *pragma, char *out, size_t n) {
+  sqlite3_stmt *st = NULL;
+  char *sql = sqlite3_mprintf("PRAGMA \"%w\".%s", schema, pragma);
+  out[0] = 0;
+  if (sql && sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK &&
+      sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+    snprintf(out, n, "%s", (const char *)sqlite3_column_text(st, 0));
+  sqlite3_free(sql);
+  sqlite3_finalize(st);
+  for (char *p = out; *p; p++) *p = (char)(*p >= 'A' && *p <= 'Z' ? *p + 32 : *p);
+}
+
+static int writing_statement(sqlite3 *db) {
+  for (sqlite3_stmt *st = sqlite3_next_stmt(db, NULL); st; st = sqlite3_next_stmt(db, st))
+    if (sqlite3_stmt_busy(st) && !sqlite3_stmt_readonly(st)) return 1;
+  return 0;
 }
 
 int dprl_budget_charge(sqlite3 *db, const dprl_spend *s, dprl_error *err) {
   if (!s->budget) return DPRL_OK;
+  ledger_at at;
+  if (ledger_locate(db, s->fn, "option budget", s->budget, &at, err)) return err->code;
+  if (!s->spends)
+    return dprl_fail(err, DPRL_EINVAL,
+                     "%s: option budget: option %s makes this release not private, and a budget "
+                     "only counts private releases: drop %s for a private release, or budget "
+                     "for a test", s->fn, s->why_not ? s->why_not : "seed",
+                     s->why_not ? s->why_not : "seed");
   if (!sqlite3_get_autocommit(db))
     return dprl_fail(err, DPRL_EINVAL,
                      "%s: option budget: a budgeted release cannot run inside an explicit "
                      "transaction (a ROLLBACK would erase the ledger row of a release already "
                      "seen); run it on its own", s->fn);
-  /* Our own transaction, with the write lock taken before the check, so
-  ** two connections cannot both pass it; committed before the release is
-  ** returned.  Inside a statement that writes (CREATE TABLE ... AS SELECT)
-  ** BEGIN is refused: the row then joins that statement's transaction,
-  ** and commits or fails with the release it stores. */
-  int writing = 0;
-  for (sqlite3_stmt *st = sqlite3_next_stmt(db, NULL); st; st = sqlite3_next_stmt(db, st))
-    if (sqlite3_stmt_busy(st) && !sqlite3_stmt_readonly(st)) writing = 1;
-  int own = !writing && sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK;
-  if (!own && !writing)
-    return db_error(db, s->fn, "taking the write lock (another connection writes?)", err);
-  int rc = charge_locked(db, s, err);
-  if (!own) return rc;
-  if (!rc && sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
-    rc = db_error(db, s->fn, "committing the ledger row", err);
-  if (!sqlite3_get_autocommit(db)) sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+  if (sqlite3_db_readonly(db, at.schema) == 1)
+    return dprl_fail(err, DPRL_EINVAL,
+                     "%s: option budget \"%s\": the database \"%s\" that holds the ledger is "
+                     "read-only", s->fn, s->budget, at.schema);
+  int state = sqlite3_txn_state(db, at.schema);
+  if (state == SQLITE_TXN_WRITE)
+    return dprl_fail(err, DPRL_EINVAL,
+                     "%s: option budget \"%s\": this statement (or another one open on the "
+                     "connection) writes to \"%s\", the database of the ledger, so the release's "
+                     "ledger row could not be committed before the release is returned; nothing "
+                     "was released. Release with a plain SELECT and store what it returns (in "
+                     "WAL mode, CREATE TEMP TABLE r AS SELECT ... works too)", s->fn, s->budget,
+                     at.schema);
+  dprl_sql_cancel cancel;
+  if (dprl_sql_cancel_open(&cancel, db, err)) return err->code;
+  ledger_wait w = {busy_timeout(db), now_ns(), &cancel, 0, 0};
+  char journal[16] = "", locking[16] = "";
+  if (!at.ephemeral) {
+    pragma_text(db, at.schema, "journal_mode", journal, sizeof journal);
+    pragma_text(db, at.schema, "locking_mode", locking, sizeof locking);
+  }
+  /* Its own connection where that one can commit while this statement
+  ** runs: WAL, or a file this statement does not read. */
+  int own = !at.ephemeral && strcmp(locking, "exclusive") != 0 &&
+            (strcmp(journal, "wal") == 0 || state == SQLITE_TXN_NONE);
+  int rc;
+  if (own) {
+    sqlite3 *c = NULL;
+    rc = ledger_open(db, s->fn, at.schema, &w, &c, err);
+    if (!rc) rc = ledger_write(c, "main", at.schema, &at, s, &w, err);
+    sqlite3_close(c);
+  } else if (writing_statement(db)) {
+    rc = dprl_fail(err, DPRL_EINVAL,
+                   "%s: option budget \"%s\": a statement that writes is open on this "
+                   "connection, and the ledger row (written on this connection: %s) would join "
+                   "its transaction and could be rolled back after the release is seen; "
+                   "nothing was released. Release with a plain SELECT and store what it "
+                   "returns%s", s->fn, s->budget,
+                   at.ephemeral ? "the ledger's database is in memory"
+                                : "rollback-journal or exclusive locking mode",
+                   at.ephemeral ? "" : " (in WAL mode, CREATE TEMP TABLE r AS SELECT ... works "
+                                       "too: PRAGMA journal_mode = WAL)");
+  } else {
+    w.nested = 1;
+    rc = ledger_write(db, at.schema, at.schema, &at, s, &w, err);
+  }
+  dprl_sql_cancel_close(&cancel);
   return rc;
 }
 
-/* ---- dprl_budget(name, epsilon, delta), dprl_budget_remaining(name) ------ */
+/* ---- dprl_budget(name, epsilon, delta [, options]), dprl_budget_remaining -- */
 
-static int read_name(sqlite3_value *v, const char *fn, const char **out, dprl_error *err) {
-  *out = (const char *)sqlite3_value_text(v);
-  int n = sqlite3_value_bytes(v);
-  if (sqlite3_value_type(v) != SQLITE_TEXT || !*out || n == 0 || n > 200 ||
-      (int)strlen(*out) != n) {
+static int read_name(sqlite3 *db, sqlite3_value *v, const char *fn, ledger_at *at,
+                     dprl_error *err) {
+  if (sqlite3_value_type(v) != SQLITE_TEXT) {
     char got[80];
     dprl_sql_describe(v, got, sizeof got);
-    return dprl_fail(err, DPRL_EINVAL,
-                     "%s: name must be text of 1 to 200 characters without NUL, got %s", fn, got);
+    return dprl_fail(err, DPRL_EINVAL, "%s: name must be text, got %s", fn, got);
   }
-  return DPRL_OK;
+  const char *text = (const char *)sqlite3_value_text(v);
+  if (!text) return dprl_nomem(err);
+  if ((int)strlen(text) != sqlite3_value_bytes(v))
+    return dprl_fail(err, DPRL_EINVAL, "%s: name must not contain NUL", fn);
+  return ledger_locate(db, fn, "name", text, at, err);
 }
 
+static int declare(sqlite3 *db, const ledger_at *at, double eps, double delta,
+                   dprl_error *err) {
+  const char *fn = "dprl_budget";
+  double have[2];
+  int found;
+  char *sql = sqlite3_mprintf("CREATE TABLE IF NOT EXISTS \"%w\".dprl_budgets%s;"
+                              "CREATE TABLE IF NOT EXISTS \"%w\".dprl_ledger%s",
+                              at->schema, strchr(BUDGETS_SQL, '('), at->schema,
+                              strchr(LEDGER_SQL, '('));
+  if (!sql) return dprl_nomem(err);
+  int rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
+  sqlite3_free(sql);
+  if (rc != SQLITE_OK) return db_error(db, fn, "creating its tables", err);
+  if (tables_check(db, at->schema, fn, at->schema, at->name, err)) return err->code;
+  rc = query_numbers(db, at->schema, "SELECT epsilon, delta FROM \"%w\".dprl_budgets WHERE name = ?1",
+                     at->name, have, 2, &found);
+  if (rc != SQLITE_OK) return db_error(db, fn, "reading it", err);
+  if (found && (have[0] != eps || have[1] != delta))
+    return dprl_fail(err, DPRL_EINVAL,
+                     "budget \"%s\" is already declared with epsilon %.17g, delta %.17g; a "
+                     "budget cannot be changed: declare another name", at->name, have[0], have[1]);
+  if (found) return DPRL_OK;
+  sqlite3_stmt *st = NULL;
+  sql = sqlite3_mprintf("INSERT INTO \"%w\".dprl_budgets VALUES (?1, ?2, ?3, "
+                        "'basic composition', strftime('%%Y-%%m-%%dT%%H:%%M:%%fZ', 'now'))",
+                        at->schema);
+  rc = sql ? sqlite3_prepare_v2(db, sql, -1, &st, NULL) : SQLITE_NOMEM;
+  sqlite3_free(sql);
+  if (rc == SQLITE_OK) {
+    sqlite3_bind_text(st, 1, at->name, -1, SQLITE_STATIC);
+    sqlite3_bind_double(st, 2, eps);
+    sqlite3_bind_double(st, 3, delta);
+    rc = sqlite3_step(st) == SQLITE_DONE ? SQLITE_OK : SQLITE_ERROR;
+  }
+  sqlite3_finalize(st);
+  return rc == SQLITE_OK ? DPRL_OK : db_error(db, fn, "declaring the budget", err);
+}
+
+static const char *const budget_keys[] = {"in_memory", NULL};
+
 static void budget_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
-  const char *fn = "dprl_budget", *name;
+  const char *fn = "dprl_budget";
   sqlite3 *db = sqlite3_context_db_handle(ctx);
   dprl_error err = {0};
-  double eps = 0, delta = 0, have[2];
-  int found = 0;
-  (void)argc;
-  int rc = read_name(argv[0], fn, &name, &err);
+  ledger_at at;
+  double eps = 0, delta = 0;
+  int in_memory = 0;
+  int rc = read_name(db, argv[0], fn, &at, &err);
   if (!rc) rc = dprl_sql_real(argv[1], "epsilon", &eps, &err);
   if (!rc && !(eps > 0))
     rc = dprl_fail(&err, DPRL_EINVAL, "epsilon must be > 0, got %.17g", eps);
   if (!rc) rc = dprl_sql_real(argv[2], "delta", &delta, &err);
   if (!rc && !(delta >= 0 && delta < 1))
     rc = dprl_fail(&err, DPRL_EINVAL, "delta must be in [0, 1), got %.17g", delta);
-  if (!rc && sqlite3_exec(db, BUDGETS_SCHEMA, NULL, NULL, NULL) != SQLITE_OK)
-    rc = db_error(db, fn, "creating its tables", &err);
-  if (!rc)
-    rc = query_numbers(db, fn, "SELECT epsilon, delta FROM main.dprl_budgets WHERE name = ?1",
-                       name, have, 2, &found, &err);
-  if (!rc && found && (have[0] != eps || have[1] != delta))
-    rc = dprl_fail(&err, DPRL_EINVAL,
-                   "budget \"%s\" is already declared with epsilon %.17g, delta %.17g; a "
-                   "budget cannot be changed: declare another name", name, have[0], have[1]);
-  if (!rc && !found) {
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(db,
-                           "INSERT INTO main.dprl_budgets VALUES (?1, ?2, ?3, 'basic composition', "
-                           "strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))",
-                           -1, &st, NULL) != SQLITE_OK)
-      rc = db_error(db, fn, "declaring the budget", &err);
-    else {
-      sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-      sqlite3_bind_double(st, 2, eps);
-      sqlite3_bind_double(st, 3, delta);
-      if (sqlite3_step(st) != SQLITE_DONE) rc = db_error(db, fn, "declaring the budget", &err);
+  if (!rc && argc == 4) {
+    dprl_options o;
+    const char *text = (const char *)sqlite3_value_text(argv[3]);
+    rc = dprl_options_open(&o, fn, text, (size_t)sqlite3_value_bytes(argv[3]), budget_keys, &err);
+    if (!rc) {
+      rc = dprl_opt_bool(&o, "in_memory", 0, &in_memory);
+      dprl_options_close(&o);
     }
-    sqlite3_finalize(st);
   }
+  if (!rc && at.ephemeral && !in_memory)
+    rc = dprl_fail(&err, DPRL_EINVAL,
+                   "the database \"%s\" is %s: a budget there ends with the connection, and "
+                   "every new session would start with a fresh one. Name a budget in a file "
+                   "(\"clinic.%s\" for the attached database clinic), or pass '{\"in_memory\": "
+                   "true}' as the fourth argument if a budget for this connection only is "
+                   "what you want", at.schema,
+                   sqlite3_stricmp(at.schema, "temp") == 0 ? "temporary" : "in memory", at.name);
+  if (!rc) rc = declare(db, &at, eps, delta, &err);
   if (rc) {
     dprl_sql_result_error(ctx, fn, &err);
     return;
   }
   dprl_buf b = {0};
   dprl_buf_puts(&b, "{\"budget\":");
-  dprl_json_put_string(&b, name);
+  dprl_json_put_string(&b, at.name);
+  if (strcmp(at.schema, "main") != 0) {
+    dprl_buf_puts(&b, ",\"schema\":");
+    dprl_json_put_string(&b, at.schema);
+  }
   dprl_buf_puts(&b, ",\"epsilon\":");
   dprl_json_put_double(&b, eps);
   dprl_buf_puts(&b, ",\"delta\":");
@@ -220,24 +543,35 @@ static void budget_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
 }
 
 static void remaining_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
-  const char *fn = "dprl_budget_remaining", *name;
+  const char *fn = "dprl_budget_remaining";
   sqlite3 *db = sqlite3_context_db_handle(ctx);
   dprl_error err = {0};
+  ledger_at at;
   double have[2], used[3];
   int found = 0;
   (void)argc;
-  int rc = read_name(argv[0], fn, &name, &err);
-  if (!rc && !exists_tables(db))
-    rc = dprl_fail(&err, DPRL_EINVAL, "no budget named \"%s\" (no dprl_budgets table)", name);
-  if (!rc)
-    rc = query_numbers(db, fn, "SELECT epsilon, delta FROM main.dprl_budgets WHERE name = ?1",
-                       name, have, 2, &found, &err);
-  if (!rc && !found) rc = dprl_fail(&err, DPRL_EINVAL, "no budget named \"%s\"", name);
-  if (!rc)
-    rc = query_numbers(db, fn,
-                       "SELECT total(epsilon) FILTER (WHERE spent), total(delta) FILTER (WHERE "
-                       "spent), count(*) FILTER (WHERE spent) FROM main.dprl_ledger WHERE "
-                       "budget = ?1", name, used, 3, &found, &err);
+  int rc = read_name(db, argv[0], fn, &at, &err);
+  if (!rc) {
+    const char *type;
+    char *sql = table_sql(db, at.schema, "dprl_budgets", &type);
+    if (!sql) rc = dprl_nomem(&err);
+    else if (!type[0])
+      rc = dprl_fail(&err, DPRL_EINVAL, "no budget named \"%s\" (no dprl_budgets table in %s)",
+                     at.name, at.schema);
+    sqlite3_free(sql);
+  }
+  if (!rc && tables_check(db, at.schema, fn, at.schema, at.name, &err)) rc = err.code;
+  if (!rc && query_numbers(db, at.schema,
+                           "SELECT epsilon, delta FROM \"%w\".dprl_budgets WHERE name = ?1",
+                           at.name, have, 2, &found) != SQLITE_OK)
+    rc = db_error(db, fn, "reading it", &err);
+  if (!rc && !found) rc = dprl_fail(&err, DPRL_EINVAL, "no budget named \"%s\"", at.name);
+  if (!rc && query_numbers(db, at.schema,
+                           "SELECT total(epsilon) FILTER (WHERE spent), total(delta) FILTER "
+                           "(WHERE spent), count(*) FILTER (WHERE spent) FROM "
+                           "\"%w\".dprl_ledger WHERE budget = ?1",
+                           at.name, used, 3, &found) != SQLITE_OK)
+    rc = db_error(db, fn, "reading it", &err);
   if (rc) {
     dprl_sql_result_error(ctx, fn, &err);
     return;
@@ -248,7 +582,7 @@ static void remaining_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
                     fmax(0, have[1] - used[1])};
   dprl_buf b = {0};
   dprl_buf_puts(&b, "{\"budget\":");
-  dprl_json_put_string(&b, name);
+  dprl_json_put_string(&b, at.name);
   dprl_buf_puts(&b, ",\"accountant\":\"basic composition\"");
   for (int i = 0; i < 6; i++) {
     dprl_buf_printf(&b, ",\"%s\":", keys[i]);
@@ -263,8 +597,10 @@ static void remaining_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
 int dprl_register_budget(sqlite3 *db) {
   /* Both touch the database: top-level statements only (never from a view
   ** or trigger), and not deterministic. */
-  int rc = sqlite3_create_function_v2(db, "dprl_budget", 3, DPRL_JSON_FLAGS | SQLITE_DIRECTONLY, NULL,
-                                      budget_fn, NULL, NULL, NULL);
+  int rc = SQLITE_OK;
+  for (int n = 3; n <= 4 && rc == SQLITE_OK; n++)
+    rc = sqlite3_create_function_v2(db, "dprl_budget", n, DPRL_JSON_FLAGS | SQLITE_DIRECTONLY,
+                                    NULL, budget_fn, NULL, NULL, NULL);
   if (rc == SQLITE_OK)
     rc = sqlite3_create_function_v2(db, "dprl_budget_remaining", 1,
                                     DPRL_JSON_FLAGS | SQLITE_DIRECTONLY, NULL, remaining_fn, NULL,

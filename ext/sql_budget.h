@@ -9,18 +9,23 @@
 
 /* One release about to be returned. */
 typedef struct dprl_spend {
-  const char *budget; /* the "budget" option; NULL: nothing to charge */
+  const char *budget; /* the "budget" option, "[schema.]name"; NULL: no charge */
   const char *fn;     /* the SQL function */
   double epsilon, delta;
-  int spends;          /* 0: seeded or diagnostic, logged but not spent */
+  int spends;          /* 0: not private (seeded, diagnostic, given sigma) */
   const char *options; /* the options text, hashed into the ledger row */
   size_t options_len;
+  const char *why_not; /* when !spends: the option that makes it not private,
+                       ** e.g. "seed" (NULL: "seed") */
 } dprl_spend;
 
-/* Check the budget and append the ledger row, atomically, BEFORE the
-** release is returned: on any error nothing may be released.  Refused
-** inside an explicit transaction (a ROLLBACK would erase the row of a
-** release already seen). */
+/* Check the budget and append the ledger row, committed and durable
+** BEFORE the release is returned (the rules are at the top of
+** sql_budget.c).  On any error nothing may be released: the caller
+** reports the error instead of the value.  A release that is not private
+** is refused under a budget; DPRL_EBUSY when the ledger's lock could not
+** be had within the connection's busy timeout (retry), DPRL_EINTR when
+** interrupted while waiting. */
 int dprl_budget_charge(sqlite3 *db, const dprl_spend *s, dprl_error *err);
 
 #endif

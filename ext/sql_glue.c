@@ -27,6 +27,7 @@ void dprl_sql_result_error(sqlite3_context *ctx, const char *fn,
   }
   sqlite3_result_error(ctx, msg, -1);
   if (err->code == DPRL_EINTR) sqlite3_result_error_code(ctx, SQLITE_INTERRUPT);
+  if (err->code == DPRL_EBUSY) sqlite3_result_error_code(ctx, SQLITE_BUSY);
   sqlite3_free(msg);
 }
 
@@ -35,7 +36,9 @@ int dprl_sql_vtab_error(char **pzErr, const char *fn, const dprl_error *err) {
   sqlite3_free(*pzErr);
   *pzErr = with_prefix(fn, err);
   if (!*pzErr) return SQLITE_NOMEM;
-  return err->code == DPRL_EINTR ? SQLITE_INTERRUPT : SQLITE_ERROR;
+  return err->code == DPRL_EINTR   ? SQLITE_INTERRUPT
+         : err->code == DPRL_EBUSY ? SQLITE_BUSY
+                                   : SQLITE_ERROR;
 }
 
 void dprl_sql_describe(sqlite3_value *v, char *out, size_t n) {

@@ -97,7 +97,8 @@ static void pe_step(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
 static int pe_charge(sqlite3_context *ctx, const dprl_pe_config *c, const dprl_sql_pinned *opt,
                      dprl_error *err) {
   dprl_spend s = {c->budget, c->fn, c->epsilon, c->delta, !c->diagnostic && !c->has_seed,
-                  opt->text, opt->text ? (size_t)opt->len : 0};
+                  opt->text, opt->text ? (size_t)opt->len : 0,
+                  c->diagnostic ? "release (\"diagnostic\")" : "seed"};
   return dprl_budget_charge(sqlite3_context_db_handle(ctx), &s, err);
 }
 
@@ -154,10 +155,12 @@ static void plan_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
 
 int dprl_register_policy_eval(sqlite3 *db) {
   /* Noisy, so registered without the deterministic flag: two calls in one
-  ** statement must draw independent noise (tests/sql/test_registry.py). */
+  ** statement must draw independent noise (tests/sql/test_registry.py).
+  ** They may write the privacy ledger: direct-only (never from a view,
+  ** trigger or CHECK), SQLite's rule for functions with side effects. */
   static const pe_fn fns[] = {{"dp_lsw", DPRL_LSW}, {"dp_lsl", DPRL_LSL}};
   for (int i = 0; i < 2; i++) {
-    int rc = sqlite3_create_function_v2(db, fns[i].name, 5, DPRL_JSON_FLAGS | SQLITE_INNOCUOUS,
+    int rc = sqlite3_create_function_v2(db, fns[i].name, 5, DPRL_JSON_FLAGS | SQLITE_DIRECTONLY,
                                         (void *)&fns[i], NULL, pe_step, pe_final, NULL);
     if (rc != SQLITE_OK) return rc;
   }
@@ -390,7 +393,7 @@ static int dprl_register_policy_eval_stats(sqlite3 *db) {
                               {"dp_lsl_from_stats", DPRL_LSL}};
   for (int i = 0; i < 4; i++) { /* 4 arguments, and 7 with the bucket columns */
     int rc = sqlite3_create_function_v2(db, fns[i / 2].name, i % 2 ? 7 : 4,
-                                        DPRL_JSON_FLAGS | SQLITE_INNOCUOUS, (void *)&fns[i / 2],
+                                        DPRL_JSON_FLAGS | SQLITE_DIRECTONLY, (void *)&fns[i / 2],
                                         NULL, stats_step, stats_final, NULL);
     if (rc != SQLITE_OK) return rc;
   }

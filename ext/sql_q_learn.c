@@ -236,7 +236,8 @@ static void learn_result(sqlite3_context *ctx, ql_agg *g) {
     int spends = !c->explicit_sigma && !c->has_seed;
     dprl_spend sp = {c->budget, "dp_q_learn", spends ? c->cal.epsilon : 0,
                      spends ? c->cal.delta : 0, spends, g->options.text,
-                     g->options.text ? (size_t)g->options.len : 0};
+                     g->options.text ? (size_t)g->options.len : 0,
+                     c->has_seed ? "seed" : "sigma"};
     rc = dprl_budget_charge(sqlite3_context_db_handle(ctx), &sp, &err);
   }
   g->cfg.lo.cancel = NULL;
@@ -261,6 +262,7 @@ static void learn_final(sqlite3_context *ctx) {
 }
 
 int dprl_register_q_learn(sqlite3 *db) { /* noisy: never SQLITE_DETERMINISTIC */
-  return sqlite3_create_function_v2(db, "dp_q_learn", 5, DPRL_JSON_FLAGS | SQLITE_INNOCUOUS, NULL,
+  /* It may write the privacy ledger: direct-only. */
+  return sqlite3_create_function_v2(db, "dp_q_learn", 5, DPRL_JSON_FLAGS | SQLITE_DIRECTONLY, NULL,
                                     NULL, learn_step, learn_final, NULL);
 }

@@ -279,7 +279,8 @@ static int noise_compute(sqlite3 *db, sqlite3_value **args, dprl_rows *out, char
     int spends = c.sigma > 0 && c.cal.epsilon > 0 && !c.has_seed;
     dprl_spend sp = {c.budget, "dp_q_noise", spends ? c.cal.epsilon : 0,
                      spends ? c.cal.out.delta_total : 0, spends, text,
-                     text ? (size_t)sqlite3_value_bytes(args[1]) : 0};
+                     text ? (size_t)sqlite3_value_bytes(args[1]) : 0,
+                     c.has_seed ? "seed" : "sigma"};
     rc = dprl_budget_charge(db, &sp, &err);
   }
   dprl_q_noise_cfg_free(&c);

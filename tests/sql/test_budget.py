@@ -1,27 +1,42 @@
 """The privacy ledger (sql_budget.c): a budget is declared, releases of
 different functions spend it (basic composition), the release that would
-exceed it is refused with nothing released, seeded calls are logged
-without spending, and neither a ROLLBACK nor a failed statement can make
-the ledger forget a release that was seen."""
+exceed it is refused with nothing released, releases that are not private
+are refused under a budget, and no budgeted value is ever seen unless its
+ledger row was committed first: not through a statement that fails or is
+interrupted after the value was computed, a RETURNING clause, a CHECK
+constraint, a kill -9, a lock held by another connection, or a trigger.
+Concurrent spenders (threads and processes, WAL and rollback journal) spend
+exactly the budget."""
 import json
 import os
+import signal
 import sqlite3
+import subprocess
+import sys
 import tempfile
+import threading
+import time
 
-from harness import check, check_error, connect, run, sql_error
+from harness import SO, check, check_error, connect, run, sql_error
 
 LSW = "SELECT dp_lsw(episode, t, state, reward, ?) FROM steps"
 PREFIX = ("SELECT * FROM dp_prefix_stable('SELECT episode, t, state, action FROM steps', "
           "'SELECT expert, state, action, prob FROM policies', ?)")
+O = {"n_states": 2, "gamma": 0.5, "rmin": 0, "rmax": 1, "epsilon": 1, "delta": 1e-6,
+     "perturb": "statistics", "budget": "b"}
+BUSY = 5  # SQLITE_BUSY
+INTERRUPT = 9  # SQLITE_INTERRUPT
 
 
-def database():
+def database(journal=None, groups=1):
     f = os.path.join(tempfile.mkdtemp(), "ledger.db")
     con = connect(f)
     con.isolation_level = None
-    con.execute("CREATE TABLE steps(episode, t, state, reward, action)")
-    con.executemany("INSERT INTO steps VALUES (?, ?, ?, ?, ?)",
-                    [(e, t, (e + t) % 2, 1.0, 0) for e in range(20) for t in range(3)])
+    if journal:
+        con.execute(f"PRAGMA journal_mode = {journal}")
+    con.execute("CREATE TABLE steps(episode, t, state, reward, action, g)")
+    con.executemany("INSERT INTO steps VALUES (?, ?, ?, ?, ?, ?)",
+                    [(e, t, (e + t) % 2, 1.0, 0, e % groups) for e in range(20) for t in range(3)])
     con.execute("CREATE TABLE policies(expert, state, action, prob)")
     con.executemany("INSERT INTO policies VALUES (?, ?, ?, ?)",
                     [(x, s, a, 0.9 if a == 0 else 0.1) for x in range(5) for s in (0, 1) for a in (0, 1)])
@@ -32,22 +47,32 @@ def remaining(con, name):
     return json.loads(con.execute("SELECT dprl_budget_remaining(?)", (name,)).fetchone()[0])
 
 
+def ledger_rows(path, schema="main"):
+    c = sqlite3.connect(path)
+    n = c.execute(f"SELECT count(*) FROM {schema}.dprl_ledger").fetchone()[0]
+    c.close()
+    return n
+
+
+def error(con, sql, params=()):
+    try:
+        con.execute(sql, params).fetchall()
+    except sqlite3.Error as e:
+        return str(e), getattr(e, "sqlite_errorcode", None)
+    return None, None
+
+
 def test_spend_and_refuse():
     con, _ = database()
     r = json.loads(con.execute("SELECT dprl_budget('icu', 3, 1e-4)").fetchone()[0])
     check(r == {"budget": "icu", "epsilon": 3, "delta": 1e-4, "accountant": "basic composition"},
           "declared", r)
-    o = {"n_states": 2, "gamma": 0.5, "epsilon": 1, "delta": 1e-5, "perturb": "statistics",
-         "budget": "icu"}
+    o = dict(O, budget="icu")
     check(json.loads(con.execute(LSW, (json.dumps(o),)).fetchone()[0])["private"] is True,
           "dp_lsw spends epsilon 1")
     p = {"epsilon": 1, "delta": 1e-5, "p_min": 0.05, "T": 5, "L": 3, "budget": "icu"}
     con.execute(PREFIX, (json.dumps(p),)).fetchall()
     check(remaining(con, "icu")["epsilon_spent"] == 2, "dp_prefix_stable spends epsilon 1 more")
-    # a seeded call is logged, not spent
-    con.execute(LSW, (json.dumps(dict(o, seed=1)),)).fetchone()
-    rem = remaining(con, "icu")
-    check(rem["epsilon_spent"] == 2 and rem["releases"] == 2, "seeded: logged, not spent", rem)
     # dp_q_noise: every call spends (epsilon, delta_total), here 0.5 and 1e-5
     q = {"n_actions": 2, "epsilon": 0.5, "delta": 1e-5, "T": 5000, "B": 64, "lr": 3e-4, "k": 120,
          "K": 21, "budget": "icu"}
@@ -58,17 +83,15 @@ def test_spend_and_refuse():
     err = sql_error(con, "SELECT * FROM dp_q_noise('SELECT 0.5, 0, 1.0', ?)", (json.dumps(dict(q, epsilon=1)),))
     check(err is not None and err.startswith('dp_q_noise: budget "icu" exceeded'),
           "dp_q_noise over the budget: refused, no row returned", err)
-    # the next release would need 2.5 + 1 > 3: refused, nothing released, no row
     before = con.execute("SELECT count(*) FROM dprl_ledger").fetchone()[0]
-    err = sql_error(con, LSW, (json.dumps(dict(o, epsilon=1)),))
-    check(err == 'dp_lsw: budget "icu" exceeded: this release needs epsilon 1, delta 1e-05; already '
-          'spent epsilon 2.5 of 3 and delta 3e-05 of 0.0001 (basic composition); nothing was released',
+    err = sql_error(con, LSW, (json.dumps(o),))
+    check(err == 'dp_lsw: budget "icu" exceeded: this release needs epsilon 1, delta 1e-06; already '
+          'spent epsilon 2.5 of 3 and delta 2.1e-05 of 0.0001 (basic composition); nothing was released',
           "over the budget: refused", err)
     check(con.execute("SELECT count(*) FROM dprl_ledger").fetchone()[0] == before,
           "a refused release leaves no ledger row")
     err = sql_error(con, PREFIX, (json.dumps(dict(p, epsilon=1)),))
     check(err is not None and "exceeded" in err, "dp_prefix_stable refused too: no rows", err)
-    # exactly the rest is fine (dp_q_learn spends theta's epsilon)
     con.execute("CREATE TABLE tr(s, a, r, s_next)")
     con.execute("INSERT INTO tr VALUES (0.5, 0, 1, 0.5)")
     ql = {"n_actions": 1, "gamma": 0, "lr": 3e-4, "T": 640, "B": 64, "K": 5, "k": 60, "epsilon": 0.5,
@@ -79,45 +102,261 @@ def test_spend_and_refuse():
     rows = con.execute("SELECT budget, function, epsilon, spent, length(options_hash) FROM "
                        "dprl_ledger ORDER BY id").fetchall()
     check(rows == [("icu", "dp_lsw", 1.0, 1, 16), ("icu", "dp_prefix_stable", 1.0, 1, 16),
-                   ("icu", "dp_lsw", 1.0, 0, 16), ("icu", "dp_q_noise", 0.5, 1, 16),
-                   ("icu", "dp_q_learn", 0.5, 1, 16)],
+                   ("icu", "dp_q_noise", 0.5, 1, 16), ("icu", "dp_q_learn", 0.5, 1, 16)],
           "the ledger is the audit trail", rows)
 
 
-def test_rollback_and_statements():
+def test_not_private_refused():
+    # A seeded release on a known log cancels its own noise, and a
+    # diagnostic one prints exact values: under a budget both are refused,
+    # as is a release whose sigma was given rather than calibrated.
+    con, _ = database()
+    con.execute("SELECT dprl_budget('b', 1, 1e-5)").fetchone()
+    q = {"n_actions": 2, "epsilon": 0.5, "delta": 1e-5, "T": 5000, "B": 64, "lr": 3e-4, "k": 120,
+         "K": 21, "budget": "b"}
+    con.execute("CREATE TABLE tr(s, a, r, s_next)")
+    con.execute("INSERT INTO tr VALUES (0.5, 0, 1, 0.5)")
+    ql = {"n_actions": 1, "gamma": 0, "lr": 3e-4, "T": 640, "B": 64, "K": 5, "sigma": 1,
+          "beta": 1, "budget": "b"}
+    cases = [
+        ("dp_lsw seeded", LSW, dict(O, seed=1), "option seed makes this release not private"),
+        ("dp_lsw diagnostic", LSW, dict(O, release="diagnostic"),
+         'option release ("diagnostic") makes this release not private'),
+        ("dp_prefix_stable seeded", PREFIX,
+         {"epsilon": 1, "delta": 1e-5, "p_min": 0.05, "T": 5, "L": 3, "budget": "b", "seed": 3},
+         "option seed makes"),
+        ("dp_q_noise seeded", "SELECT * FROM dp_q_noise('SELECT 0.5, 0, 1.0', ?)", dict(q, seed=2),
+         "option seed makes"),
+        ("dp_q_learn with sigma", "SELECT dp_q_learn(s, a, r, s_next, ?) FROM tr", ql,
+         "option sigma makes this release not private"),
+    ]
+    for name, sql, o, want in cases:
+        err = sql_error(con, sql, (json.dumps(o),))
+        check(err is not None and want in err and "a budget only counts private releases" in err,
+              f"{name} under a budget: refused", err)
+    rem = remaining(con, "b")
+    check(rem["releases"] == 0 and con.execute("SELECT count(*) FROM dprl_ledger").fetchone()[0] == 0,
+          "nothing logged, nothing released", rem)
+    # without a budget, a seeded release still works (tests and examples)
+    o = dict(O, seed=1)
+    del o["budget"]
+    check(json.loads(con.execute(LSW, (json.dumps(o),)).fetchone()[0])["seeded"] is True,
+          "seeded without a budget: allowed, marked seeded")
+
+
+def test_statement_fails_after_release():
+    # Rule: no budgeted value is observable unless its ledger row is
+    # committed first, whatever the caller's statement does afterwards.
     con, f = database()
     con.execute("SELECT dprl_budget('b', 2, 1e-5)").fetchone()
-    o = {"n_states": 2, "gamma": 0.5, "epsilon": 1, "delta": 1e-6, "perturb": "statistics",
-         "budget": "b"}
-    # inside an explicit transaction: refused (a ROLLBACK would erase the row)
+    o = json.dumps(O)
+    # A statement that writes to the ledger's database: refused before any
+    # value is computed into it (its write lock is the one the row needs).
+    con.execute("CREATE TABLE out(v)")
+    reader = sqlite3.connect(f)
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM steps").fetchone()  # holds a read lock
+    seen = 0
+    for _ in range(3):
+        try:
+            seen += len(con.execute("INSERT INTO out SELECT dp_lsw(episode, t, state, reward, ?) "
+                                    "FROM steps RETURNING v", (o,)).fetchall())
+        except sqlite3.Error as e:
+            msg = str(e)
+    reader.execute("ROLLBACK")
+    check(seen == 0 and 'writes to "main", the database of the ledger' in msg,
+          "INSERT ... RETURNING into the ledger's database: refused, nothing seen", msg)
+    # A CHECK constraint on a function of the release, retried until it
+    # passes: every attempt that computed a value is charged first.
+    con.execute("CREATE TABLE sane(v CHECK (json_extract(v, '$.values[0]') > 100))")
+    err = sql_error(con, "INSERT INTO sane SELECT dp_lsw(episode, t, state, reward, ?) FROM steps", (o,))
+    check(err is not None and "writes to" in err and ledger_rows(f) == 0,
+          "CHECK constraint retries in the ledger's database: refused, nothing charged", err)
+    # in a transaction: refused (a ROLLBACK would erase the row)
     con.execute("BEGIN")
-    err = sql_error(con, LSW, (json.dumps(o),))
+    err = sql_error(con, LSW, (o,))
     con.execute("ROLLBACK")
     check(err is not None and "cannot run inside an explicit transaction" in err,
           "explicit transaction: refused, nothing released", err)
     # a plain SELECT commits its row before returning the release
-    con.execute(LSW, (json.dumps(o),)).fetchone()
-    con.execute("BEGIN")
-    con.execute("DELETE FROM steps WHERE episode = 0")
-    con.execute("ROLLBACK")
-    other = sqlite3.connect(f)
-    check(other.execute("SELECT count(*) FROM dprl_ledger WHERE spent").fetchone() == (1,),
-          "the row is committed: another connection sees it, a later ROLLBACK cannot touch it")
-    # inside a statement that stores the release: one transaction for both
-    con.execute("CREATE TABLE kept AS SELECT dp_lsw(episode, t, state, reward, ?) AS r FROM steps",
-                (json.dumps(o),))
-    check(other.execute("SELECT count(*) FROM dprl_ledger WHERE spent").fetchone() == (2,),
-          "CREATE TABLE ... AS SELECT: the release and its row commit together")
-    err = sql_error(con, "CREATE TABLE kept2 AS SELECT dp_lsw(episode, t, state, reward, ?) AS r "
-                    "FROM steps", (json.dumps(o),))
-    check(err is not None and "exceeded" in err and
-          other.execute("SELECT count(*) FROM sqlite_schema WHERE name = 'kept2'").fetchone() == (0,),
-          "over budget inside CREATE TABLE AS: no table, no row", err)
+    con.execute(LSW, (o,)).fetchone()
+    check(ledger_rows(f) == 1, "plain SELECT: the row is committed (another connection sees it)")
+
+
+def test_wal_store_releases():
+    # In WAL the row is committed by a connection of the ledger's own, so
+    # a release can be stored in a TEMP table; a CHECK that fails after the
+    # value was computed still leaves the charge, so retries run out.
+    con, f = database("wal")
+    con.execute("SELECT dprl_budget('b', 2, 1e-5)").fetchone()
+    o = json.dumps(O)
+    con.execute("CREATE TEMP TABLE sane(v CHECK (json_extract(v, '$.values[0]') > 100))")
+    attempts, msgs = 0, []
+    for _ in range(6):
+        err = sql_error(con, "INSERT INTO sane SELECT dp_lsw(episode, t, state, reward, ?) FROM steps", (o,))
+        msgs.append(err)
+        attempts += err is not None and "CHECK constraint failed" in err
+    check(attempts == 2 and ledger_rows(f) == 2 and all("exceeded" in m for m in msgs[2:]),
+          "a CHECK retried 6 times against epsilon 2: 2 values computed, 2 charged, 4 refused",
+          f"{attempts} {ledger_rows(f)} {msgs}")
+
+
+def test_group_by_returning_interrupted():
+    # INSERT ... SELECT ... GROUP BY ... RETURNING read one row at a time,
+    # then interrupted: every group whose value was computed is charged.
+    con, f = database("wal", groups=4)
+    con.execute("SELECT dprl_budget('b', 10, 1e-4)").fetchone()
+    con.execute("CREATE TEMP TABLE out(g, v)")
+    cur = con.execute("INSERT INTO temp.out SELECT g, dp_lsw(episode, t, state, reward, ?) FROM steps "
+                      "GROUP BY g RETURNING g", (json.dumps(O),))
+    first = cur.fetchone()
+    con.set_progress_handler(lambda: 1, 1)
+    try:
+        cur.fetchall()
+    except sqlite3.Error:
+        pass
+    con.set_progress_handler(None, 1)
+    check(first is not None and ledger_rows(f) == 4,
+          "GROUP BY ... RETURNING interrupted after a row: all 4 computed groups charged",
+          ledger_rows(f))
+    # A budgeted SELECT while an INSERT ... RETURNING into main is half read
+    # on the same connection: refused (its row would join that writer).
+    con.execute("CREATE TABLE w(x)")
+    cur = con.execute("INSERT INTO w VALUES (1), (2) RETURNING x")
+    cur.fetchone()
+    con2 = con.cursor()
+    err = sql_error(con2, LSW, (json.dumps(O),))
+    cur.fetchall()
+    check(err is not None and "writes to" in err and ledger_rows(f) == 4,
+          "a SELECT while a writer on the same connection is half read: refused", err)
+
+
+KILL_CHILD = r"""
+import json, os, sqlite3, sys, time
+con = sqlite3.connect(sys.argv[1], isolation_level=None)
+con.enable_load_extension(True)
+con.load_extension(sys.argv[2])
+con.execute("CREATE TEMP TABLE out(g, v)")
+sql = "SELECT g, dp_lsw(episode, t, state, reward, ?) AS v FROM steps GROUP BY g"
+if sys.argv[4] == "wal":  # a statement that writes, read a row at a time
+    sql = "INSERT INTO temp.out " + sql + " RETURNING g"
+cur = con.execute(sql, (sys.argv[3],))
+print(cur.fetchone()[0], flush=True)
+time.sleep(60)
+"""
+
+
+def test_kill_after_first_row():
+    for journal in ("wal", "delete"):
+        con, f = database(journal, groups=3)
+        con.execute("SELECT dprl_budget('b', 10, 1e-4)").fetchone()
+        con.close()
+        p = subprocess.Popen([sys.executable, "-c", KILL_CHILD, f, os.path.abspath(SO), json.dumps(O),
+                              journal],
+                             stdout=subprocess.PIPE, text=True)
+        line = p.stdout.readline()
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        check(line.strip() != "" and ledger_rows(f) >= 1,
+              f"{journal}: kill -9 after the first group was printed: its row is in the ledger",
+              f"{line!r} rows={ledger_rows(f)}")
+
+
+def test_triggers_and_shape():
+    con, f = database()
+    con.execute("SELECT dprl_budget('b', 1, 1e-5)").fetchone()
+    o = json.dumps(O)
+    con.execute("CREATE TRIGGER zero AFTER INSERT ON dprl_ledger BEGIN "
+                "UPDATE dprl_ledger SET spent = 0 WHERE id = new.id; END")
+    err = sql_error(con, LSW, (o,))
+    check(err is not None and "a trigger could change what a release spends" in err and
+          ledger_rows(f) == 0, "a trigger on dprl_ledger: refused, nothing released", err)
+    con.execute("DROP TRIGGER zero")
+    con.execute("CREATE TEMP TRIGGER tz AFTER INSERT ON main.dprl_budgets BEGIN SELECT 1; END")
+    err = sql_error(con, LSW, (o,))
+    check(err is not None and "TEMP trigger" in err, "a TEMP trigger on dprl_budgets: refused", err)
+    con.execute("DROP TRIGGER tz")
+    check(json.loads(con.execute(LSW, (o,)).fetchone()[0])["private"], "without triggers: released")
+    # a table of another shape
+    con2, f2 = database()
+    con2.execute("CREATE TABLE dprl_budgets(name, epsilon, delta, accountant, created)")
+    con2.execute("INSERT INTO dprl_budgets VALUES ('b', 9, 0.1, 'basic composition', '')")
+    err = sql_error(con2, LSW, (o,))
+    check(err is not None and "main.dprl_budgets is not the table dprl created" in err,
+          "a dprl_budgets of another definition: refused", err)
+    # a dropped ledger is named as such
+    con3, _ = database()
+    con3.execute("SELECT dprl_budget('b', 1, 1e-5)").fetchone()
+    con3.execute("DROP TABLE dprl_ledger")
+    err = sql_error(con3, LSW, (o,))
+    check(err == 'dp_lsw: option budget "b": the table main.dprl_ledger is missing (dropped?): dprl '
+          'will not charge a budget whose ledger is gone', "a dropped dprl_ledger is named", err)
+    err = sql_error(con3, "SELECT dprl_budget_remaining('b')")
+    check(err is not None and "dprl_ledger is missing" in err, "dprl_budget_remaining names it too", err)
+
+
+def test_schemas():
+    d = tempfile.mkdtemp()
+    clinic = os.path.join(d, "clinic.db")
+    # :memory: main, the data and the ledger in an attached file
+    con = connect(":memory:")
+    con.isolation_level = None
+    err = sql_error(con, "SELECT dprl_budget('b', 1, 1e-5)")
+    check(err is not None and 'the database "main" is in memory' in err and "in_memory" in err,
+          "a budget in an in-memory main: refused unless asked for", err)
+    err = sql_error(con, "SELECT dprl_budget('temp.b', 1, 1e-5)")
+    check(err is not None and "is temporary" in err, "a budget in temp: refused", err)
+    err = sql_error(con, "SELECT dprl_budget('nowhere.b', 1, 1e-5)")
+    check(err == 'dprl_budget: name "nowhere.b": no attached database named "nowhere"',
+          "an unknown schema is named", err)
+    con.execute("ATTACH ? AS clinic", (clinic,))
+    con.execute("CREATE TABLE clinic.steps(episode, t, state, reward)")
+    con.execute("INSERT INTO clinic.steps VALUES (1, 0, 0, 1.0), (2, 0, 1, 0.5)")
+    r = json.loads(con.execute("SELECT dprl_budget('clinic.icu', 1.5, 1e-5)").fetchone()[0])
+    check(r["budget"] == "icu" and r["schema"] == "clinic", "declared in the attached file", r)
+    o = json.dumps(dict(O, budget="clinic.icu"))
+    con.execute("SELECT dp_lsw(episode, t, state, reward, ?) FROM clinic.steps", (o,)).fetchone()
+    con.close()
+    # a new session (a fresh :memory: main) sees what was spent
+    con = connect(":memory:")
+    con.isolation_level = None
+    con.execute("ATTACH ? AS clinic", (clinic,))
+    rem = remaining(con, "clinic.icu")
+    check(rem["epsilon_spent"] == 1 and rem["releases"] == 1, "a new session sees the spent budget", rem)
+    err = sql_error(con, "SELECT dp_lsw(episode, t, state, reward, ?) FROM clinic.steps", (o,))
+    check(err is not None and "exceeded" in err, "and cannot overspend it", err)
+    # asked for explicitly: a budget for this connection only
+    r = json.loads(con.execute("SELECT dprl_budget('m', 1, 1e-5, '{\"in_memory\": true}')").fetchone()[0])
+    con.execute("CREATE TABLE steps(episode, t, state, reward)")
+    con.execute("INSERT INTO steps VALUES (1, 0, 0, 1.0)")
+    con.execute("SELECT dp_lsw(episode, t, state, reward, ?) FROM steps",
+                (json.dumps(dict(O, budget="m")),)).fetchone()
+    check(remaining(con, "m")["epsilon_spent"] == 1, "an in-memory budget, declared as such, spends")
+    check_error(con, "SELECT dprl_budget('x', 1, 0, '{\"in_memory\": 1}')",
+                "dprl_budget: option in_memory must be true or false, got 1", "in_memory is a boolean")
+
+
+def test_name_polish():
+    con, _ = database()
+    check_error(con, "SELECT dprl_budget(x'6162', 1, 0)", "dprl_budget: name must be text, got a blob",
+                "a BLOB name is refused")
+    check_error(con, "SELECT dprl_budget_remaining(x'6162')",
+                "dprl_budget_remaining: name must be text, got a blob", "and by dprl_budget_remaining")
+    check_error(con, "SELECT dprl_budget('', 1, 0)", "dprl_budget: name must be 1 to 200 characters, got 0",
+                "empty name")
+    long = "é" * 200  # 200 characters, 400 bytes
+    check(json.loads(con.execute("SELECT dprl_budget(?, 1, 1e-5)", (long,)).fetchone()[0])["budget"] == long,
+          "200 characters of two bytes each: a valid name")
+    check_error(con, "SELECT dprl_budget(?, 1, 0)", "dprl_budget: name must be 1 to 200 characters, got 201",
+                "201 characters: refused, counted in characters", ("é" * 201,))
+    o = dict(O, budget=long)
+    check(json.loads(con.execute(LSW, (json.dumps(o),)).fetchone()[0])["private"],
+          "the option budget counts characters too")
 
 
 def test_errors():
     con, _ = database()
-    o = {"n_states": 2, "gamma": 0.5, "epsilon": 1, "delta": 1e-6, "budget": "none"}
+    o = dict(O, budget="none")
     check_error(con, LSW, 'dp_lsw: option budget: no budget named "none" (no dprl_budgets table in '
                 'main): declare it with dprl_budget(name, epsilon, delta)', "no ledger yet", (json.dumps(o),))
     con.execute("SELECT dprl_budget('b', 1, 0)").fetchone()
@@ -128,19 +367,157 @@ def test_errors():
                 "a budget cannot be changed")
     check(con.execute("SELECT dprl_budget('b', 1, 0)").fetchone()[0] is not None,
           "declaring the same budget again is a no-op")
-    check_error(con, "SELECT dprl_budget('', 1, 0)", "dprl_budget: name must be text of 1 to 200 "
-                "characters without NUL, got text ''", "empty name")
     check_error(con, "SELECT dprl_budget('c', -1, 0)", "dprl_budget: epsilon must be > 0, got -1",
                 "negative epsilon")
     check_error(con, "SELECT dprl_budget('c', 1, 1)", "dprl_budget: delta must be in [0, 1), got 1",
                 "delta 1")
     check_error(con, LSW, "dp_lsw: option budget must be a name (1 to 200 characters, no NUL), got 3",
                 "budget not a string", (json.dumps(dict(o, budget=3)),))
-    # delta 0 budget: any release with delta > 0 is refused
     err = sql_error(con, LSW, (json.dumps(dict(o, budget="b")),))
     check(err is not None and "exceeded" in err, "a pure-epsilon budget refuses delta > 0", err)
     con.execute("CREATE VIEW v AS SELECT dprl_budget('x', 1, 0)")
     check(sql_error(con, "SELECT * FROM v") is not None, "dprl_budget is refused from a view")
 
 
-run([test_spend_and_refuse, test_rollback_and_statements, test_errors])
+def test_waits():
+    # WAL: the release waits for another connection's write lock as the
+    # busy timeout says, succeeds once it is free, survives commits made
+    # since its scan began, stops on interrupt, and gives up with BUSY.
+    con, f = database("wal")
+    con.execute("SELECT dprl_budget('b', 100, 1e-3)").fetchone()
+    o = json.dumps(O)
+    con.execute("PRAGMA busy_timeout = 10000")
+    holder = sqlite3.connect(f, isolation_level=None, check_same_thread=False)
+    holder.execute("BEGIN IMMEDIATE")
+    threading.Timer(0.5, lambda: holder.execute("COMMIT")).start()
+    t0 = time.monotonic()
+    msg, code = error(con, LSW, (o,))
+    took = time.monotonic() - t0
+    check(msg is None and 0.4 < took < 5 and ledger_rows(f) == 1,
+          "WAL: a write lock held 0.5 s delays the release, which then succeeds", f"{msg} {took:.2f}")
+    # a commit by another connection after the scan began
+    other = sqlite3.connect(f, isolation_level=None)
+    cur = con.execute("SELECT dp_lsw(episode, t, state, reward, ?), (SELECT count(*) FROM steps) "
+                      "FROM steps", (o,))
+    other.execute("INSERT INTO policies VALUES (9, 0, 0, 1)")
+    check(cur.fetchone() is not None and ledger_rows(f) == 2,
+          "WAL: a commit made since the scan began does not fail the release")
+    # interrupted while waiting
+    holder.execute("BEGIN IMMEDIATE")
+    threading.Timer(0.3, con.interrupt).start()
+    t0 = time.monotonic()
+    msg, code = error(con, LSW, (o,))
+    took = time.monotonic() - t0
+    check(code == INTERRUPT and took < 2.5 and ledger_rows(f) == 2,
+          "interrupted while waiting for the ledger: SQLITE_INTERRUPT soon, nothing charged",
+          f"{msg} {code} {took:.2f}")
+    # the busy timeout ends the wait with SQLITE_BUSY
+    con.execute("PRAGMA busy_timeout = 300")
+    t0 = time.monotonic()
+    msg, code = error(con, LSW, (o,))
+    took = time.monotonic() - t0
+    holder.execute("ROLLBACK")
+    check(code == BUSY and 0.25 < took < 3 and "nothing was released: retry" in msg,
+          "the busy timeout ends the wait: SQLITE_BUSY, retry", f"{msg} {code} {took:.2f}")
+    # attached files locked by others do not hold the release up
+    aux = os.path.join(os.path.dirname(f), "aux.db")
+    con.execute("ATTACH ? AS aux", (aux,))
+    con.execute("CREATE TABLE aux.x(y)")
+    locker = sqlite3.connect(aux, isolation_level=None)
+    locker.execute("BEGIN EXCLUSIVE")
+    con.execute("PRAGMA busy_timeout = 10000")
+    t0 = time.monotonic()
+    msg, code = error(con, LSW, (o,))
+    took = time.monotonic() - t0
+    locker.execute("ROLLBACK")
+    check(msg is None and took < 2, "an attached file locked by another connection: no wait",
+          f"{msg} {took:.2f}")
+    # rollback journal: a reader cannot wait for a writer (SQLite's rule);
+    # SQLITE_BUSY at once, with a message that says what to do
+    con2, f2 = database("delete")
+    con2.execute("SELECT dprl_budget('b', 100, 1e-3)").fetchone()
+    con2.execute("PRAGMA busy_timeout = 10000")
+    w = sqlite3.connect(f2, isolation_level=None)
+    w.execute("BEGIN IMMEDIATE")
+    t0 = time.monotonic()
+    msg, code = error(con2, LSW, (o,))
+    took = time.monotonic() - t0
+    w.execute("ROLLBACK")
+    check(code == BUSY and took < 2 and "WAL" in msg and ledger_rows(f2) == 0,
+          "rollback journal, another writer: SQLITE_BUSY at once, nothing charged", f"{msg} {code}")
+
+
+SPENDER = r"""
+import json, sqlite3, sys, time
+path, so, opts, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+con = sqlite3.connect(path, isolation_level=None, timeout=20)
+con.enable_load_extension(True)
+con.load_extension(so)
+ok = refused = 0
+for i in range(n):
+    while True:
+        try:
+            con.execute("SELECT dp_lsw(episode, t, state, reward, ?) FROM steps", (opts,)).fetchone()
+            ok += 1
+            break
+        except sqlite3.OperationalError as e:
+            if getattr(e, "sqlite_errorcode", 0) == 5:  # SQLITE_BUSY: retry
+                time.sleep(0.001)
+                continue
+            if "exceeded" in str(e):
+                refused += 1
+                break
+            print("error", e, flush=True)
+            sys.exit(1)
+print(ok, refused, flush=True)
+"""
+
+
+def test_concurrent_spenders():
+    # 3 processes x 2 threads each x 8 releases of epsilon 0.25 against a
+    # budget of 5: exactly 20 succeed, the rest are refused, in both modes.
+    o = json.dumps(dict(O, epsilon=0.25))
+    for journal in ("wal", "delete"):
+        con, f = database(journal)
+        con.execute("SELECT dprl_budget('b', 5, 1e-3)").fetchone()
+        con.close()
+        procs = [subprocess.Popen([sys.executable, "-c", SPENDER, f, os.path.abspath(SO), o, "8"],
+                                  stdout=subprocess.PIPE, text=True) for _ in range(3)]
+        results = []
+
+        def thread_spender():
+            c = connect(f)
+            c.isolation_level = None
+            c.execute("PRAGMA busy_timeout = 20000")
+            ok = ref = 0
+            for _ in range(8):
+                while True:
+                    msg, code = error(c, LSW, (o,))
+                    if code == BUSY:
+                        time.sleep(0.001)
+                        continue
+                    ok += msg is None
+                    ref += msg is not None and "exceeded" in msg
+                    break
+            results.append((ok, ref))
+        ts = [threading.Thread(target=thread_spender) for _ in range(2)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        for p in procs:
+            out, _ = p.communicate(timeout=300)
+            results.append(tuple(int(x) for x in out.split()) if p.returncode == 0 else (-999, 0))
+        ok = sum(r[0] for r in results)
+        ref = sum(r[1] for r in results)
+        c = sqlite3.connect(f)
+        spent = c.execute("SELECT total(epsilon), count(*) FROM dprl_ledger").fetchone()
+        check(ok == 20 and ref == 20 and spent == (5.0, 20),
+              f"{journal}: 5 spenders x 8 releases of 0.25 against 5: exactly 20 released and charged",
+              f"ok={ok} refused={ref} ledger={spent} {results}")
+
+
+run([test_spend_and_refuse, test_not_private_refused, test_statement_fails_after_release,
+     test_wal_store_releases, test_group_by_returning_interrupted, test_kill_after_first_row,
+     test_triggers_and_shape, test_schemas, test_name_polish, test_errors, test_waits,
+     test_concurrent_spenders])

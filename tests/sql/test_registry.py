@@ -4,7 +4,9 @@ table-valued functions run caller SQL, so each is SQLITE_VTAB_DIRECTONLY;
 SQLite offers no way to read that flag back, so it is checked by behaviour:
 refused in a view or trigger of the schema ("unsafe use of virtual table"),
 even with PRAGMA trusted_schema = ON, and working in top-level statements.
-Calls nested through the SQL text stop at a fixed depth with a message."""
+Calls nested through the SQL text stop at a fixed depth with a message.
+Every function that can write (the privacy ledger) is SQLITE_DIRECTONLY and
+not SQLITE_INNOCUOUS, read back from pragma_function_list."""
 import os
 import sqlite3
 import subprocess
@@ -26,13 +28,18 @@ FUNCTIONS = {  # name: (number of arguments, deterministic?)
     "dprl_row": (-1, False),  # how dp_q_noise and dp_first_visit read; NULL from SQL
     "dp_q_calibrate": (1, True),
     "dp_plan": (1, True),
-    "dprl_budget": (3, False),
+    "dprl_budget": (3, False),  # also 4 arguments (with options)
     "dprl_budget_remaining": (1, False),
     "dp_q_learn": (5, False),
     "dp_q_value": (3, True),
 }
 MODULES = {"dp_first_visit", "dp_prefix_stable", "dp_q_noise"}
 DETERMINISTIC = 0x800
+DIRECTONLY = 0x80000
+INNOCUOUS = 0x200000
+# Functions that write the database (the ledger): direct-only.
+WRITERS = {"dp_lsw", "dp_lsl", "dp_lsw_from_stats", "dp_lsl_from_stats", "dp_q_learn",
+           "dprl_budget", "dprl_budget_remaining"}
 UNSAFE = "unsafe use of virtual table"
 FV_OPTS = '{"n_states": 1, "gamma": 0.5}'
 PS_OPTS = '{"epsilon": 1, "delta": 0.1, "p_min": 0.1, "T": 1, "L": 1}'
@@ -63,6 +70,7 @@ def test_registry():
     want |= {("dp_lsw_from_stats", 7), ("dp_lsl_from_stats", 7)}
     # dp_prefix_stable's one pass hands a sampled row over with its values
     want |= {("dprl_prefix_key", 5)}
+    want |= {("dprl_budget", 4)}
     check(set(added) == want, "loading adds exactly the listed functions",
           f"extra {set(added) - want}, missing {want - set(added)}")
     for (name, narg), flags in added.items():
@@ -70,6 +78,10 @@ def test_registry():
             det = FUNCTIONS[name][1]
             check(bool(flags & DETERMINISTIC) == det,
                   f"{name} is {'' if det else 'not '}SQLITE_DETERMINISTIC")
+        if name in WRITERS:
+            check(flags & DIRECTONLY and not flags & INNOCUOUS,
+                  f"{name}/{narg} writes the ledger: SQLITE_DIRECTONLY, not SQLITE_INNOCUOUS",
+                  hex(flags))
     check(m1 - m0 == MODULES, "loading adds exactly the listed table-valued functions",
           f"{m1 - m0}")
 
@@ -150,6 +162,33 @@ def test_attached_trigger():
         con.close()
 
 
+def test_untrusted_trigger_cannot_spend():
+    # With trusted_schema OFF, a trigger in an untrusted ATTACHed file used
+    # to spend main's budget through dp_lsw (registered SQLITE_INNOCUOUS).
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "other.db")
+        o = sqlite3.connect(path)
+        o.execute("CREATE TABLE log(x)")
+        o.execute("CREATE TABLE loot(v)")
+        opts = ('{"n_states": 1, "gamma": 0.5, "rmin": 0, "rmax": 1, "epsilon": 0.9, '
+                '"delta": 1e-6, "perturb": "statistics", "budget": "b"}')
+        o.execute("CREATE TRIGGER spend AFTER INSERT ON log BEGIN INSERT INTO loot SELECT "
+                  f"dp_lsw(1, 0, 0, 1.0, '{opts}'); END")
+        o.commit()
+        o.close()
+        con = connect(os.path.join(d, "main.db"))
+        con.isolation_level = None
+        con.execute("PRAGMA trusted_schema = OFF")
+        con.execute("SELECT dprl_budget('b', 1, 1e-5)").fetchone()
+        con.execute("ATTACH ? AS other", (path,))
+        msg = error_of(con, "INSERT INTO other.log VALUES (1)")
+        spent = con.execute("SELECT count(*) FROM dprl_ledger").fetchone()[0]
+        check(msg is not None and "unsafe use of dp_lsw()" in msg and spent == 0,
+              "trusted_schema OFF: a trigger in an ATTACHed file cannot spend main's budget",
+              f"{msg} rows={spent}")
+        con.close()
+
+
 def test_shell_view_attack():
     # In the sqlite3 shell, a view stored in an untrusted file used to run
     # writefile() (forbidden in views) through the caller SQL of dp_*.
@@ -220,5 +259,5 @@ except sqlite3.Error as e:
           f"status {r.returncode}: {r.stdout[-300:]} {r.stderr[-500:]}")
 
 
-run([test_registry, test_direct_only, test_attached_trigger, test_shell_view_attack,
+run([test_registry, test_direct_only, test_attached_trigger, test_untrusted_trigger_cannot_spend, test_shell_view_attack,
      test_nesting])
