@@ -156,8 +156,8 @@ static char *table_sql(sqlite3 *db, const char *schema, const char *t, const cha
 
 /* Why the tables of the ledger cannot be used, or DPRL_OK.  `where` is the
 ** schema on the connection c, `shown` the name the user knows it by. */
-static int tables_check(sqlite3 *c, const char *where, const char *fn, const char *shown,
-                        const char *budget, dprl_error *err) {
+static int tables_check(sqlite3 *c, const char *where, const char *fn, const char *what,
+                        const char *shown, const char *budget, dprl_error *err) {
   static const char *const names[] = {"dprl_budgets", "dprl_ledger"};
   static const char *const want[] = {BUDGETS_SQL, LEDGER_SQL};
   for (int i = 0; i < 2; i++) {
@@ -166,18 +166,19 @@ static int tables_check(sqlite3 *c, const char *where, const char *fn, const cha
     if (!sql) return dprl_nomem(err);
     int missing = sql[0] == 0 && type[0] == 0, differs = !missing && strcmp(sql, want[i]) != 0;
     sqlite3_free(sql);
+    if (missing && i == 0)
+      return dprl_fail(err, DPRL_EINVAL,
+                       "%s: %s: no budget named \"%s\" (no dprl_budgets table in %s): declare "
+                       "it with dprl_budget(name, epsilon, delta)", fn, what, budget, shown);
     if (missing)
       return dprl_fail(err, DPRL_EINVAL,
-                       i == 0 ? "%s: option budget: no budget named \"%s\" (no dprl_budgets table "
-                                "in %s): declare it with dprl_budget(name, epsilon, delta)"
-                              : "%s: option budget \"%s\": the table %s.dprl_ledger is missing "
-                                "(dropped?): dprl will not charge a budget whose ledger is gone",
-                       fn, budget, shown);
+                       "%s: %s \"%s\": the table %s.dprl_ledger is missing (dropped?): dprl "
+                       "will not charge a budget whose ledger is gone", fn, what, budget, shown);
     if (differs)
       return dprl_fail(err, DPRL_EINVAL,
-                       "%s: option budget \"%s\": %s.%s is not the table dprl created (its "
+                       "%s: %s \"%s\": %s.%s is not the table dprl created (its "
                        "definition differs): dprl will not charge a ledger it does not know",
-                       fn, budget, shown, names[i]);
+                       fn, what, budget, shown, names[i]);
   }
   /* A trigger (here, or a TEMP one of this connection) could rewrite what a
   ** release spends. */
@@ -191,9 +192,9 @@ static int tables_check(sqlite3 *c, const char *where, const char *fn, const cha
     if (rc != SQLITE_OK) return db_error(c, fn, "reading its triggers", err);
     if (n > 0)
       return dprl_fail(err, DPRL_EINVAL,
-                       "%s: option budget \"%s\": %s on dprl_budgets or dprl_ledger: a trigger "
+                       "%s: %s \"%s\": %s on dprl_budgets or dprl_ledger: a trigger "
                        "could change what a release spends; drop it (dprl will not charge such "
-                       "a ledger)", fn, budget, t ? "a TEMP trigger of this connection" : "a trigger");
+                       "a ledger)", fn, what, budget, t ? "a TEMP trigger of this connection" : "a trigger");
   }
   return DPRL_OK;
 }
@@ -274,7 +275,7 @@ static int ledger_write(sqlite3 *c, const char *where, const char *shown, const 
   if (rc != SQLITE_OK) {
     if (rc == SQLITE_NOMEM) return dprl_nomem(err);
     if (w->interrupted || rc == SQLITE_INTERRUPT) return dprl_fail(err, DPRL_EINTR, "interrupted");
-    if (rc != SQLITE_BUSY && tables_check(c, where, s->fn, shown, s->budget, err))
+    if (rc != SQLITE_BUSY && tables_check(c, where, s->fn, "option budget", shown, s->budget, err))
       return err->code;
     return db_error(c, s->fn, "reading it", err);
   }
@@ -300,7 +301,7 @@ static int ledger_write(sqlite3 *c, const char *where, const char *shown, const 
   if (rc != SQLITE_DONE) return db_error(c, s->fn, "appending to dprl_ledger", err);
   if (stored == 1) return DPRL_OK;
   /* Nothing stored: say why (the same checks, one at a time). */
-  if (tables_check(c, where, s->fn, shown, s->budget, err)) return err->code;
+  if (tables_check(c, where, s->fn, "option budget", shown, s->budget, err)) return err->code;
   double have[2], used[2];
   int found;
   rc = query_numbers(c, where, "SELECT epsilon, delta FROM \"%w\".dprl_budgets WHERE name = ?1",
@@ -462,7 +463,7 @@ static int declare(sqlite3 *db, const ledger_at *at, double eps, double delta,
   int rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
   sqlite3_free(sql);
   if (rc != SQLITE_OK) return db_error(db, fn, "creating its tables", err);
-  if (tables_check(db, at->schema, fn, at->schema, at->name, err)) return err->code;
+  if (tables_check(db, at->schema, fn, "budget", at->schema, at->name, err)) return err->code;
   rc = query_numbers(db, at->schema, "SELECT epsilon, delta FROM \"%w\".dprl_budgets WHERE name = ?1",
                      at->name, have, 2, &found);
   if (rc != SQLITE_OK) return db_error(db, fn, "reading it", err);
@@ -560,7 +561,7 @@ static void remaining_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
                      at.name, at.schema);
     sqlite3_free(sql);
   }
-  if (!rc && tables_check(db, at.schema, fn, at.schema, at.name, &err)) rc = err.code;
+  if (!rc && tables_check(db, at.schema, fn, "budget", at.schema, at.name, &err)) rc = err.code;
   if (!rc && query_numbers(db, at.schema,
                            "SELECT epsilon, delta FROM \"%w\".dprl_budgets WHERE name = ?1",
                            at.name, have, 2, &found) != SQLITE_OK)
