@@ -9,15 +9,11 @@ int dprl_return_rule_parse(const dprl_options *o, dprl_return_rule *r) {
   r->has_fmax = dprl_opt_has(o, "fmax");
   r->has_fmin = dprl_opt_has(o, "fmin");
   if ((rc = dprl_opt_number(o, "gamma", 1, 0, DPRL_CLOSED(0, 1), &r->gamma)) ||
-      (rc = dprl_opt_number(o, "rmin", 0, 0.0, DPRL_ANY, &r->rmin)) ||
-      (rc = dprl_opt_number(o, "rmax", 0, 1.0, DPRL_ANY, &r->rmax)) ||
+      (rc = dprl_opt_reward_bounds(o, &r->rmin, &r->rmax)) ||
       (rc = dprl_opt_number(o, "fmin", 0, 0, DPRL_AT_MOST(0), &r->fmin)) ||
       (rc = dprl_opt_number(o, "fmax", 0, 0, DPRL_POSITIVE, &r->fmax)) ||
       (rc = dprl_opt_int(o, "max_states", 0, 0, DPRL_CLOSED(1, 2147483647), &r->max_states)))
     return rc;
-  if (!(r->rmax > r->rmin))
-    return dprl_fail(o->err, DPRL_EINVAL, "%s: option rmax must be > rmin = %.17g, got %.17g",
-                     o->fn, r->rmin, r->rmax);
   if (r->gamma == 1.0 && !r->has_fmax)
     return dprl_fail(o->err, DPRL_EINVAL,
                      "%s: option gamma = 1 needs option fmax (a public bound on returns), "

@@ -214,3 +214,24 @@ int dprl_opt_name(const dprl_options *o, const char *key, char **out) {
   memcpy(*out, v->str, v->n + 1);
   return DPRL_OK;
 }
+
+int dprl_opt_reward_bounds(const dprl_options *o, double *rmin, double *rmax) {
+  static const char *const keys[] = {"rmin", "rmax"};
+  for (int i = 0; i < 2; i++)
+    if (!dprl_opt_has(o, keys[i]))
+      return dprl_fail(o->err, DPRL_EINVAL,
+                       "%s: option %s is required: rewards are clamped to the public range "
+                       "[rmin, rmax], and a release's noise is scaled to it. State the range your "
+                       "rewards can take from what you know of their source (e.g. \"rmin\": -15, "
+                       "\"rmax\": 15 for a score in [-15, 15]), never from the data: a range read "
+                       "from the data reveals it, and a range too narrow silently clamps it",
+                       o->fn, keys[i]);
+  int rc = dprl_opt_number(o, "rmin", 1, 0, DPRL_ANY, rmin);
+  if (!rc) rc = dprl_opt_number(o, "rmax", 1, 0, DPRL_ANY, rmax);
+  if (!rc && !(*rmax > *rmin)) {
+    char a[32], b[32];
+    return dprl_fail(o->err, DPRL_EINVAL, "%s: option rmax must be > rmin = %s, got %s", o->fn,
+                     dprl_json_num(*rmin, a, sizeof a), dprl_json_num(*rmax, b, sizeof b));
+  }
+  return rc;
+}

@@ -62,6 +62,10 @@ int dprl_opt_number_array(const dprl_options *o, const char *key, size_t n,
 /* An optional name (e.g. "budget"): a non-empty string without NUL,
 ** copied into *out (dprl_free); absent -> *out = NULL. */
 int dprl_opt_name(const dprl_options *o, const char *key, char **out);
+/* The public reward bounds "rmin" < "rmax": both required (never a
+** default, never read from the data), with a message that says what they
+** are and why they must be public. */
+int dprl_opt_reward_bounds(const dprl_options *o, double *rmin, double *rmax);
 /* The optional "seed": an integer in [0, 2^53]. */
 int dprl_opt_seed(const dprl_options *o, int *has_seed, uint64_t *seed);
 

@@ -2,7 +2,7 @@
 ** plan.c: dp_plan, choosing epsilon, delta, the bounds and the perturbation
 ** before spending any privacy budget (policy_eval.h, ALGORITHMS.md §9).
 **
-**   SELECT dp_plan('{"n_states": 10, "gamma": 0.9, "fmax": 9, "epsilon": 1,
+**   SELECT dp_plan('{"n_states": 10, "gamma": 0.9, "rmin": 0, "rmax": 1, "fmax": 9, "epsilon": 1,
 **                    "delta": 1e-5, "episodes": 20000,
 **                    "visits": [9000, 8000, 7000, 6000, 5000, 4000, 3000, 2000, 1500, 800]}');
 **

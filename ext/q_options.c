@@ -2,7 +2,7 @@
 ** q_options.c: the options of the dp_q_* functions (see q_options.h).
 **
 **   SELECT dp_q_learn(s, a, r, s_next,
-**     '{"n_actions": 2, "gamma": 0.9, "lr": 3e-4, "T": 5000, "B": 64,
+**     '{"n_actions": 2, "gamma": 0.9, "rmin": 0, "rmax": 1, "lr": 3e-4, "T": 5000, "B": 64,
 **       "k": 60, "epsilon": 1, "delta": 1e-5}') FROM transitions;
 **   -- the options text -> dprl_q_learn_options -> dprl_q_learn_cfg
 */
@@ -52,13 +52,7 @@ int dprl_q_read_approximator(const dprl_options *o, int K_required, dprl_q_cal *
   int64_t K = 21;
   int rc = dprl_opt_choice(o, "features", dprl_q_feature_names, 0, &kind);
   if (!rc) rc = opt_count(o, "K", K_required, 21, 2, DPRL_Q_MAX_K, &K);
-  if (!rc) rc = dprl_opt_number(o, "rmin", 0, 0, DPRL_ANY, &c->rmin);
-  if (!rc) rc = dprl_opt_number(o, "rmax", 0, 1, DPRL_ANY, &c->rmax);
-  if (!rc && !(c->rmax > c->rmin)) {
-    char a[32], b[32];
-    return dprl_fail(o->err, DPRL_EINVAL, "%s: option rmax must be > rmin = %s, got %s", o->fn,
-                     dprl_json_num(c->rmin, a, sizeof a), dprl_json_num(c->rmax, b, sizeof b));
-  }
+  if (!rc) rc = dprl_opt_reward_bounds(o, &c->rmin, &c->rmax);
   c->feat.kind = kind ? DPRL_QFEAT_RBF : DPRL_QFEAT_TENT;
   c->feat.K = (int)K;
   return rc;

@@ -6,7 +6,7 @@
 ** message naming the option and the value:
 **
 **   SELECT dp_q_calibrate('{"epsilon": 1, "delta": 1e-5, "T": 5000,
-**                           "B": 64, "lr": 3e-4, "k": 60, "K": 21}');
+**                           "B": 64, "lr": 3e-4, "rmin": 0, "rmax": 1, "k": 60, "K": 21}');
 **   -- epsilon, delta, T, B, lr, k, K -> dprl_q_read_privacy -> dprl_q_cal
 **
 ** Calibration: q_calibrate.h (Theorem 5); the approximator and its L:

@@ -3,11 +3,11 @@
 **
 **   SELECT * FROM dp_first_visit(
 **     'SELECT episode, t, state, reward FROM steps',
-**     '{"n_states": 750, "gamma": 0.99, "rmax": 1}');
+**     '{"n_states": 750, "gamma": 0.99, "rmin": 0, "rmax": 1}');
 **   -- episode | state | t_first | first_visit_return
 **
 **   SELECT dp_fv_stats(episode, t, state, reward,
-**                      '{"n_states": 750, "gamma": 0.99, "rmax": 1}') FROM steps;
+**                      '{"n_states": 750, "gamma": 0.99, "rmin": 0, "rmax": 1}') FROM steps;
 **   -- {"function":"dp_fv_stats","private":false,"n_states":750,
 **   --  "episodes":100000,"states":[[state, visits, return_sum], ...]}
 **

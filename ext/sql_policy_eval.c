@@ -3,7 +3,7 @@
 **
 **   .load ./dprl
 **   SELECT dp_lsw(episode, t, state, reward,
-**                 '{"n_states": 5, "gamma": 0.9, "epsilon": 1, "delta": 1e-5}')
+**                 '{"n_states": 5, "gamma": 0.9, "rmin": 0, "rmax": 1, "epsilon": 1, "delta": 1e-5}')
 **   FROM steps;
 **   -- {"mechanism":"dp_lsw","private":true,...,"theta":[...],"values":[...]}
 **
@@ -174,7 +174,7 @@ int dprl_register_policy_eval(sqlite3 *db) {
 /* ---- the same release from per-state statistics ---------------------------
 **
 **   SELECT dp_lsw_from_stats(state, visits, return_sum,
-**            '{"n_states": 750, "gamma": 0.99, "epsilon": 1, "delta": 1e-6,
+**            '{"n_states": 750, "gamma": 0.99, "rmin": 0, "rmax": 1, "epsilon": 1, "delta": 1e-6,
 **              "episodes": 100000}')
 **   FROM (SELECT * FROM shard1.stats UNION ALL SELECT * FROM shard2.stats);
 **

@@ -4,7 +4,7 @@
 ** from public parameters only.
 **
 **   SELECT dp_q_calibrate('{"epsilon": 1, "delta": 1e-5, "T": 5000, "B": 64,
-**                           "lr": 3e-4, "k": 60, "K": 21}');
+**                           "lr": 3e-4, "rmin": 0, "rmax": 1, "k": 60, "K": 21}');
 **   -- {"mechanism":"dp_q_calibrate","sigma":0.2926...,"beta":874.3...,
 **   --  "delta_total":1e-05,"accountant":"gdp","proven":true,...}
 **

@@ -4,7 +4,7 @@
 ** aggregate: one release of theta per group.
 **
 **   SELECT dp_q_learn(s, a, r, s_next,
-**     '{"n_actions": 2, "gamma": 0.9, "lr": 3e-4, "T": 5000, "B": 64,
+**     '{"n_actions": 2, "gamma": 0.9, "rmin": 0, "rmax": 1, "lr": 3e-4, "T": 5000, "B": 64,
 **       "K": 21, "k": 60, "epsilon": 1, "delta": 1e-5}') AS model
 **   FROM transitions;
 **   -- {"mechanism":"dp_q_learn","private":true,...,"theta":[[...],[...]]}

@@ -5,7 +5,7 @@
 **
 **   SELECT * FROM dp_q_noise('SELECT state, action, q FROM my_q',
 **     '{"n_actions": 2, "epsilon": 1, "delta": 1e-5, "T": 5000, "B": 64,
-**       "lr": 3e-4, "k": 60, "K": 21, "path": "q_noise_path"}');
+**       "lr": 3e-4, "rmin": 0, "rmax": 1, "k": 60, "K": 21, "path": "q_noise_path"}');
 **   -- state | action | q | noisy_q
 **
 ** Glue only: options -> q_options.c; the points from points_sql; the

@@ -2,7 +2,7 @@
 ** sql_tvf.h: what every dprl table-valued function shares.
 **
 **   SELECT * FROM dp_first_visit('SELECT episode, t, state, reward FROM steps',
-**                                '{"n_states": 5, "gamma": 0.9}');
+**                                '{"n_states": 5, "gamma": 0.9, "rmin": 0, "rmax": 1}');
 **
 ** A table-valued function here is an eponymous virtual table whose
 ** arguments are HIDDEN columns (as in SQLite's ext/misc/series.c).  The

@@ -11,7 +11,7 @@ FROM steps;
 -- for guessed visit counts, under both perturbations.
 SELECT json_extract(p, '$.output.rms_error')     AS planned_error_output,
        json_extract(p, '$.statistics.rms_error') AS planned_error_statistics
-FROM (SELECT dp_plan('{"n_states": 10, "gamma": 0.9, "fmax": 9, "epsilon": 1, "delta": 1e-5,
+FROM (SELECT dp_plan('{"n_states": 10, "gamma": 0.9, "rmin": 0, "rmax": 1, "fmax": 9, "epsilon": 1, "delta": 1e-5,
                        "episodes": 20000,
                        "visits": [10000, 15000, 15000, 15000, 15000, 15000, 10000, 5000, 3000, 1000]}') AS p);
 
@@ -23,7 +23,7 @@ FROM (SELECT dp_plan('{"n_states": 10, "gamma": 0.9, "fmax": 9, "epsilon": 1, "d
 -- 1 + 0.9 + ... + 0.9^19 = 8.78: fmax = 9 is a public bound.
 CREATE TEMP TABLE release AS
 SELECT dp_lsw(episode, t, state, reward,
-  '{"n_states": 10, "gamma": 0.9, "fmax": 9, "epsilon": 1, "delta": 1e-5,
+  '{"n_states": 10, "gamma": 0.9, "rmin": 0, "rmax": 1, "fmax": 9, "epsilon": 1, "delta": 1e-5,
     "perturb": "statistics"}') AS result
 FROM steps;
 
@@ -49,12 +49,12 @@ WITH private AS (
 ), exact AS (
   SELECT CAST(key AS INTEGER) AS state, value AS exact_not_private
   FROM (SELECT dp_lsw(episode, t, state, reward,
-          '{"n_states": 10, "gamma": 0.9, "fmax": 9, "epsilon": 1, "delta": 1e-5,
+          '{"n_states": 10, "gamma": 0.9, "rmin": 0, "rmax": 1, "fmax": 9, "epsilon": 1, "delta": 1e-5,
             "release": "diagnostic"}') AS d FROM steps), json_each(d, '$.returns')
 ), paper AS (
   SELECT CAST(key AS INTEGER) AS state, value AS paper_value
   FROM (SELECT dp_lsw(episode, t, state, reward,
-          '{"n_states": 10, "gamma": 0.9, "fmax": 9, "epsilon": 1, "delta": 1e-5}') AS d
+          '{"n_states": 10, "gamma": 0.9, "rmin": 0, "rmax": 1, "fmax": 9, "epsilon": 1, "delta": 1e-5}') AS d
         FROM steps), json_each(d, '$.values')
 )
 SELECT state, round(private_value, 3) AS private_value, round(se, 3) AS std_error,

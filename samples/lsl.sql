@@ -12,7 +12,7 @@
 -- public, so such a schedule is allowed).
 SELECT CAST(key AS INTEGER) AS state, round(value, 3) AS private_value
 FROM (SELECT dp_lsl(episode, t, state, reward,
-        '{"n_states": 10, "gamma": 0.9, "fmax": 9, "epsilon": 1, "delta": 1e-5,
+        '{"n_states": 10, "gamma": 0.9, "rmin": 0, "rmax": 1, "fmax": 9, "epsilon": 1, "delta": 1e-5,
           "features": {"aggregate": 2}, "lambda": 5000}') AS r FROM steps),
      json_each(r, '$.values');
 
@@ -21,6 +21,6 @@ SELECT expert / 15 AS clinician_group,
        json_extract(r, '$.episodes') AS patients,
        json_extract(r, '$.theta') AS theta
 FROM (SELECT expert, dp_lsl(episode, t, state, reward,
-        '{"n_states": 10, "gamma": 0.9, "fmax": 9, "epsilon": 1, "delta": 1e-5,
+        '{"n_states": 10, "gamma": 0.9, "rmin": 0, "rmax": 1, "fmax": 9, "epsilon": 1, "delta": 1e-5,
           "features": {"aggregate": 2}, "lambda": 5000}') AS r
       FROM steps GROUP BY expert / 15);

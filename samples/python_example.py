@@ -32,7 +32,7 @@ con.enable_load_extension(False)
 con.execute("CREATE TABLE steps(episode, t, state, reward)")
 con.executemany("INSERT INTO steps VALUES (?, ?, ?, ?)", rows)
 
-options = {"n_states": 4, "gamma": 0.9, "epsilon": 1.0, "delta": 1e-5}
+options = {"n_states": 4, "gamma": 0.9, "rmin": 0, "rmax": 1, "epsilon": 1.0, "delta": 1e-5}
 (result,) = con.execute(
     "SELECT dp_lsw(episode, t, state, reward, ?) FROM steps", (json.dumps(options),)
 ).fetchone()

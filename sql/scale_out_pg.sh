@@ -24,7 +24,7 @@ set -eu
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 K=8
-OPTS='{"n_states": 10, "gamma": 0.9, "fmax": 9, "epsilon": 1, "delta": 1e-5}'
+OPTS='{"n_states": 10, "gamma": 0.9, "rmin": 0, "rmax": 1, "fmax": 9, "epsilon": 1, "delta": 1e-5}'
 
 [ -f ./dprl.so ] || { echo "scale_out_pg: ./dprl.so is missing: run make first" >&2; exit 1; }
 command -v psql >/dev/null || { echo "scale_out_pg: psql is missing: apt-get install postgresql" >&2; exit 1; }

@@ -64,7 +64,7 @@ CREATE TEMP VIEW shard_stats AS
 SELECT key AS state, round(value, 3) AS private_value
 FROM json_each((
   SELECT dp_lsw_from_stats(state, visits, return_sum,
-           json_set('{"n_states": 10, "gamma": 0.9, "fmax": 9, "epsilon": 1, "delta": 1e-5}',
+           json_set('{"n_states": 10, "gamma": 0.9, "rmin": 0, "rmax": 1, "fmax": 9, "epsilon": 1, "delta": 1e-5}',
                     '$.episodes',
                     (SELECT sum(episodes)
                      FROM (SELECT DISTINCT bucket_lo, bucket_hi, episodes FROM shard_stats))))

@@ -5,7 +5,7 @@
 ** the estimates the paper compares, e.g.
 **
 **   SELECT dp_lsw(episode, t, state, reward,
-**     '{"n_states": 40, "gamma": 0.99, "epsilon": 0.1, "delta": 0.1,
+**     '{"n_states": 40, "gamma": 0.99, "rmin": 0, "rmax": 1, "epsilon": 0.1, "delta": 0.1,
 **       "features": {"aggregate": 2}, "grouped": true,
 **       "release": "diagnostic", "seed": 1234}') FROM steps;
 **

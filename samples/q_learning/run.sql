@@ -26,18 +26,18 @@ FROM transitions;
 -- k = 60 has one.  J defaults to T/B: a fresh noise path every batch.
 CREATE TEMP TABLE opts(name TEXT PRIMARY KEY, o TEXT);
 INSERT INTO opts VALUES
- ('private', '{"n_actions": 2, "gamma": 0.9, "lr": 3e-4, "T": 5000, "B": 64, "K": 21,
+ ('private', '{"n_actions": 2, "gamma": 0.9, "rmin": 0, "rmax": 1, "lr": 3e-4, "T": 5000, "B": 64, "K": 21,
                "k": 60, "epsilon": 1, "delta": 1e-5}'),
- ('non-private', '{"n_actions": 2, "gamma": 0.9, "lr": 3e-4, "T": 5000, "B": 64, "K": 21,
+ ('non-private', '{"n_actions": 2, "gamma": 0.9, "rmin": 0, "rmax": 1, "lr": 3e-4, "T": 5000, "B": 64, "K": 21,
                    "sigma": 0}'),
- ('non-private, converged', '{"n_actions": 2, "gamma": 0.9, "lr": 0.3, "T": 1280000, "B": 64,
+ ('non-private, converged', '{"n_actions": 2, "gamma": 0.9, "rmin": 0, "rmax": 1, "lr": 0.3, "T": 1280000, "B": 64,
                               "K": 21, "sigma": 0}');
 
 -- What the calibration gives (dp_q_learn computes L from the features).
 SELECT round(json_extract(c, '$.sigma'), 4) AS sigma, round(json_extract(c, '$.beta'), 1) AS beta,
        json_extract(c, '$.delta_total') AS delta_total, round(json_extract(c, '$.L'), 4) AS L,
        json_extract(c, '$.accountant') AS accountant
-FROM (SELECT dp_q_calibrate('{"epsilon": 1, "delta": 1e-5, "T": 5000, "B": 64, "lr": 3e-4,
+FROM (SELECT dp_q_calibrate('{"epsilon": 1, "delta": 1e-5, "T": 5000, "B": 64, "lr": 3e-4, "rmin": 0, "rmax": 1,
                               "k": 60, "K": 21}') AS c);
 
 -- The releases.  Only the first is private; the others are for comparison.
@@ -107,7 +107,7 @@ FROM sim WHERE t > 0 GROUP BY kind ORDER BY 2 DESC;
 -- inside a SAVEPOINT, which SQLite refuses inside a statement that itself
 -- writes); once stored, CREATE TABLE ... AS SELECT reads it back.
 CREATE TEMP VIEW noise_opts(o) AS SELECT
-  '{"n_actions": 2, "epsilon": 1, "delta": 1e-5, "T": 5000, "B": 64, "lr": 3e-4, "k": 60,
+  '{"n_actions": 2, "epsilon": 1, "delta": 1e-5, "T": 5000, "B": 64, "lr": 3e-4, "rmin": 0, "rmax": 1, "k": 60,
     "K": 21, "path": "noise_path"}';
 SELECT count(*) AS coarse_points FROM dp_q_noise(
   'WITH RECURSIVE g(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM g WHERE i < 20)

@@ -360,7 +360,7 @@ static int duck_run(item *x, sample *s) {
 
 /* ---- dp_lsw / dp_lsl ----------------------------------------------------------- */
 
-#define OPT "'{\"n_states\": 750, \"gamma\": 0.99, \"epsilon\": 1, \"delta\": 1e-6"
+#define OPT "'{\"n_states\": 750, \"gamma\": 0.99, \"rmin\": 0, \"rmax\": 1, \"epsilon\": 1, \"delta\": 1e-6"
 #define SCAN(t) "SELECT sum(episode), sum(t), sum(state), sum(reward) FROM " t
 /* First-visit statistics in plain SQL: G_t from a reversed running sum of
 ** gamma^t r_t, first visits by row_number (DuckDB: the same, with
@@ -401,7 +401,7 @@ static void policy_eval_bench(sqlite3 *db, const char *csv) {
       [FVS] = {.name = "shard recipe: dp_fv_stats+json_each+_from_stats",
                .sql = "SELECT dp_lsw_from_stats(e.value->>0, e.value->>1, e.value->>2, " OPT
                       ", \"episodes\": 100000}') FROM (SELECT dp_fv_stats(episode, t, state, "
-                      "reward, '{\"n_states\": 750, \"gamma\": 0.99}') AS j FROM steps) AS x, "
+                      "reward, '{\"n_states\": 750, \"gamma\": 0.99, \"rmin\": 0, \"rmax\": 1}') AS j FROM steps) AS x, "
                       "json_each(x.j, '$.states') AS e",
                .ref = SCAN_R},
       [SHARD] = {.name = "shard recipe: dp_first_visit+GROUP BY+_from_stats",
@@ -409,7 +409,7 @@ static void policy_eval_bench(sqlite3 *db, const char *csv) {
                         ", \"episodes\": 100000}') FROM (SELECT state, count(*) AS visits, "
                         "sum(first_visit_return) AS return_sum FROM dp_first_visit("
                         "'SELECT episode, t, state, reward FROM steps', "
-                        "'{\"n_states\": 750, \"gamma\": 0.99}') GROUP BY state)",
+                        "'{\"n_states\": 750, \"gamma\": 0.99, \"rmin\": 0, \"rmax\": 1}') GROUP BY state)",
                  .ref = SCAN_R},
       [PLAIN] = {.name = "SQLite window SQL (first-visit statistics)",
                  .sql = PLAIN_SQL,

@@ -67,7 +67,7 @@ static void bq_build(sqlite3 *db) {
   "SELECT count(*), sum(noisy_q) FROM dp_q_noise('SELECT state, action, q FROM q_points', " \
   "'{\"n_actions\": 4, \"sigma\": 0.5, \"beta\": 874" path "}')"
 #define BQ_LEARN(j)                                                                       \
-  "SELECT dp_q_learn(s, a, r, s_next, '{\"n_actions\": 2, \"gamma\": 0.9, \"lr\": 3e-4, " \
+  "SELECT dp_q_learn(s, a, r, s_next, '{\"n_actions\": 2, \"gamma\": 0.9, \"rmin\": 0, \"rmax\": 1, \"lr\": 3e-4, " \
   "\"T\": 5000, \"B\": 64, " j "\"k\": 60, \"epsilon\": 1, \"delta\": 1e-5}') FROM q_transitions"
 
 void bench_q(sqlite3 *db) {

@@ -226,7 +226,7 @@ def bad_rows_detected(engine):
         cases.append(("NaN reward", [(50, 0, 1, float("nan"))], {"nonfinite_reward": 1}))
     for what, extra, want in cases:
         engine.load("steps", STEPS_INT, good + extra)
-        set_params(engine, 4, {"gamma": 0.9})
+        set_params(engine, 4, {"gamma": 0.9, "rmin": 0, "rmax": 1})
         got, stats = engine.queries([sql(engine, "first_visit_check.sql"),
                                      sql(engine, "first_visit_stats.sql")])
         expect = tuple(want.get(c, 0) for c in CHECK_COLUMNS)
@@ -243,11 +243,11 @@ def bad_rows_detected(engine):
           f"got  {got}\nwant {[expect]}")
     # parameters dprl refuses
     engine.load("steps", STEPS_INT, good)
-    for opts, why in (({"gamma": 1.5}, "gamma > 1"), ({"gamma": 1.0}, "gamma = 1 without fmax"),
+    for opts, why in (({"gamma": 1.5, "rmin": 0, "rmax": 1}, "gamma > 1"), ({"gamma": 1.0, "rmin": 0, "rmax": 1}, "gamma = 1 without fmax"),
                       ({"gamma": 0.9, "rmin": 1.0, "rmax": 1.0}, "rmax = rmin"),
-                      ({"gamma": 0.9, "fmax": -1.0}, "fmax <= 0"),
-                      ({"gamma": 0.9, "fmin": 0.5}, "fmin > 0"),
-                      ({"gamma": 1.0, "rmin": -1.0, "fmax": 5.0}, "gamma = 1, rmin < 0, no fmin"),
+                      ({"gamma": 0.9, "rmin": 0, "rmax": 1, "fmax": -1.0}, "fmax <= 0"),
+                      ({"gamma": 0.9, "rmin": 0, "rmax": 1, "fmin": 0.5}, "fmin > 0"),
+                      ({"gamma": 1.0, "rmax": 1, "rmin": -1.0, "fmax": 5.0}, "gamma = 1, rmin < 0, no fmin"),
                       ({"gamma": None}, "no gamma")):
         set_params(engine, 4, opts)
         got, stats = engine.queries([sql(engine, "first_visit_check.sql"),
@@ -255,7 +255,7 @@ def bad_rows_detected(engine):
         check(got and got[0][0] == 1 and all(r[2] is None for r in stats),
               f"{engine.name}: parameters refused ({why}): bad_params = 1, NULL sums",
               f"{got}\n{stats}")
-    set_params(engine, 0, {"gamma": 0.9})
+    set_params(engine, 0, {"gamma": 0.9, "rmin": 0, "rmax": 1})
     got = engine.query(sql(engine, "first_visit_check.sql"))
     check(got and got[0][0] == 1, f"{engine.name}: n_states = 0 refused", got)
 
@@ -335,7 +335,7 @@ def buckets_and_merge(engine, rows, columns, n_states, opts, k=8, ranges=((0, 2)
 def bucket_query_matches(engine, rows, columns, k):
     """episode_bucket.sql gives every episode the bucket of the Python hash."""
     engine.load("steps", columns, rows)
-    set_params(engine, 1, {"gamma": 0.5}, k, 0, k - 1)
+    set_params(engine, 1, {"gamma": 0.5, "rmin": 0, "rmax": 1}, k, 0, k - 1)
     got = dict(engine.query(sql(engine, "episode_bucket.sql")))
     want = {r[0]: bucket_hash_py(r[0]) % k for r in rows}
     check(got == want and len(set(want.values())) == k,

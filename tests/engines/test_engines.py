@@ -26,20 +26,20 @@ ADV_LONG = cases.adversarial_rows(100_000)
 ADV = cases.adversarial_rows(5_000, seed=14)
 INTS = cases.int_id_rows()
 
-ICU_SETS = [{"gamma": 0.9, "fmax": 9.0}, {"gamma": 0.99}]
-LONG_SETS = [{"gamma": 0.99}, {"gamma": 0.999, "rmax": 1.5, "fmax": 200.0}]
+ICU_SETS = [{"gamma": 0.9, "rmin": 0, "rmax": 1, "fmax": 9.0}, {"gamma": 0.99, "rmin": 0, "rmax": 1}]
+LONG_SETS = [{"gamma": 0.99, "rmin": 0, "rmax": 1}, {"gamma": 0.999, "rmin": 0, "rmax": 1.5, "fmax": 200.0}]
 ADV_SETS = [
-    {"gamma": 0.99},
+    {"gamma": 0.99, "rmin": 0, "rmax": 1},
     {"gamma": 0.5, "rmin": -1.0, "rmax": 2.0, "fmin": -1.5, "fmax": 3.0},
-    {"gamma": 0.0},
-    {"gamma": 1.0, "fmax": 50.0},
-    {"gamma": 1.0, "rmin": -1.0, "fmin": -30.0, "fmax": 50.0},
-    {"gamma": 0.3, "rmin": -0.25},
+    {"gamma": 0.0, "rmin": 0, "rmax": 1},
+    {"gamma": 1.0, "rmin": 0, "rmax": 1, "fmax": 50.0},
+    {"gamma": 1.0, "rmax": 1, "rmin": -1.0, "fmin": -30.0, "fmax": 50.0},
+    {"gamma": 0.3, "rmax": 1, "rmin": -0.25},
 ]
 # releases through dp_lsw_from_stats: returns >= 0 (rmin = 0), which is what
 # its check (0 <= return_sum <= visits x B) accepts today
 ADV_RELEASES = [o for o in ADV_SETS if o.get("rmin", 0) >= 0]
-INT_SETS = [{"gamma": 0.95}, {"gamma": 0.7, "rmin": -0.1, "rmax": 1.0}]
+INT_SETS = [{"gamma": 0.95, "rmin": 0, "rmax": 1}, {"gamma": 0.7, "rmin": -0.1, "rmax": 1.0}]
 
 
 def engine_tests(name):
@@ -62,8 +62,8 @@ def engine_tests(name):
                 cases.stats_match(e, "integer ids", INTS, cases.STEPS_INT, 6, INT_SETS,
                                   INT_SETS[:1])
                 cases.bad_rows_detected(e)
-                cases.buckets_and_merge(e, ICU_5000, cases.STEPS_INT, 10, {"gamma": 0.9})
-                cases.buckets_and_merge(e, ADV, cases.STEPS_TEXT, 12, {"gamma": 0.99}, k=5,
+                cases.buckets_and_merge(e, ICU_5000, cases.STEPS_INT, 10, {"gamma": 0.9, "rmin": 0, "rmax": 1})
+                cases.buckets_and_merge(e, ADV, cases.STEPS_TEXT, 12, {"gamma": 0.99, "rmin": 0, "rmax": 1}, k=5,
                                         ranges=((0, 1), (2, 2), (3, 4)))
             finally:
                 e.close()

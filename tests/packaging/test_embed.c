@@ -63,7 +63,7 @@ int main(void) {
   one(db,
       "SELECT json_extract(r, '$.mechanism') || ' ' || json_extract(r, '$.private') || ' ' ||"
       " json_array_length(r, '$.values') || ' ' || (json_extract(r, '$.seeded') IS NULL)"
-      " FROM (SELECT dp_lsw(episode, t, state, reward, '{\"n_states\": 3, \"gamma\": 0.5,"
+      " FROM (SELECT dp_lsw(episode, t, state, reward, '{\"n_states\": 3, \"gamma\": 0.5, \"rmin\": 0, \"rmax\": 1,"
       " \"epsilon\": 1, \"delta\": 1e-5, \"perturb\": \"statistics\"}') AS r FROM steps)",
       buf, sizeof buf);
   CHECK(strcmp(buf, "dp_lsw 1 3 1") == 0, "a private dp_lsw release: private, 3 values, not seeded");
@@ -71,7 +71,7 @@ int main(void) {
 
   /* The same seed gives the same noise: the release really ran. */
   const char *seeded =
-      "SELECT dp_lsw(episode, t, state, reward, '{\"n_states\": 3, \"gamma\": 0.5,"
+      "SELECT dp_lsw(episode, t, state, reward, '{\"n_states\": 3, \"gamma\": 0.5, \"rmin\": 0, \"rmax\": 1,"
       " \"epsilon\": 1, \"delta\": 1e-5, \"perturb\": \"statistics\", \"seed\": 7}') FROM steps";
   char again[4096];
   one(db, seeded, buf, sizeof buf);

@@ -32,7 +32,7 @@ check(so === path.join(installed, 'dprl.so') && fs.statSync(so).size > 0,
 
 const STEPS = "CREATE TABLE steps(episode, t, state, reward);" +
   "INSERT INTO steps VALUES (1,0,0,1),(1,1,1,0),(1,2,2,1),(2,0,1,1),(2,1,2,1),(3,0,2,0);";
-const RELEASE = "SELECT dp_lsw(episode, t, state, reward, '{\"n_states\": 3, \"gamma\": 0.5, " +
+const RELEASE = "SELECT dp_lsw(episode, t, state, reward, '{\"n_states\": 3, \"gamma\": 0.5, \"rmin\": 0, \"rmax\": 1, " +
   "\"epsilon\": 1, \"delta\": 1e-5, \"perturb\": \"statistics\"}') AS r FROM steps";
 
 // Both bindings: prepare(sql).get() returns the row as an object.

@@ -54,7 +54,7 @@ check(f"\ncommit {commit}\n" in debug, f"[{where}] dprl_debug() names commit {co
 
 con.execute("CREATE TABLE steps(episode, t, state, reward)")
 con.execute("INSERT INTO steps VALUES (1,0,0,1),(1,1,1,0),(1,2,2,1),(2,0,1,1),(2,1,2,1),(3,0,2,0)")
-r = json.loads(one("SELECT dp_lsw(episode, t, state, reward, '{\"n_states\": 3, \"gamma\": 0.5, "
+r = json.loads(one("SELECT dp_lsw(episode, t, state, reward, '{\"n_states\": 3, \"gamma\": 0.5, \"rmin\": 0, \"rmax\": 1, "
                    "\"epsilon\": 1, \"delta\": 1e-5, \"perturb\": \"statistics\"}') FROM steps"))
 check(r.get("mechanism") == "dp_lsw" and r.get("private") is True and len(r["values"]) == 3
       and "seeded" not in r, f"[{where}] a private dp_lsw release", r)

@@ -74,7 +74,7 @@ def test_spend_and_refuse():
     con.execute(PREFIX, (json.dumps(p),)).fetchall()
     check(remaining(con, "icu")["epsilon_spent"] == 2, "dp_prefix_stable spends epsilon 1 more")
     # dp_q_noise: every call spends (epsilon, delta_total), here 0.5 and 1e-5
-    q = {"n_actions": 2, "epsilon": 0.5, "delta": 1e-5, "T": 5000, "B": 64, "lr": 3e-4, "k": 120,
+    q = {"n_actions": 2, "epsilon": 0.5, "delta": 1e-5, "T": 5000, "B": 64, "lr": 3e-4, "rmin": 0, "rmax": 1, "k": 120,
          "K": 21, "budget": "icu"}
     rows = con.execute("SELECT * FROM dp_q_noise('SELECT 0.5, 0, 1.0', ?)", (json.dumps(q),)).fetchall()
     rem = remaining(con, "icu")
@@ -94,7 +94,7 @@ def test_spend_and_refuse():
     check(err is not None and "exceeded" in err, "dp_prefix_stable refused too: no rows", err)
     con.execute("CREATE TABLE tr(s, a, r, s_next)")
     con.execute("INSERT INTO tr VALUES (0.5, 0, 1, 0.5)")
-    ql = {"n_actions": 1, "gamma": 0, "lr": 3e-4, "T": 640, "B": 64, "K": 5, "k": 60, "epsilon": 0.5,
+    ql = {"n_actions": 1, "gamma": 0, "rmin": 0, "rmax": 1, "lr": 3e-4, "T": 640, "B": 64, "K": 5, "k": 60, "epsilon": 0.5,
           "delta": 1e-5, "budget": "icu"}
     con.execute("SELECT dp_q_learn(s, a, r, s_next, ?) FROM tr", (json.dumps(ql),)).fetchone()
     rem = remaining(con, "icu")
@@ -112,11 +112,11 @@ def test_not_private_refused():
     # as is a release whose sigma was given rather than calibrated.
     con, _ = database()
     con.execute("SELECT dprl_budget('b', 1, 1e-5)").fetchone()
-    q = {"n_actions": 2, "epsilon": 0.5, "delta": 1e-5, "T": 5000, "B": 64, "lr": 3e-4, "k": 120,
+    q = {"n_actions": 2, "epsilon": 0.5, "delta": 1e-5, "T": 5000, "B": 64, "lr": 3e-4, "rmin": 0, "rmax": 1, "k": 120,
          "K": 21, "budget": "b"}
     con.execute("CREATE TABLE tr(s, a, r, s_next)")
     con.execute("INSERT INTO tr VALUES (0.5, 0, 1, 0.5)")
-    ql = {"n_actions": 1, "gamma": 0, "lr": 3e-4, "T": 640, "B": 64, "K": 5, "sigma": 1,
+    ql = {"n_actions": 1, "gamma": 0, "rmin": 0, "rmax": 1, "lr": 3e-4, "T": 640, "B": 64, "K": 5, "sigma": 1,
           "beta": 1, "budget": "b"}
     cases = [
         ("dp_lsw seeded", LSW, dict(O, seed=1), "option seed makes this release not private"),

@@ -80,15 +80,15 @@ def test_sqlite():
     e = engines.Sqlite()
     long_rows = cases.adversarial_rows(100_000)
     cases.stats_match(e, "adversarial, a 100,000-step episode", long_rows, cases.STEPS_TEXT, 12,
-                      [{"gamma": 0.99}], [{"gamma": 0.99}])
+                      [{"gamma": 0.99, "rmin": 0, "rmax": 1}], [{"gamma": 0.99, "rmin": 0, "rmax": 1}])
     adv = cases.adversarial_rows(2_000, seed=14)
-    sets = [{"gamma": 0.9}, {"gamma": 0.5, "rmin": -1.0, "rmax": 2.0, "fmin": -1.5, "fmax": 3.0},
-            {"gamma": 0.0}, {"gamma": 1.0, "fmax": 50.0}, {"gamma": 0.3, "rmin": -0.25}]
+    sets = [{"gamma": 0.9, "rmin": 0, "rmax": 1}, {"gamma": 0.5, "rmin": -1.0, "rmax": 2.0, "fmin": -1.5, "fmax": 3.0},
+            {"gamma": 0.0, "rmin": 0, "rmax": 1}, {"gamma": 1.0, "rmin": 0, "rmax": 1, "fmax": 50.0}, {"gamma": 0.3, "rmax": 1, "rmin": -0.25}]
     cases.stats_match(e, "adversarial", adv, cases.STEPS_TEXT, 12, sets, sets[:1])
     ints = cases.int_id_rows()
-    cases.stats_match(e, "integer ids", ints, cases.STEPS_INT, 6, [{"gamma": 0.95}])
+    cases.stats_match(e, "integer ids", ints, cases.STEPS_INT, 6, [{"gamma": 0.95, "rmin": 0, "rmax": 1}])
     cases.bad_rows_detected(e)
-    cases.buckets_and_merge(e, adv, cases.STEPS_TEXT, 12, {"gamma": 0.99}, k=5,
+    cases.buckets_and_merge(e, adv, cases.STEPS_TEXT, 12, {"gamma": 0.99, "rmin": 0, "rmax": 1}, k=5,
                             ranges=((0, 1), (2, 2), (3, 4)))
     cases.bucket_query_matches(e, adv, cases.STEPS_TEXT, 7)
     cases.bucket_query_matches(e, ints, cases.STEPS_INT, 3)

@@ -8,7 +8,7 @@ from harness import (check, check_close, check_error, connect, normal_cdf, opts,
                      run, sql_error)
 import reference
 
-BASE = {"n_states": 3, "gamma": 0.5, "epsilon": 1, "delta": 0.1}
+BASE = {"n_states": 3, "gamma": 0.5, "rmin": 0, "rmax": 1, "epsilon": 1, "delta": 0.1}
 HAND_ROWS = [(1, 0, 0, 1.0), (1, 1, 1, 0.0), (1, 2, 2, 1.0),
              (2, 0, 1, 1.0), (2, 1, 2, 1.0), (3, 0, 2, 0.0)]
 
@@ -94,7 +94,7 @@ def test_against_reference():
         rows = random_rows(rng, n, rng.randint(1, 40), 12, text_keys=case % 2 == 1)
         con = connect()
         table(con, rows)
-        o = dict(n_states=n, gamma=rng.choice([0, 0.5, 0.9, 0.99]),
+        o = dict(n_states=n, rmin=0, gamma=rng.choice([0, 0.5, 0.9, 0.99]),
                  epsilon=rng.choice([0.1, 1, 3]), delta=rng.choice([1e-5, 0.1]),
                  rmax=rng.choice([1, 1.2]))
         k = rng.randint(1, n)
@@ -112,7 +112,7 @@ def test_against_reference():
                     rows, "lsl " + label)
         compare(con, "dp_lsw", dict(o, fmax=2.0, calibration="elementary"), rows,
                 f"case {case} fmax + elementary")
-        compare(con, "dp_lsw", dict(o, gamma=1, fmax=3.0), rows, f"case {case} gamma 1 + fmax")
+        compare(con, "dp_lsw", dict(o, rmin=0, rmax=1, gamma=1, fmax=3.0), rows, f"case {case} gamma 1 + fmax")
 
 
 def test_psi_many_episodes():
@@ -125,7 +125,7 @@ def test_psi_many_episodes():
             rows.append((e, t, min(39, int(rng.expovariate(0.15))), rng.random()))
     con = connect()
     table(con, rows)
-    o = dict(n_states=40, gamma=0.9, epsilon=0.5, delta=1e-4)
+    o = dict(n_states=40, rmin=0, rmax=1, gamma=0.9, epsilon=0.5, delta=1e-4)
     compare(con, "dp_lsw", o, rows, "3000 episodes lsw")
     compare(con, "dp_lsl", dict(o, **{"lambda": 50}), rows, "3000 episodes lsl")
 
@@ -141,7 +141,7 @@ def test_noise_distribution():
     table(con, rows)
     z, on_grid = [], True
     for seed in range(400):
-        r = release(con, "dp_lsw", dict(n_states=10, gamma=0.8, epsilon=2, delta=0.01,
+        r = release(con, "dp_lsw", dict(n_states=10, rmin=0, rmax=1, gamma=0.8, epsilon=2, delta=0.01,
                                         release="diagnostic", seed=seed))
         g, s = r["grid"], r["sigma_applied"]
         for th, ex in zip(r["theta"], r["theta_exact"]):
@@ -202,7 +202,7 @@ def test_values_are_phi_theta():
 def test_order_grouping_and_streaming():
     rng = random.Random(11)
     rows = random_rows(rng, 6, 50, 10)
-    o = dict(n_states=6, gamma=0.9, epsilon=1, delta=1e-3, seed=9, release="diagnostic")
+    o = dict(n_states=6, rmin=0, rmax=1, gamma=0.9, epsilon=1, delta=1e-3, seed=9, release="diagnostic")
     con = connect()
     table(con, rows)
     table(con, sorted(rows), "sorted_steps")
@@ -272,17 +272,17 @@ def test_bad_input():
     err(dict(B, epsilon=-1), "dp_lsw: option epsilon must be > 0, got -1", "epsilon < 0")
     err(dict(B, delta=1), "dp_lsw: option delta must be in (0, 1), got 1", "delta 1")
     err(dict(B, delta=0), "dp_lsw: option delta must be in (0, 1), got 0", "delta 0")
-    err(dict(B, gamma=1.5), "dp_lsw: option gamma must be in [0, 1], got 1.5", "gamma > 1")
-    err(dict(B, gamma=1), "dp_lsw: option gamma = 1 needs option fmax (a public bound on "
+    err(dict(B, rmin=0, rmax=1, gamma=1.5), "dp_lsw: option gamma must be in [0, 1], got 1.5", "gamma > 1")
+    err(dict(B, rmin=0, rmax=1, gamma=1), "dp_lsw: option gamma = 1 needs option fmax (a public bound on "
         "returns), got gamma 1 without fmax", "gamma 1 without fmax")
-    err({"n_states": 3, "gamma": 0.5, "epsilon": 1}, "dp_lsw: option delta is required",
+    err({"n_states": 3, "gamma": 0.5, "rmin": 0, "rmax": 1, "epsilon": 1}, "dp_lsw: option delta is required",
         "delta missing")
     err(dict(B, epsilon_=1), 'dp_lsw: unknown option "epsilon_" (known: n_states, gamma, '
         'epsilon, delta, rmin, rmax, fmin, fmax, features, weights, perturb, max_states, '
         'calibration, seed, release, grouped, episodes, budget, buckets)', "unknown key")
     err(dict(B, rmin=1, rmax=1), "dp_lsw: option rmax must be > rmin = 1, got 1", "rmax <= rmin")
     err(dict(B, fmin=0.5), "dp_lsw: option fmin must be <= 0, got 0.5", "fmin > 0")
-    err(dict(B, gamma=1, fmax=3, rmin=-1), "dp_lsw: option gamma = 1 with rmin < 0 needs option "
+    err(dict(B, rmax=1, gamma=1, fmax=3, rmin=-1), "dp_lsw: option gamma = 1 with rmin < 0 needs option "
         "fmin (a public lower bound on returns), got rmin -1 without fmin", "gamma 1, rmin < 0, no fmin")
     err('{"n_states": 3,', "dp_lsw: options: malformed JSON: expected a key string, got end of text",
         "malformed JSON")
@@ -384,7 +384,7 @@ def test_private_errors_do_not_depend_on_data():
     # different sigmas in the text.  Now the grid and the noise floor are
     # checked from the options alone: both release.
     con = connect()
-    o = {"n_states": 1, "gamma": 0.5, "epsilon": 8.326e-8, "delta": 0.5, "episodes": 200000000}
+    o = {"n_states": 1, "gamma": 0.5, "rmin": 0, "rmax": 1, "epsilon": 8.326e-8, "delta": 0.5, "episodes": 200000000}
     a = from_stats(con, "dp_lsw_from_stats", [(0, 50000000, 0.0)], o)
     b = from_stats(con, "dp_lsw_from_stats", [(0, 50000001, 2.0)], o)
     check(not isinstance(a, str) and not isinstance(b, str) and outcome(a) == outcome(b)
@@ -409,7 +409,7 @@ def test_private_errors_do_not_depend_on_data():
     # the other.  The regularised QR cannot fail.
     phi = [[1, 3], [1, 3], [1, 0]]
     top = max(reference.sym_eigenvalues(reference.gram(reference.feature_matrix(3, phi))))
-    lsl = {"n_states": 3, "gamma": 0.5, "epsilon": 1, "delta": 0.1, "episodes": 2 ** 53 - 1,
+    lsl = {"n_states": 3, "gamma": 0.5, "rmin": 0, "rmax": 1, "epsilon": 1, "delta": 0.1, "episodes": 2 ** 53 - 1,
            "features": phi, "lambda": top * 1.0000001}
     v0, v1 = 8253028069769887, 8306335996430920
     outs = [outcome(from_stats(con, "dp_lsl_from_stats", [(0, v0 + dv, 0.0), (1, v1, 1.0)], lsl))
@@ -439,7 +439,7 @@ def test_private_errors_do_not_depend_on_data():
     ]
     for fn, extra in cases:
         for m in (1, 1000, 2 ** 53 - 1):
-            o = dict({"n_states": 2, "gamma": 0.5, "episodes": m}, **extra)
+            o = dict({"n_states": 2, "gamma": 0.5, "rmin": 0, "rmax": 1, "episodes": m}, **extra)
             B = extra.get("fmax", 2.0)
             seen = set()
             for v in sorted({0, m // 2, m - 1}):  # v + 1 <= m
@@ -463,7 +463,7 @@ def test_rounding_keeps_lemma1():
     # code released k' + Z(4) against k' + 1 + Z(3), delta(10) = 1.04e-6.
     con = connect()
     eps, delta, m, B = 10.0, 1e-6, 200000000, 0.828455214
-    o = {"n_states": 1, "gamma": 0.5, "fmax": B, "epsilon": eps, "delta": delta,
+    o = {"n_states": 1, "gamma": 0.5, "rmin": 0, "rmax": 1, "fmax": B, "epsilon": eps, "delta": delta,
          "episodes": m, "release": "diagnostic", "seed": 1}
     alpha, beta = reference.calibrate(eps, delta, 1)
     c, beta_psi = reference.grid_reserve(alpha, beta, 1)
@@ -553,7 +553,42 @@ def test_lemma1_verified_range():
                 (json.dumps(dict(BASE, epsilon=20.5)),))
 
 
-run([test_hand_example, test_against_reference, test_psi_many_episodes,
+def test_reward_bounds_required():
+    # ICU scores in [-15, 15] with the old default rmin = 0 were clamped
+    # silently: the most severe state came out at +12.5 where the truth is
+    # negative.  The bounds are now the user's statement, required.
+    con = connect()
+    con.execute("CREATE TABLE s(episode, t, state, reward)")
+    con.executemany("INSERT INTO s VALUES (?, ?, ?, ?)",
+                    [(e, 0, e % 2, -15.0 if e % 2 else 12.5) for e in range(40)])
+    sql = "SELECT {}(episode, t, state, reward, ?) FROM s"
+    o = {"n_states": 2, "gamma": 0.5, "epsilon": 1, "delta": 1e-6}
+    fv = {"n_states": 2, "gamma": 0.5}
+    for fn in ("dp_lsw", "dp_lsl", "dp_fv_stats"):
+        for missing, given in (("rmin", {"rmax": 15}), ("rmax", {"rmin": -15})):
+            err = sql_error(con, sql.format(fn),
+                            (json.dumps(dict(fv if fn == "dp_fv_stats" else o, **given)),))
+            check(err is not None and err.startswith(f"{fn}: option {missing} is required: rewards "
+                                                     "are clamped to the public range") and
+                  "never from the data" in err, f"{fn} without {missing}: refused, says why", err)
+    err = sql_error(con, "SELECT dp_plan(?)", (json.dumps(dict(o, rmax=15)),))
+    check(err is not None and "option rmin is required" in err, "dp_plan: rmin required", err)
+    err = sql_error(con, "SELECT * FROM dp_first_visit('SELECT * FROM s', ?)",
+                    (json.dumps({"n_states": 2, "gamma": 0.5}),))
+    check(err is not None and "option rmin is required" in err, "dp_first_visit: rmin required", err)
+    err = sql_error(con, "SELECT dp_q_learn(0.5, 0, reward, 0.5, ?) FROM s",
+                    (json.dumps({"n_actions": 1, "gamma": 0.5, "lr": 0.1, "T": 64, "B": 64,
+                                 "sigma": 0, "seed": 1}),))
+    check(err is not None and "dp_q_learn: option rmin is required" in err,
+          "dp_q_learn: rmin required", err)
+    d = dict(o, rmin=-15, rmax=15, release="diagnostic", seed=1, perturb="statistics")
+    r = json.loads(con.execute(sql.format("dp_lsw"), (json.dumps(d),)).fetchone()[0])
+    check(r["theta_exact"] == [12.5, -15],
+          "with the bounds stated, the severe state's exact value is -15 (not clamped to 0)",
+          r["theta_exact"])
+
+
+run([test_reward_bounds_required, test_hand_example, test_against_reference, test_psi_many_episodes,
      test_noise_distribution, test_private_output, test_values_are_phi_theta,
      test_order_grouping_and_streaming, test_clamping, test_empty_and_untouched,
      test_bad_input, test_seeded_is_not_private, test_private_errors_do_not_depend_on_data,

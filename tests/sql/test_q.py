@@ -200,10 +200,10 @@ def test_sigma_underflow():
     L = L_tent(21, 1e-300, 1e300, 64)  # lr D = 2e-299: C = (v^2 + v) L^2 underflows
     check_error(con, "SELECT dp_q_calibrate(?)", "dp_q_calibrate: " + msg % ("%g" % L),
                 "calibrate: underflowing sigma refused",
-                (J(epsilon=1, delta=1e-5, T=5000, B=64, lr=1e-300, k=1e300, K=21),))
+                (J(epsilon=1, delta=1e-5, T=5000, B=64, lr=1e-300, k=1e300, K=21, rmin=0, rmax=1),))
     con.execute("CREATE TABLE transitions(s, a, r, s_next)")
     con.execute("INSERT INTO transitions VALUES (0.5, 0, 1, 0.5)")
-    err = sql_error(con, LEARN, (J(n_actions=1, gamma=0, lr=1e-300, k=1e300, T=5000, B=64,
+    err = sql_error(con, LEARN, (J(n_actions=1, rmin=0, rmax=1, gamma=0, lr=1e-300, k=1e300, T=5000, B=64,
                                    epsilon=1, delta=1e-5),))
     check(err is not None and err.startswith("dp_q_learn: no usable noise level: lr = 1e-300"),
           "dp_q_learn: underflowing sigma refused, nothing released", err)
@@ -222,7 +222,7 @@ def test_calibrate_from_approximator():
             check_close(r["sigma"], h["sigma"], f"sigma from the computed L ({feat}, K={K})", rel=1e-12)
             check(r["features"] == {"kind": feat, "K": K} and (r["rmin"], r["rmax"]) == (rmin, rmax),
                   f"calibrate reports the approximator ({feat}, K={K})", r)
-    r = calib(con, epsilon=1, delta=1e-5, T=5000, B=64, lr=3e-4, k=60, K=21)
+    r = calib(con, epsilon=1, delta=1e-5, T=5000, B=64, lr=3e-4, k=60, K=21, rmin=0, rmax=1)
     check(r["features"]["kind"] == "tent", "features default to tent")
 
 
@@ -987,7 +987,7 @@ def test_learn_noise_free():
     (~0.01).  The unit test (500,000 transitions) holds 0.05."""
     con = connect()
     transitions(con, make_data(1000, 31))
-    m = learn(con, n_actions=2, gamma=GAMMA, lr=0.3, T=64 * 20000, B=64, K=21, sigma=0, seed=4)
+    m = learn(con, n_actions=2, rmin=0, rmax=1, gamma=GAMMA, lr=0.3, T=64 * 20000, B=64, K=21, sigma=0, seed=4)
     check(m["private"] is False and m["seeded"] is True and m["paths"]["sigma"] == 0
           and "theta_noise" not in m and m["note"] == "sigma was given, not calibrated: no privacy guarantee is claimed",
           "sigma = 0: the result says private: false", m.get("note"))
@@ -1041,7 +1041,7 @@ def test_learn_private():
     and public parameters only, never the number of transitions."""
     con = connect()
     transitions(con, make_data(100, 12))
-    o = dict(n_actions=2, gamma=GAMMA, lr=3e-4, T=5000, B=64, K=21, k=60, epsilon=1, delta=1e-5)
+    o = dict(n_actions=2, rmin=0, rmax=1, gamma=GAMMA, lr=3e-4, T=5000, B=64, K=21, k=60, epsilon=1, delta=1e-5)
     u1, u2 = learn(con, **o), learn(con, **o)
     check(u1["private"] is True and "seeded" not in u1 and u1["theta"] != u2["theta"],
           "unseeded: private, not marked seeded, two runs differ")
@@ -1058,7 +1058,7 @@ def test_learn_private():
     check(tn["updates"] == 78 and tn["accountant"] == "gdp", "theta noise: 78 updates, GDP", tn)
     check(gdp_delta(1, tn["mu"]) <= 1e-5 * (1 + 1e-9), "theta noise: delta(1; mu) <= 1e-5", tn)
     # the paths: Theorem 5's calibration, gdp by default (trust issue item 4)
-    c = calib(con, epsilon=1, delta=1e-5, T=5000, B=64, lr=3e-4, k=60, K=21)
+    c = calib(con, epsilon=1, delta=1e-5, T=5000, B=64, lr=3e-4, k=60, K=21, rmin=0, rmax=1)
     L = L_tent(21, 3e-4, 60, 64)
     h = hand(1, 1e-5, 5000, 64, 3e-4, 60, L, 78)
     check_close(u1["paths"]["sigma"], gdp_sigma(1, 1e-5, 5000 / 64, h["C"]),
@@ -1093,7 +1093,7 @@ def test_learn_theta_attack():
     them.  Its variance and that of an untouched coordinate match the
     calibrated sigma (chi-square bounds of 5 standard errors)."""
     con = connect()
-    o = dict(n_actions=1, gamma=0, lr=3e-4, T=5000, B=64, K=21, k=60, epsilon=1, delta=1e-5)
+    o = dict(n_actions=1, rmin=0, rmax=1, gamma=0, lr=3e-4, T=5000, B=64, K=21, k=60, epsilon=1, delta=1e-5)
     q = "SELECT dp_q_learn(0.5, 0, ?, 0.5, ?)"
     n = 1000
     one = [json.loads(con.execute(q, (1, J(**dict(o, seed=s)))).fetchone()[0]) for s in range(n)]
@@ -1122,7 +1122,7 @@ def test_learn_more():
     con = connect()
     rows = make_data(10, 5)
     transitions(con, rows)
-    base = dict(n_actions=2, gamma=GAMMA, lr=0.1, T=640, B=64, sigma=0, seed=1)
+    base = dict(n_actions=2, rmin=0, rmax=1, gamma=GAMMA, lr=0.1, T=640, B=64, sigma=0, seed=1)
     # rewards are clamped to [rmin, rmax]: scaling rewards above rmax changes nothing
     con.execute("CREATE TABLE big AS SELECT s, a, r * 100 + 2 AS r, s_next FROM transitions")
     m1 = learn(con, **base)
@@ -1148,7 +1148,7 @@ def test_learn_more():
     # J < T/B and the paper accountant change the paths only: theta's
     # guarantee rests on its own noise, so the release is private; the
     # paths' calibration says what it does not cover
-    p = dict(n_actions=2, gamma=GAMMA, lr=3e-4, T=5000, B=64, k=60, epsilon=1, delta=1e-5)
+    p = dict(n_actions=2, rmin=0, rmax=1, gamma=GAMMA, lr=3e-4, T=5000, B=64, k=60, epsilon=1, delta=1e-5)
     m = learn(con, **dict(p, J=3))
     check(m["private"] is True and m["J"] == 3 and m["paths"]["note"] == REUSE_NOTE,
           "J < T/B: theta private, the paths' note says what is not covered", m["paths"])
@@ -1160,7 +1160,7 @@ def test_learn_more():
 def test_learn_errors():
     con = connect()
     transitions(con, make_data(2, 3))
-    base = dict(n_actions=2, gamma=GAMMA, lr=0.1, T=640, B=64, sigma=0)
+    base = dict(n_actions=2, rmin=0, rmax=1, gamma=GAMMA, lr=0.1, T=640, B=64, sigma=0)
     T = "WITH t(s, a, r, s_next) AS (%s) SELECT dp_q_learn(s, a, r, s_next, ?) FROM t"
     rowsql = [
         ("SELECT NULL, 0, 0, 0.5", "dp_q_learn: s must be a number, got NULL (row 1 of the transitions)"),
@@ -1175,7 +1175,7 @@ def test_learn_errors():
     for sql, msg in rowsql:
         check_error(con, T % sql, msg, "refused: " + msg, (J(**base),))
     opt = [
-        (dict(base, gamma=1), "dp_q_learn: option gamma must be in [0, 1), got 1"),
+        (dict(base, rmin=0, rmax=1, gamma=1), "dp_q_learn: option gamma must be in [0, 1), got 1"),
         ({k: v for k, v in base.items() if k != "gamma"}, "dp_q_learn: option gamma is required"),
         ({k: v for k, v in base.items() if k != "n_actions"}, "dp_q_learn: option n_actions is required"),
         ({k: v for k, v in base.items() if k != "lr"}, "dp_q_learn: option lr is required"),
@@ -1200,7 +1200,7 @@ def test_learn_errors():
                 "dp_q_learn: options must be the same for every row", "options differing between rows",
                 (J(**dict(base, seed=1)), J(**base)))
     check_error(con, LEARN, "dp_q_learn: options must be JSON text, got NULL", "NULL options", (None,))
-    p = dict(n_actions=2, gamma=GAMMA, lr=3e-4, T=5000, B=64, k=20, epsilon=1, delta=1e-5, accountant="proof")
+    p = dict(n_actions=2, rmin=0, rmax=1, gamma=GAMMA, lr=3e-4, T=5000, B=64, k=20, epsilon=1, delta=1e-5, accountant="proof")
     h = hand(1, 1e-5, 5000, 64, 3e-4, 20, L_tent(21, 3e-4, 20, 64), 78)
     check_error(con, LEARN, "dp_q_learn: no privacy guarantee: Theorem 5 needs 2k > 8.68 sqrt(beta) sigma, "
                 "got 2k = 40 <= %g (sigma = %g, beta = %g); raise k"
@@ -1233,7 +1233,7 @@ def test_limits():
     the option, its value and the limit as an integer."""
     con = connect()
     transitions(con, make_data(2, 3))
-    base = dict(n_actions=2, gamma=GAMMA, lr=0.1, T=64, B=64, sigma=0, seed=1)
+    base = dict(n_actions=2, rmin=0, rmax=1, gamma=GAMMA, lr=0.1, T=64, B=64, sigma=0, seed=1)
     check_error(con, LEARN, "dp_q_learn: option T must be in [1, 1000000000], got 2000000000",
                 "T beyond 10^9: the bound printed as an integer", (J(**dict(base, T=2 * 10 ** 9)),))
     check_error(con, "SELECT dp_q_calibrate(?)", "dp_q_calibrate: option B must be in [1, 1000000000], "
@@ -1253,7 +1253,7 @@ def test_limits():
     con.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, 100000)
     kmax = (100000 - 4096 - 3 * 2) // (25 * 2)
     check(kmax == 1917, "precondition: K = 1917 is the most for n_actions = 2 within 100000 bytes")
-    p = dict(n_actions=2, gamma=GAMMA, lr=0.1, T=640, B=64, k=1e6, epsilon=1, delta=1e-5)
+    p = dict(n_actions=2, rmin=0, rmax=1, gamma=GAMMA, lr=0.1, T=640, B=64, k=1e6, epsilon=1, delta=1e-5)
     check_error(con, LEARN, "dp_q_learn: option K must be <= 1917 with n_actions = 2 (the result holds "
                 "n_actions * K numbers of up to 25 bytes, within 100000 bytes: SQLite's length limit), "
                 "got 1918", "K one above the limit SQLite set on the connection: refused",
@@ -1308,14 +1308,14 @@ def test_interrupts():
     N = "SELECT count(*) FROM dp_q_noise('SELECT * FROM big', ?)"
     N3 = ("SELECT count(*) FROM dp_q_noise('SELECT s / 3 + k / 3.0, a, q FROM big, "
           "(SELECT 0 AS k UNION ALL SELECT 1 UNION ALL SELECT 2)', ?)")
-    base = dict(n_actions=2, gamma=0.9, lr=0.01, B=1, seed=1)
+    base = dict(n_actions=2, rmin=0, rmax=1, gamma=0.9, lr=0.01, B=1, seed=1)
     cases = [
         ("dp_q_learn, K = 10^5 features (wide SGD steps)", L, (J(T=30000, K=100000, sigma=0, **base), 2), 0.2),
         ("dp_q_learn, 2 x 10^6 SGD steps with noise paths", L, (J(T=2000000, sigma=0.5, beta=2, **base), 2), 0.2),
         ("dp_q_learn, private: theta's noise on every step", L,
-         (J(n_actions=2, gamma=0.9, lr=0.01, T=100000, B=1, epsilon=1, delta=1e-5, k=1e6), 2), 0.2),
+         (J(n_actions=2, rmin=0, rmax=1, gamma=0.9, lr=0.01, T=100000, B=1, epsilon=1, delta=1e-5, k=1e6), 2), 0.2),
         ("dp_q_learn, 200,000 transitions, presampled paths", L,
-         (J(n_actions=2, gamma=0.9, lr=0.01, T=64 * 30000, B=64, J=1, sigma=0.5, beta=2, seed=1), 200000), 0.2),
+         (J(n_actions=2, rmin=0, rmax=1, gamma=0.9, lr=0.01, T=64 * 30000, B=64, J=1, sigma=0.5, beta=2, seed=1), 200000), 0.2),
         ("dp_q_noise, 10^6 points", N, (J(n_actions=2, **SB),), 0.2),
         # 3 x 10^6 distinct points: since the faster generator, 10^6 points
         # can be done before 1 s, and the interrupt must land inside the call

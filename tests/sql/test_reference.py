@@ -64,11 +64,11 @@ def test_generator_checks():
           "budget | none | x\n```\n", "not options ['budget']",
           "generator: an options table with an option the function refuses is refused")
     fails("## f\n" + steps + "```keys\n@rows: SELECT * FROM dp_first_visit("
-          "'SELECT * FROM steps', '{\"n_states\": 3, \"gamma\": 0.5}')\n"
+          "'SELECT * FROM steps', '{\"n_states\": 3, \"gamma\": 0.5, \"rmin\": 0, \"rmax\": 1}')\n"
           "episode | rows | x\nstate | rows | x\nt_first | rows | x\n```\n",
           "undocumented ['first_visit_return']",
           "generator: a result table missing a column is refused")
-    fails("## f\n```keys\n@plan: SELECT dp_plan('{\"n_states\": 1, \"gamma\": 0.5, "
+    fails("## f\n```keys\n@plan: SELECT dp_plan('{\"n_states\": 1, \"gamma\": 0.5, \"rmin\": 0, \"rmax\": 1, "
           "\"epsilon\": 1, \"delta\": 1e-5, \"episodes\": 1, \"visits\": [1]}')\n"
           "mechanism | all | x\nseeded | all | x\n```\n", "absent ['seeded']",
           "generator: a result table with a key that is not returned is refused")
@@ -79,7 +79,7 @@ def test_generator_checks():
     fails("## f\n```sql\n.shell ls\n```\n", "unsupported dot-command",
           "generator: a dot-command it cannot run is refused")
     text = gen_reference.generate("## f\n```sql\nSELECT dp_plan('{\"n_states\": 1, "
-                                  "\"gamma\": 0.5, \"epsilon\": 1, \"delta\": 1e-5, "
+                                  "\"gamma\": 0.5, \"rmin\": 0, \"rmax\": 1, \"epsilon\": 1, \"delta\": 1e-5, "
                                   "\"episodes\": 1, \"visits\": [1]}') AS p;\n```\n",
                                   os.path.abspath(SO))
     check('"mechanism": "dp_lsw"' in text and '"rms_error":' in text,

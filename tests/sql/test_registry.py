@@ -41,7 +41,7 @@ INNOCUOUS = 0x200000
 WRITERS = {"dp_lsw", "dp_lsl", "dp_lsw_from_stats", "dp_lsl_from_stats", "dp_q_learn",
            "dprl_budget", "dprl_budget_remaining"}
 UNSAFE = "unsafe use of virtual table"
-FV_OPTS = '{"n_states": 1, "gamma": 0.5}'
+FV_OPTS = '{"n_states": 1, "gamma": 0.5, "rmin": 0, "rmax": 1}'
 PS_OPTS = '{"epsilon": 1, "delta": 0.1, "p_min": 0.1, "T": 1, "L": 1}'
 # One top-level-usable call of each table-valued function.
 CALLS = {

@@ -28,7 +28,7 @@ def test_trailing_comments():
     con = connect()
     con.execute("CREATE TABLE s(episode, t, state, reward)")
     con.execute("INSERT INTO s VALUES (1, 0, 0, 1), (1, 1, 1, 0)")
-    o = json.dumps({"n_states": 2, "gamma": 0.5})
+    o = json.dumps({"n_states": 2, "gamma": 0.5, "rmin": 0, "rmax": 1})
     q = "SELECT * FROM dp_first_visit(?, ?)"
     for sql in ("SELECT episode, t, state, reward FROM s -- trailing comment",
                 "SELECT episode, t, state, reward FROM s; /* c */ ; -- more\n",
@@ -47,14 +47,14 @@ def test_numbers_as_text():
                 "dp_lsw: t must be an integer, got text '0' (a number stored as text: CAST(t AS "
                 "INTEGER) in the query, or import the column with a numeric type) (row with "
                 "episode 1, t 0)", "text '0' for t: the message says to CAST",
-                (json.dumps({"n_states": 2, "gamma": 0.5, "epsilon": 1, "delta": 1e-5}),))
+                (json.dumps({"n_states": 2, "gamma": 0.5, "rmin": 0, "rmax": 1, "epsilon": 1, "delta": 1e-5}),))
     con.execute("UPDATE s SET t = 0, reward = '0.5'")
     err = sql_error(con, "SELECT dp_lsw(episode, t, state, reward, ?) FROM s",
-                    (json.dumps({"n_states": 2, "gamma": 0.5, "epsilon": 1, "delta": 1e-5}),))
+                    (json.dumps({"n_states": 2, "gamma": 0.5, "rmin": 0, "rmax": 1, "epsilon": 1, "delta": 1e-5}),))
     check(err is not None and "CAST(reward AS REAL)" in err, "text '0.5' for reward: CAST ... AS REAL", err)
     con.execute("UPDATE s SET reward = 'abc'")
     err = sql_error(con, "SELECT dp_lsw(episode, t, state, reward, ?) FROM s",
-                    (json.dumps({"n_states": 2, "gamma": 0.5, "epsilon": 1, "delta": 1e-5}),))
+                    (json.dumps({"n_states": 2, "gamma": 0.5, "rmin": 0, "rmax": 1, "epsilon": 1, "delta": 1e-5}),))
     check(err is not None and "CAST" not in err, "text 'abc' is no number: no CAST hint", err)
 
 
@@ -64,13 +64,13 @@ def test_result_size_limits():
     ran out of memory)."""
     import sqlite3
     con = connect()
-    o = {"n_states": 2 ** 26, "gamma": 0.5, "epsilon": 1, "delta": 1e-5}
+    o = {"n_states": 2 ** 26, "gamma": 0.5, "rmin": 0, "rmax": 1, "epsilon": 1, "delta": 1e-5}
     check_error(con, "SELECT dp_lsw(1, 0, 0, 1, ?)", "dp_lsw: option n_states = 67108864 is more than "
                 "a result can hold: about 2 numbers of up to 25 bytes per state, and this connection's "
                 "SQLITE_LIMIT_LENGTH is 1000000000 bytes; at most 19999918 states",
                 "n_states 2^26 refused with the limit it exceeds", (json.dumps(o),))
     con.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, 100000)
-    o = {"n_states": 5000, "gamma": 0.5, "epsilon": 1, "delta": 1e-5, "perturb": "statistics"}
+    o = {"n_states": 5000, "gamma": 0.5, "rmin": 0, "rmax": 1, "epsilon": 1, "delta": 1e-5, "perturb": "statistics"}
     check_error(con, "SELECT dp_lsw(1, 0, 0, 1, ?)", "dp_lsw: option n_states = 5000 is more than a "
                 "result can hold: about 4 numbers of up to 25 bytes per state, and this connection's "
                 "SQLITE_LIMIT_LENGTH is 100000 bytes; at most 959 states",
@@ -88,11 +88,11 @@ def test_json_subtype():
     con = connect()
     con.execute("CREATE TABLE s(g, episode, t, state, reward)")
     con.execute("INSERT INTO s VALUES (1, 1, 0, 0, 1), (2, 2, 0, 1, 0)")
-    o = json.dumps({"n_states": 2, "gamma": 0.5, "epsilon": 1, "delta": 1e-5, "perturb": "statistics"})
+    o = json.dumps({"n_states": 2, "gamma": 0.5, "rmin": 0, "rmax": 1, "epsilon": 1, "delta": 1e-5, "perturb": "statistics"})
     for name, sql, args in [
             ("dp_lsw", "SELECT json_object('r', dp_lsw(episode, t, state, reward, ?)) FROM s", (o,)),
             ("dp_plan", "SELECT json_object('r', dp_plan(?))",
-             (json.dumps({"n_states": 2, "gamma": 0.5, "epsilon": 1, "delta": 1e-5, "episodes": 2,
+             (json.dumps({"n_states": 2, "gamma": 0.5, "rmin": 0, "rmax": 1, "epsilon": 1, "delta": 1e-5, "episodes": 2,
                           "visits": [1, 1]}),)),
             ("dp_q_calibrate", "SELECT json_object('r', dp_q_calibrate(?))",
              (json.dumps({"epsilon": 1, "delta": 1e-5, "T": 640, "B": 64, "lr": 0.01, "k": 60, "L": 0.1}),)),
@@ -126,7 +126,7 @@ def test_interrupts():
     con.execute("CREATE TABLE traj AS WITH RECURSIVE i(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM i "
                 "WHERE n < 299999) SELECT n / 1000 AS episode, n % 1000 AS t, n % 10 AS state, 0 AS action "
                 "FROM i")
-    big = {"n_states": 9000000, "gamma": 0.5, "epsilon": 1, "delta": 1e-5}
+    big = {"n_states": 9000000, "gamma": 0.5, "rmin": 0, "rmax": 1, "epsilon": 1, "delta": 1e-5}
     cases = [
         ("dp_lsw, 9 x 10^6 states, one row (noise on every coordinate)",
          "SELECT dp_lsw(1, 0, 0, 1.0, ?)", (json.dumps(big),), 0.2),
@@ -134,7 +134,7 @@ def test_interrupts():
          (json.dumps(dict(big, perturb="statistics")),), 0.2),
         ("dp_first_visit, 3 x 10^6 rows (while they are read)",
          "SELECT count(*) FROM dp_first_visit('SELECT * FROM many', ?)",
-         (json.dumps({"n_states": 1000, "gamma": 0.5}),), 0.3),
+         (json.dumps({"n_states": 1000, "gamma": 0.5, "rmin": 0, "rmax": 1}),), 0.3),
         ("dp_prefix_stable, 20,000 experts x 300 trajectories of 1,000 steps",
          "SELECT count(*) FROM dp_prefix_stable('SELECT * FROM traj', 'SELECT * FROM pol', ?)",
          (json.dumps({"epsilon": 1000, "delta": 0.5, "p_min": 0.5, "T": 300, "L": 1000}),), 1.0),

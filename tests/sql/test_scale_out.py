@@ -31,7 +31,7 @@ def test_first_visit_rows():
             for e in range(30) for t in rng.sample(range(40), rng.randint(1, 9))]
     con = connect()
     make(con, rows)
-    o = {"n_states": 5, "gamma": 0.8, "rmax": 1.5, "fmax": 3}
+    o = {"n_states": 5, "gamma": 0.8, "rmin": 0, "rmax": 1.5, "fmax": 3}
     got = con.execute(FV, (json.dumps(o),)).fetchall()
     # independent: per episode, first t of each state, return by direct sum
     want = []
@@ -65,7 +65,7 @@ def test_first_visit_read_path():
     con = connect()
     make(con, rows)
     make(con, rows, "dprl_rows")
-    o = json.dumps({"n_states": 4, "gamma": 0.5})
+    o = json.dumps({"n_states": 4, "gamma": 0.5, "rmin": 0, "rmax": 1})
     ran = []
     con.set_trace_callback(ran.append)
     a = con.execute(FV, (o,)).fetchall()
@@ -108,7 +108,7 @@ def test_portable_sql_matches():
                 for e in range(60) for t in rng.sample(range(100), rng.randint(1, 30))]
         con = connect()
         make(con, rows)
-        o = {"n_states": 7, "gamma": gamma, "rmax": rmax}
+        o = {"n_states": 7, "gamma": gamma, "rmin": 0, "rmax": rmax}
         if fmax is not None:
             o["fmax"] = fmax
         ours = con.execute("SELECT state, count(*), sum(first_visit_return) FROM "
@@ -135,14 +135,14 @@ def shards(tmp, rows, k=3):
 def test_three_shards_equal_whole():
     rng = random.Random(3)
     rows = dyadic_rows(rng, 6, 90, 12)
-    base = {"n_states": 6, "gamma": 0.5, "rmax": 1, "epsilon": 1, "delta": 1e-3,
+    base = {"n_states": 6, "gamma": 0.5, "rmin": 0, "rmax": 1, "epsilon": 1, "delta": 1e-3,
             "release": "diagnostic", "seed": 42}
     with tempfile.TemporaryDirectory() as tmp:
         con = shards(tmp, rows)
         for fn, extra in (("dp_lsw", {}), ("dp_lsl", {"lambda": 10}),
                           ("dp_lsw", {"features": {"aggregate": 2}, "fmax": 1.5})):
             o = dict(base, **extra)
-            fv = json.dumps({k: o[k] for k in ("n_states", "gamma", "rmax", "fmax") if k in o})
+            fv = json.dumps({k: o[k] for k in ("n_states", "gamma", "rmin", "rmax", "fmax") if k in o})
             whole = json.loads(con.execute(
                 f"SELECT {fn}(episode, t, state, reward, ?) FROM steps", (json.dumps(o),)).fetchone()[0])
             union = " UNION ALL ".join(
@@ -176,7 +176,7 @@ def test_three_shards_equal_whole():
 def test_general_data_close():
     rng = random.Random(4)
     rows = [(e, t, rng.randrange(5), rng.random()) for e in range(40) for t in range(rng.randint(1, 15))]
-    o = {"n_states": 5, "gamma": 0.93, "epsilon": 1, "delta": 1e-3, "release": "diagnostic", "seed": 1}
+    o = {"n_states": 5, "gamma": 0.93, "rmin": 0, "rmax": 1, "epsilon": 1, "delta": 1e-3, "release": "diagnostic", "seed": 1}
     with tempfile.TemporaryDirectory() as tmp:
         con = shards(tmp, rows)
         whole = json.loads(con.execute("SELECT dp_lsw(episode, t, state, reward, ?) FROM steps",
@@ -184,7 +184,7 @@ def test_general_data_close():
         union = " UNION ALL ".join(
             f"SELECT state, count(*) AS visits, sum(first_visit_return) AS return_sum FROM "
             f"dp_first_visit('SELECT episode, t, state, reward FROM s{i}.steps', "
-            f"'{{\"n_states\": 5, \"gamma\": 0.93}}') GROUP BY state" for i in range(3))
+            f"'{{\"n_states\": 5, \"gamma\": 0.93, \"rmin\": 0, \"rmax\": 1}}') GROUP BY state" for i in range(3))
         merged = json.loads(con.execute(f"SELECT dp_lsw_from_stats(state, visits, return_sum, ?) "
                                         f"FROM ({union})", (json.dumps(dict(o, episodes=40)),)).fetchone()[0])
         check(merged["visits"] == whole["visits"], "general data: shard visits equal")
@@ -210,9 +210,9 @@ def test_fv_stats():
     rng.shuffle(rows)
     con = connect()
     make(con, rows)
-    for o in ({"n_states": 7, "gamma": 0.8},
+    for o in ({"n_states": 7, "gamma": 0.8, "rmin": 0, "rmax": 1},
               {"n_states": 7, "gamma": 0.9, "rmin": -1, "rmax": 2, "fmin": -3, "fmax": 6},
-              {"n_states": 9, "gamma": 0.7, "rmax": 1.5, "max_states": 2}):
+              {"n_states": 9, "gamma": 0.7, "rmin": 0, "rmax": 1.5, "max_states": 2}):
         got = json.loads(con.execute(FVS, (json.dumps(o),)).fetchone()[0])
         m, visits, sums = reference.first_visit(rows, o["gamma"], o.get("rmax", 1.0), o.get("fmax"),
                                                 o.get("rmin", 0.0), o.get("fmin"), o.get("max_states"))
@@ -243,7 +243,7 @@ def test_fv_stats():
     check(con.execute("SELECT dp_fv_stats(episode, t, state, reward, '{}') FROM steps WHERE 0")
           .fetchone()[0] is None, "dp_fv_stats: no rows, NULL")
     g = con.execute("SELECT json_type(json_object('s', dp_fv_stats(episode, t, state, reward, "
-                    "'{\"n_states\": 7, \"gamma\": 0.5}'))) FROM steps").fetchone()[0]
+                    "'{\"n_states\": 7, \"gamma\": 0.5, \"rmin\": 0, \"rmax\": 1}'))) FROM steps").fetchone()[0]
     check(g == "object", "dp_fv_stats nests as JSON")
 
 
@@ -252,7 +252,7 @@ def test_fv_stats_shards():
     shard, unioned, give exactly the whole-table release."""
     rng = random.Random(12)
     rows = dyadic_rows(rng, 6, 90, 12)
-    o = {"n_states": 6, "gamma": 0.5, "rmax": 1}
+    o = {"n_states": 6, "gamma": 0.5, "rmin": 0, "rmax": 1}
     priv = dict(o, epsilon=1, delta=1e-3, release="diagnostic", seed=42)
     with tempfile.TemporaryDirectory() as tmp:
         con = shards(tmp, rows)
@@ -267,21 +267,21 @@ def test_fv_stats_shards():
 def test_fv_stats_errors():
     con = connect()
     make(con, [(1, 0, 0, 1.0), (1, 1, 1, 0.5)])
-    o = '{"n_states": 2, "gamma": 0.5}'
+    o = '{"n_states": 2, "gamma": 0.5, "rmin": 0, "rmax": 1}'
 
     def err(sql, msg, name):
         check_error(con, sql, msg, name)
-    err("SELECT dp_fv_stats(episode, t, state, reward, '{\"n_states\": 1, \"gamma\": 0.5}') FROM steps",
+    err("SELECT dp_fv_stats(episode, t, state, reward, '{\"n_states\": 1, \"gamma\": 0.5, \"rmin\": 0, \"rmax\": 1}') FROM steps",
         "dp_fv_stats: state must be in 0..n_states-1 = 0..0, got 1 (row with episode 1, t 1)",
         "fv_stats: state out of range")
     err("SELECT dp_fv_stats(episode, t, state, reward, '{\"n_states\": 2}') FROM steps",
         "dp_fv_stats: option gamma is required", "fv_stats: gamma required")
-    err("SELECT dp_fv_stats(episode, t, state, reward, '{\"n_states\": 2, \"gamma\": 0.5, "
+    err("SELECT dp_fv_stats(episode, t, state, reward, '{\"n_states\": 2, \"gamma\": 0.5, \"rmin\": 0, \"rmax\": 1, "
         "\"epsilon\": 1}') FROM steps",
         "dp_fv_stats: unknown option \"epsilon\" (known: n_states, gamma, rmin, rmax, fmin, fmax, "
         "max_states, grouped)", "fv_stats: no privacy options (it is not private)")
     err("SELECT dp_fv_stats(episode, t, state, reward, CASE WHEN t = 0 THEN '" + o + "' ELSE "
-        "'{\"n_states\": 2, \"gamma\": 0.6}' END) FROM steps",
+        "'{\"n_states\": 2, \"gamma\": 0.6, \"rmin\": 0, \"rmax\": 1}' END) FROM steps",
         "dp_fv_stats: options must be the same for every row", "fv_stats: options change between rows")
     con.execute("INSERT INTO steps VALUES (1, 1, 0, 0)")
     err("SELECT dp_fv_stats(episode, t, state, reward, '" + o + "') FROM steps",
@@ -292,7 +292,7 @@ def test_stats_errors():
     con = connect()
     con.execute("CREATE TABLE st(state, visits, return_sum)")
     con.executemany("INSERT INTO st VALUES (?,?,?)", [(0, 3, 2.0), (1, 2, 1.0)])
-    o = {"n_states": 2, "gamma": 0.5, "epsilon": 1, "delta": 0.1, "episodes": 3}
+    o = {"n_states": 2, "gamma": 0.5, "rmin": 0, "rmax": 1, "epsilon": 1, "delta": 0.1, "episodes": 3}
     q = "SELECT dp_lsw_from_stats(state, visits, return_sum, ?) FROM st"
 
     def err(opts, msg, name, sql=q):
@@ -329,7 +329,7 @@ def test_stats_errors():
 def test_first_visit_errors():
     con = connect()
     make(con, [(1, 0, 0, 1.0), (1, 1, 1, 0.5)])
-    o = '{"n_states": 2, "gamma": 0.5}'
+    o = '{"n_states": 2, "gamma": 0.5, "rmin": 0, "rmax": 1}'
 
     def err(sql, msg, name):
         check_error(con, sql, msg, name)
@@ -346,7 +346,7 @@ def test_first_visit_errors():
         "dp_first_visit: argument options is required", "fv: missing options")
     err("SELECT * FROM dp_first_visit(NULL, '" + o + "')",
         "dp_first_visit: trajectories_sql must be the text of a SELECT, got NULL", "fv: NULL query")
-    err("SELECT * FROM dp_first_visit('SELECT * FROM steps', '{\"n_states\": 1, \"gamma\": 0.5}')",
+    err("SELECT * FROM dp_first_visit('SELECT * FROM steps', '{\"n_states\": 1, \"gamma\": 0.5, \"rmin\": 0, \"rmax\": 1}')",
         "dp_first_visit: state must be in 0..n_states-1 = 0..0, got 1 (row with episode 1, t 1)",
         "fv: state out of range")
     err("SELECT * FROM dp_first_visit('SELECT * FROM steps', '{\"n_states\": 2}')",
@@ -380,7 +380,7 @@ def test_buckets():
     shard_a = [(0, 3, 2.0, 4, 0, 1), (1, 2, 1.5, 4, 0, 1)]
     shard_b = [(0, 1, 0.5, 4, 2, 3), (1, 4, 3.0, 4, 2, 3)]
     con.executemany("INSERT INTO sh VALUES (?, ?, ?, ?, ?, ?)", shard_a + shard_b)
-    o = {"n_states": 2, "gamma": 0.5, "epsilon": 1, "delta": 1e-5, "episodes": 8,
+    o = {"n_states": 2, "gamma": 0.5, "rmin": 0, "rmax": 1, "epsilon": 1, "delta": 1e-5, "episodes": 8,
          "perturb": "statistics", "seed": 3}
     q7 = "SELECT dp_lsw_from_stats(state, visits, return_sum, buckets, lo, hi, ?) FROM sh"
     q4 = "SELECT dp_lsw_from_stats(state, visits, return_sum, ?) FROM sh"

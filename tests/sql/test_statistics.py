@@ -10,7 +10,7 @@ import random
 from harness import check, check_close, check_error, connect, run, sql_error
 import reference
 
-BASE = {"n_states": 4, "gamma": 0.5, "epsilon": 1, "delta": 1e-5}
+BASE = {"n_states": 4, "gamma": 0.5, "rmin": 0, "rmax": 1, "epsilon": 1, "delta": 1e-5}
 # rewards in [-1, 1] (some outside, clamped), episodes of different shapes
 ROWS = [(1, 0, 0, 1.0), (1, 1, 1, -1.0), (1, 2, 2, 3.0), (1, 3, 0, -0.5),
         (2, 0, 1, 0.5), (2, 1, 2, -2.0), (3, 0, 2, 0.25), (4, 0, 3, -1.0),

@@ -76,14 +76,14 @@ static void *worker(void *arg) {
                " INSERT INTO policies SELECT i / 10, (i / 2) % 5, i % 2, 0.5 FROM x;",
                NULL, NULL, NULL);
   for (int r = 0; r < ROUNDS; r++) {
-    exec_rows(db, "SELECT dp_lsw(episode, t, state, reward, '{\"n_states\": 5, \"gamma\": 0.5, "
+    exec_rows(db, "SELECT dp_lsw(episode, t, state, reward, '{\"n_states\": 5, \"gamma\": 0.5, \"rmin\": 0, \"rmax\": 1, "
                   "\"epsilon\": 1, \"delta\": 1e-5, \"perturb\": \"statistics\"}') FROM steps",
               "dp_lsw on a thread");
-    exec_rows(db, "SELECT dp_lsl(episode, t, state, reward, '{\"n_states\": 5, \"gamma\": 0.5, "
+    exec_rows(db, "SELECT dp_lsl(episode, t, state, reward, '{\"n_states\": 5, \"gamma\": 0.5, \"rmin\": 0, \"rmax\": 1, "
                   "\"epsilon\": 1, \"delta\": 1e-5, \"lambda\": 10}') FROM steps",
               "dp_lsl on a thread");
     exec_rows(db, "SELECT dp_q_learn(state / 4.0, action, reward, ((state + 1) % 5) / 4.0, "
-                  "'{\"n_actions\": 2, \"gamma\": 0.5, \"lr\": 0.01, \"T\": 640, \"B\": 64, "
+                  "'{\"n_actions\": 2, \"gamma\": 0.5, \"rmin\": 0, \"rmax\": 1, \"lr\": 0.01, \"T\": 640, \"B\": 64, "
                   "\"K\": 5, \"k\": 60, \"epsilon\": 1, \"delta\": 1e-5}') FROM steps",
               "dp_q_learn on a thread");
     exec_rows(db, "SELECT * FROM dp_prefix_stable('SELECT episode, t, state, action FROM steps', "
@@ -102,7 +102,7 @@ static void *worker(void *arg) {
                NULL);
   for (int r = 0; r < ROUNDS; r++) {
     sqlite3_stmt *st = NULL;
-    sqlite3_prepare_v2(sh, "SELECT dp_lsw(1, 0, 0, 1.0, '{\"n_states\": 2, \"gamma\": 0.5, "
+    sqlite3_prepare_v2(sh, "SELECT dp_lsw(1, 0, 0, 1.0, '{\"n_states\": 2, \"gamma\": 0.5, \"rmin\": 0, \"rmax\": 1, "
                            "\"epsilon\": 1, \"delta\": 1e-9, \"perturb\": \"statistics\", "
                            "\"budget\": \"shared\"}')", -1, &st, NULL);
     int rc = sqlite3_step(st);

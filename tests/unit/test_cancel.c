@@ -254,12 +254,12 @@ static int release_case(const char *options, dprl_mechanism mech, int stop_at, i
 ** DPRL_EINTR and frees everything (the sanitizer run checks the leaks). */
 static void test_release(void) {
   static const char *const cases[] = {
-      "{\"n_states\": 10000, \"gamma\": 0.5, \"epsilon\": 1, \"delta\": 1e-5}",
-      "{\"n_states\": 10000, \"gamma\": 0.5, \"epsilon\": 1, \"delta\": 1e-5, "
+      "{\"n_states\": 10000, \"gamma\": 0.5, \"rmin\": 0, \"rmax\": 1, \"epsilon\": 1, \"delta\": 1e-5}",
+      "{\"n_states\": 10000, \"gamma\": 0.5, \"rmin\": 0, \"rmax\": 1, \"epsilon\": 1, \"delta\": 1e-5, "
       "\"perturb\": \"statistics\", \"release\": \"diagnostic\"}",
-      "{\"n_states\": 10000, \"gamma\": 0.5, \"epsilon\": 1, \"delta\": 1e-5, "
+      "{\"n_states\": 10000, \"gamma\": 0.5, \"rmin\": 0, \"rmax\": 1, \"epsilon\": 1, \"delta\": 1e-5, "
       "\"lambda\": 10, \"features\": {\"aggregate\": 3}}",
-      "{\"n_states\": 10000, \"gamma\": 0.5, \"epsilon\": 1, \"delta\": 1e-5, "
+      "{\"n_states\": 10000, \"gamma\": 0.5, \"rmin\": 0, \"rmax\": 1, \"epsilon\": 1, \"delta\": 1e-5, "
       "\"lambda\": 10, \"perturb\": \"statistics\"}"};
   for (int i = 0; i < 4; i++) {
     dprl_mechanism mech = i < 2 ? DPRL_LSW : DPRL_LSL;

@@ -113,14 +113,14 @@ int main(void) {
   static const dprl_allocator counting = {counting_alloc, counting_resize, counting_release};
   dprl_set_allocator(&counting);
   sweep("lsw tabular, buffered",
-        "{\"n_states\": 5, \"gamma\": 0.9, \"epsilon\": 1, \"delta\": 0.01, \"seed\": 1}",
+        "{\"n_states\": 5, \"gamma\": 0.9, \"rmin\": 0, \"rmax\": 1, \"epsilon\": 1, \"delta\": 0.01, \"seed\": 1}",
         DPRL_LSW, 0);
   sweep("lsw dense features, streaming",
-        "{\"n_states\": 5, \"gamma\": 0.9, \"epsilon\": 1, \"delta\": 0.01, \"seed\": 1, "
+        "{\"n_states\": 5, \"gamma\": 0.9, \"rmin\": 0, \"rmax\": 1, \"epsilon\": 1, \"delta\": 0.01, \"seed\": 1, "
         "\"grouped\": true, \"features\": [[1,0],[1,1],[1,2],[1,3],[1,4]]}",
         DPRL_LSW, 1);
   sweep("lsl dense, diagnostic",
-        "{\"n_states\": 5, \"gamma\": 0.9, \"epsilon\": 1, \"delta\": 0.01, \"seed\": 1, "
+        "{\"n_states\": 5, \"gamma\": 0.9, \"rmin\": 0, \"rmax\": 1, \"epsilon\": 1, \"delta\": 0.01, \"seed\": 1, "
         "\"lambda\": 200, \"release\": \"diagnostic\", \"features\": [[1,0],[1,1],[1,2],[1,3],[1,4]]}",
         DPRL_LSL, 0);
   return CHECK_DONE();

@@ -88,7 +88,7 @@ def icu():
     con = connect()
     with open(os.path.join(ROOT, "samples", "clinic.sql")) as f:
         con.executescript(f.read())
-    base = dict(n_states=10, gamma=0.9, fmax=9, delta=1e-5, epsilon=1)
+    base = dict(n_states=10, rmin=0, rmax=1, gamma=0.9, fmax=9, delta=1e-5, epsilon=1)
     t0 = time.time()
     rows = policy_eval_grid(con, "steps", base, [("tabular", "tabular"), ("aggregate 2", {"aggregate": 2})])
     table_rows(f"ICU sample (20,000 patients, N = 10, fmax = 9, delta = 1e-5): dp_lsw, mean RMSE of "
@@ -140,7 +140,7 @@ def chain():
     sizes = (100, 1000, 10000) if QUICK else (100, 1000, 10000, 100000)
     for m in sizes:
         chain_table(con, m, 7 + m)
-        base = dict(n_states=N_CHAIN, gamma=GAMMA_CHAIN, fmax=1, epsilon=0.1, delta=0.1,
+        base = dict(n_states=N_CHAIN, rmin=0, rmax=1, gamma=GAMMA_CHAIN, fmax=1, epsilon=0.1, delta=0.1,
                     features="tabular")
         cells = [str(m)]
         for perturb in ("output", "statistics"):
