@@ -150,6 +150,7 @@ sqlite3 -bail "$TMP/release.db" <<EOF
 CREATE TABLE moved(state INTEGER, visits INTEGER, return_sum REAL, buckets INTEGER,
                    bucket_lo INTEGER, bucket_hi INTEGER, episodes INTEGER, max_states INTEGER);
 .import --csv $TMP/moved.csv moved
+UPDATE moved SET max_states = NULL WHERE max_states = '';  -- .import reads NULL as ''
 .mode box
 SELECT key AS state, round(value, 3) AS private_value
 FROM json_each((SELECT dp_lsw_from_stats(state, visits, return_sum, max_states,
