@@ -4,19 +4,21 @@
 **   SELECT * FROM dp_first_visit(
 **     'SELECT episode, t, state, reward FROM steps',
 **     '{"n_states": 750, "gamma": 0.99, "rmin": 0, "rmax": 1}');
-**   -- episode | state | t_first | first_visit_return
+**   -- episode | state | t_first | first_visit_return | max_states
 **
 **   SELECT dp_fv_stats(episode, t, state, reward,
 **                      '{"n_states": 750, "gamma": 0.99, "rmin": 0, "rmax": 1}') FROM steps;
 **   -- {"function":"dp_fv_stats","private":false,"n_states":750,
-**   --  "episodes":100000,"states":[[state, visits, return_sum], ...]}
+**   --  "episodes":100000,"max_states":null,
+**   --  "states":[[state, visits, return_sum], ...]}
 **
 ** dp_first_visit gives one row per (episode, first-visited state) with its
 ** exact clamped return; dp_fv_stats gives the per-state sums straight from
 ** the rows, as dp_lsw computes them (sql_fv_agg.c).  Both exist so the
 ** per-episode work can run where the data is (one shard, one site), and
 ** only the per-state sums travel to the private release
-** (dp_lsw_from_stats).
+** (dp_lsw_from_stats).  Both say the contribution bound they applied
+** (max_states, NULL for none), which the release must match.
 */
 #include <string.h>
 
@@ -35,6 +37,7 @@ static const char *const fv_args[] = {"trajectories_sql", "options"};
 typedef struct fv_emit_ctx {
   dprl_rows *out;
   dprl_key key;
+  int64_t max_states; /* the bound applied, 0: none (column NULL) */
 } fv_emit_ctx;
 
 static int fv_emit(void *vctx, uint32_t state, int64_t t_first, double F) {
@@ -45,6 +48,7 @@ static int fv_emit(void *vctx, uint32_t state, int64_t t_first, double F) {
   dprl_rows_int(c->out, 1, state);
   dprl_rows_int(c->out, 2, t_first);
   dprl_rows_double(c->out, 3, F);
+  if (c->max_states > 0) dprl_rows_int(c->out, 4, c->max_states);
   return c->out->oom ? DPRL_ENOMEM : DPRL_OK;
 }
 
@@ -111,7 +115,7 @@ static int fv_compute(sqlite3 *db, sqlite3_value **args, dprl_rows *out, char **
     for (size_t e = 0; e < E && !rc; e++) {
       const dprl_step *steps;
       size_t n;
-      fv_emit_ctx ctx = {out, {0}};
+      fv_emit_ctx ctx = {out, {0}, rule.max_states};
       dprl_step_buffer_episode_key(&buf, e, &ctx.key);
       if (dprl_step_buffer_episode(&buf, e, &steps, &n, &err) ||
           dprl_cancel_poll(&cancel.base, 40 * (uint64_t)n + 50, &err) ||
@@ -128,8 +132,8 @@ static int fv_compute(sqlite3 *db, sqlite3_value **args, dprl_rows *out, char **
 static const dprl_tvf_spec fv_spec = {
     "dp_first_visit",
     "CREATE TABLE x(episode, state INTEGER, t_first INTEGER, first_visit_return REAL,"
-    " trajectories_sql HIDDEN, options HIDDEN)",
-    4, 2, 2, fv_args, fv_compute, 0};
+    " max_states INTEGER, trajectories_sql HIDDEN, options HIDDEN)",
+    5, 2, 2, fv_args, fv_compute, 0};
 
 /* ---- dp_fv_stats: the per-state statistics as one JSON value ------------- */
 
@@ -178,11 +182,13 @@ static void fvs_step(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
 
 /* Visited states only, in state order; return sums printed exactly (17
 ** digits), so dp_lsw_from_stats on them is dp_lsw on the rows. */
-static int fvs_json(const dprl_fv_stats *st, dprl_buf *b, dprl_cancel *cancel,
-                    dprl_error *err) {
+static int fvs_json(const dprl_fv_stats *st, int64_t max_states, dprl_buf *b,
+                    dprl_cancel *cancel, dprl_error *err) {
   dprl_buf_printf(b, "{\"function\":\"dp_fv_stats\",\"private\":false,\"n_states\":%lld,"
-                  "\"episodes\":%lld,\"states\":[",
-                  (long long)st->n_states, (long long)st->m);
+                  "\"episodes\":%lld,", (long long)st->n_states, (long long)st->m);
+  if (max_states > 0) dprl_buf_printf(b, "\"max_states\":%lld,", (long long)max_states);
+  else dprl_buf_puts(b, "\"max_states\":null,");
+  dprl_buf_puts(b, "\"states\":[");
   int first = 1;
   for (int64_t s = 0; s < st->n_states; s++) {
     if (dprl_cancel_poll(cancel, 4, err)) return err->code;
@@ -209,7 +215,7 @@ static void fvs_final(sqlite3_context *ctx) {
   if (!a->failed) {
     sqlite3 *db = sqlite3_context_db_handle(ctx);
     int rc = dprl_fv_agg_collect(&a->fv, &a->cancel.base, &err);
-    if (!rc) rc = fvs_json(&a->fv.st, &out, &a->cancel.base, &err);
+    if (!rc) rc = fvs_json(&a->fv.st, a->fv.rule.max_states, &out, &a->cancel.base, &err);
     int64_t limit = sqlite3_limit(db, SQLITE_LIMIT_LENGTH, -1);
     if (!rc && (int64_t)out.len > limit)
       rc = dprl_fail(&err, DPRL_EINVAL,

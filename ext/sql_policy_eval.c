@@ -13,6 +13,8 @@
 ** Glue only: the rows become first-visit statistics (sql_fv_agg.c, shared
 ** with dp_fv_stats) and the release goes through policy_eval.c.
 */
+#include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "policy_eval.h"
@@ -186,7 +188,18 @@ int dprl_register_policy_eval(sqlite3 *db) {
 /* With option "buckets": K, each row also says which hash buckets of the
 ** episode ids its shard covers (sql/first_visit_stats.sql): one shard is
 ** one (lo, hi) range, and the ranges must cover 0..K-1 exactly once, so no
-** episode can be counted by two shards (the privacy unit) or dropped. */
+** episode can be counted by two shards (the privacy unit) or dropped.
+**
+** The forms, by argument count (options always last):
+**   4  state, visits, return_sum
+**   5  state, visits, return_sum, max_states
+**   7  state, visits, return_sum, buckets, bucket_lo, bucket_hi
+**   8  state, visits, return_sum, buckets, bucket_lo, bucket_hi, max_states
+** max_states is the contribution bound the statistics were made with (NULL:
+** none; dp_fv_stats, dp_first_visit and sql/ give it).  It must equal option
+** max_states in every row, and the forms without it are statistics with no
+** bound, so a release cannot assume a bound the statistics were not made
+** with (ALGORITHMS.md §9). */
 typedef struct shard_row {
   int64_t lo, hi, state;
 } shard_row;
@@ -265,7 +278,35 @@ static int buckets_check(stats_agg *a, dprl_error *err) {
   return DPRL_OK;
 }
 
-static int stats_row(stats_agg *a, sqlite3_value **argv, dprl_error *err) {
+/* A bound for messages: "2", or "NULL (no bound)". */
+static const char *bound_text(int64_t k, char *buf, size_t n) {
+  if (k > 0) snprintf(buf, n, "%lld", (long long)k);
+  else snprintf(buf, n, "NULL (no bound)");
+  return buf;
+}
+
+/* The statistics' max_states (argument bound, NULL = none) against the
+** option's. */
+static int bound_row(stats_agg *a, sqlite3_value *bound, dprl_error *err) {
+  int64_t k = 0, want = a->cfg.rule.max_states;
+  char got_s[32], want_s[32];
+  if (sqlite3_value_type(bound) != SQLITE_NULL) {
+    int rc = dprl_sql_int(bound, "max_states", &k, err);
+    if (rc) return rc;
+    if (k < 1)
+      return dprl_fail(err, DPRL_EINVAL,
+                       "max_states must be NULL (no bound) or an integer >= 1, got %lld",
+                       (long long)k);
+  }
+  if (k != want)
+    return dprl_fail(err, DPRL_EINVAL,
+                     "the statistics were made with max_states = %s but option max_states = "
+                     "%s: release them with the contribution bound they were made with",
+                     bound_text(k, got_s, sizeof got_s), bound_text(want, want_s, sizeof want_s));
+  return DPRL_OK;
+}
+
+static int stats_row(stats_agg *a, sqlite3_value **argv, int argc, dprl_error *err) {
   int64_t s, v;
   double sum;
   int rc;
@@ -280,9 +321,39 @@ static int stats_row(stats_agg *a, sqlite3_value **argv, dprl_error *err) {
     return dprl_fail(err, DPRL_EINVAL,
                      "visits must be in 0..episodes = 0..%lld, got %lld (state %lld)",
                      (long long)a->cfg.episodes, (long long)v, (long long)s);
+  if ((argc == 5 || argc == 8) && (rc = bound_row(a, argv[argc - 2], err))) return rc;
   if (a->cfg.buckets && (rc = bucket_row(a, argv, s, err))) return rc;
+  if (a->st.visits[s] > INT64_MAX - v) /* v <= m <= 2^53: only after ~1000 rows */
+    return dprl_fail(err, DPRL_EINVAL,
+                     "state %lld: visits add up to more than 2^63 - 1, more than episodes = %lld",
+                     (long long)s, (long long)a->cfg.episodes);
   a->st.visits[s] += v;
   a->st.return_sum[s] += sum;
+  return DPRL_OK;
+}
+
+/* With max_states = k, each episode adds at most k to the visits of all
+** states together, so m episodes give sum_s |X_s| <= k m (and, with
+** |X_s| <= m, any such counts can be produced: ALGORITHMS.md §9).  The sum
+** is kept as q m + r, 0 <= r < m (each |X_s| <= m), so nothing overflows. */
+static int bound_check(stats_agg *a, dprl_error *err) {
+  int64_t k = a->cfg.rule.max_states, m = a->cfg.episodes, q = 0, r = 0;
+  if (k <= 0 || k >= a->cfg.n_states) return DPRL_OK; /* k >= N: implied by |X_s| <= m */
+  for (int64_t s = 0; s < a->cfg.n_states; s++) {
+    if (dprl_cancel_poll(a->cfg.cancel, 4, err)) return err->code;
+    r += a->st.visits[s]; /* r < m, visits <= m: r < 2^54 */
+    if (r >= m) {
+      r -= m;
+      q++;
+    }
+  }
+  if (q > k || (q == k && r > 0))
+    return dprl_fail(err, DPRL_EINVAL,
+                     "the visits of all states add up to %.17g, more than option max_states x "
+                     "episodes = %lld x %lld: no %lld episodes of at most %lld first-visits each "
+                     "could produce them",
+                     (double)q * (double)m + (double)r, (long long)k, (long long)m, (long long)m,
+                     (long long)k);
   return DPRL_OK;
 }
 
@@ -309,7 +380,7 @@ static int stats_check(stats_agg *a, dprl_error *err) {
     if (a->st.return_sum[s] > hi) a->st.return_sum[s] = hi;
     if (a->st.return_sum[s] < lo) a->st.return_sum[s] = lo;
   }
-  return DPRL_OK;
+  return bound_check(a, err);
 }
 
 static void stats_step(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
@@ -319,7 +390,7 @@ static void stats_step(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   err.code = DPRL_OK;
   err.msg[0] = 0;
   int rc = DPRL_OK;
-  sqlite3_value *opt = argv[argc - 1]; /* 4 arguments, or 7 with the buckets */
+  sqlite3_value *opt = argv[argc - 1]; /* 4, 5, 7 or 8 arguments (above) */
   if (!slot) {
     sqlite3_result_error_nomem(ctx);
     return;
@@ -338,20 +409,28 @@ static void stats_step(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     if (!rc)
       rc = dprl_pe_config_parse(&a->cfg, f->mech, f->name, text, (size_t)len, 1,
                                 length_limit(ctx), &a->cancel.base, &err);
-    if (!rc && argc == 7 && !a->cfg.buckets)
+    const char *bound = argc == 5 || argc == 8 ? "max_states, " : "";
+    if (!rc && argc >= 7 && !a->cfg.buckets)
       rc = dprl_fail(&err, DPRL_EINVAL,
-                     "the 7-argument form (state, visits, return_sum, buckets, bucket_lo, "
-                     "bucket_hi, options) needs option buckets");
-    if (!rc && argc == 4 && a->cfg.buckets)
+                     "the %d-argument form (state, visits, return_sum, buckets, bucket_lo, "
+                     "bucket_hi, %soptions) needs option buckets", argc, bound);
+    if (!rc && argc < 7 && a->cfg.buckets)
       rc = dprl_fail(&err, DPRL_EINVAL,
-                     "option buckets needs the 7-argument form (state, visits, return_sum, "
-                     "buckets, bucket_lo, bucket_hi, options)");
+                     "option buckets needs the %d-argument form (state, visits, return_sum, "
+                     "buckets, bucket_lo, bucket_hi, %soptions)", argc + 3, bound);
+    if (!rc && !*bound && a->cfg.rule.max_states > 0)
+      rc = dprl_fail(&err, DPRL_EINVAL,
+                     "option max_states = %lld needs the bound the statistics were made with: "
+                     "pass their max_states column (state, visits, return_sum, %smax_states, "
+                     "options); statistics without it have no bound",
+                     (long long)a->cfg.rule.max_states,
+                     argc == 7 ? "buckets, bucket_lo, bucket_hi, " : "");
     if (!rc) rc = dprl_fv_stats_init(&a->st, a->cfg.n_states, &a->cancel.base, &err);
     if (!rc) rc = dprl_sql_pin_options(&a->options, opt, &err);
   } else {
     rc = dprl_sql_same_options(&(*slot)->options, opt, &err);
   }
-  if (!rc) rc = stats_row(*slot, argv, &err);
+  if (!rc) rc = stats_row(*slot, argv, argc, &err);
   if (rc) {
     (*slot)->failed = 1;
     dprl_sql_result_error(ctx, f->name, &err);
@@ -391,9 +470,10 @@ static void stats_final(sqlite3_context *ctx) {
 static int dprl_register_policy_eval_stats(sqlite3 *db) {
   static const pe_fn fns[] = {{"dp_lsw_from_stats", DPRL_LSW},
                               {"dp_lsl_from_stats", DPRL_LSL}};
-  for (int i = 0; i < 4; i++) { /* 4 arguments, and 7 with the bucket columns */
-    int rc = sqlite3_create_function_v2(db, fns[i / 2].name, i % 2 ? 7 : 4,
-                                        DPRL_JSON_FLAGS | SQLITE_DIRECTONLY, (void *)&fns[i / 2],
+  static const int nargs[] = {4, 5, 7, 8}; /* the forms above */
+  for (int i = 0; i < 8; i++) {
+    int rc = sqlite3_create_function_v2(db, fns[i / 4].name, nargs[i % 4],
+                                        DPRL_JSON_FLAGS | SQLITE_DIRECTONLY, (void *)&fns[i / 4],
                                         NULL, stats_step, stats_final, NULL);
     if (rc != SQLITE_OK) return rc;
   }

@@ -63,8 +63,9 @@ for s in a:0:3 b:4:7; do
     echo "  reward double precision NOT NULL, bucket int NOT NULL, PRIMARY KEY (episode, t));"
     echo "CREATE TABLE dprl_params(gamma double precision, rmin double precision,"
     echo "  rmax double precision, fmin double precision, fmax double precision,"
-    echo "  n_states bigint, buckets bigint, bucket_lo bigint, bucket_hi bigint);"
-    echo "INSERT INTO dprl_params VALUES (0.9, NULL, NULL, NULL, 9, 10, $K, $lo, $hi);"
+    echo "  n_states bigint, max_states bigint, buckets bigint, bucket_lo bigint,"
+    echo "  bucket_hi bigint);"
+    echo "INSERT INTO dprl_params VALUES (0.9, NULL, NULL, NULL, 9, 10, NULL, $K, $lo, $hi);"
     echo "CREATE VIEW shard_stats AS"
     cat sql/postgres/first_visit_stats.sql
     echo "CREATE VIEW shard_check AS"
@@ -94,7 +95,8 @@ sqlite3 -bail -csv "$TMP/log.db" ".read samples/clinic.sql" \
   echo "CREATE TEMP TABLE steps(episode bigint, t bigint, state int, reward double precision);"
   printf "%s\n" "\\copy steps FROM '$TMP/log.csv' WITH (FORMAT csv)"
   echo "CREATE TEMP TABLE dprl_params AS SELECT 0.9 AS gamma, NULL AS rmin, NULL AS rmax,"
-  echo "  NULL AS fmin, 9 AS fmax, 10 AS n_states, $K AS buckets, 0 AS bucket_lo, $((K - 1)) AS bucket_hi;"
+  echo "  NULL AS fmin, 9 AS fmax, 10 AS n_states, NULL::bigint AS max_states, $K AS buckets,"
+  echo "  0 AS bucket_lo, $((K - 1)) AS bucket_hi;"
   echo "CREATE TEMP VIEW episode_bucket AS"
   cat sql/postgres/episode_bucket.sql
   echo "INSERT INTO sharded SELECT s.episode, s.t, s.state, s.reward, b.bucket"
@@ -105,7 +107,7 @@ sqlite3 -bail -csv "$TMP/log.db" ".read samples/clinic.sql" \
       echo "CREATE FOREIGN TABLE shard_${v}_$name ("
       if [ $v = stats ]; then
         echo "  state bigint, visits bigint, return_sum double precision, buckets bigint,"
-        echo "  bucket_lo bigint, bucket_hi bigint, episodes bigint)"
+        echo "  bucket_lo bigint, bucket_hi bigint, episodes bigint, max_states bigint)"
       else
         echo "  bad_params int, null_episode bigint, null_t bigint, null_state bigint,"
         echo "  null_reward bigint, nonfinite_reward bigint, non_integer_t bigint,"
@@ -134,10 +136,10 @@ on coord -At -c "EXPLAIN (VERBOSE, COSTS OFF) SELECT * FROM shard_stats" | sed '
 
 echo "4. merge check on the coordinator (all 0 but m):"
 MERGE=$(on coord -At -F ' ' -f sql/postgres/stats_merge_check.sql)
-echo "   mixed_buckets bad_ranges overlapping missing_buckets duplicate_states episode_mismatch null_sums episodes"
+echo "   mixed_buckets bad_ranges overlapping missing_buckets duplicate_states episode_mismatch null_sums mixed_max_states episodes"
 echo "   $MERGE"
 case "$MERGE" in
-  "0 0 0 0 0 0 0 "*) M=${MERGE##* } ;;
+  "0 0 0 0 0 0 0 0 "*) M=${MERGE##* } ;;
   *) echo "scale_out_pg: the merge check failed" >&2; exit 1 ;;
 esac
 
@@ -146,11 +148,12 @@ echo "5. moved to SQLite: $(wc -l <"$TMP/moved.csv") per-state rows (from $(wc -
 sqlite3 -bail "$TMP/release.db" <<EOF
 .load ./dprl
 CREATE TABLE moved(state INTEGER, visits INTEGER, return_sum REAL, buckets INTEGER,
-                   bucket_lo INTEGER, bucket_hi INTEGER, episodes INTEGER);
+                   bucket_lo INTEGER, bucket_hi INTEGER, episodes INTEGER, max_states INTEGER);
 .import --csv $TMP/moved.csv moved
+UPDATE moved SET max_states = NULL WHERE max_states = '';  -- .import reads NULL as ''
 .mode box
 SELECT key AS state, round(value, 3) AS private_value
-FROM json_each((SELECT dp_lsw_from_stats(state, visits, return_sum,
+FROM json_each((SELECT dp_lsw_from_stats(state, visits, return_sum, max_states,
                          json_set('$OPTS', '\$.episodes', $M)) FROM moved), '\$.values');
 EOF
 
@@ -161,7 +164,7 @@ SAME=$(sqlite3 -bail "$TMP/release.db" <<EOF
 .read samples/clinic.sql
 SELECT json_extract(a, '\$.theta') = json_extract(b, '\$.theta')
        AND json_extract(a, '\$.visits') = json_extract(b, '\$.visits')
-FROM (SELECT (SELECT dp_lsw_from_stats(state, visits, return_sum,
+FROM (SELECT (SELECT dp_lsw_from_stats(state, visits, return_sum, max_states,
                 json_set('$OPTS', '\$.episodes', $M, '\$.release', 'diagnostic', '\$.seed', 7))
               FROM moved) AS a,
              (SELECT dp_lsw(episode, t, state, reward,

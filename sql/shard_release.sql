@@ -14,9 +14,9 @@
 .bail on
 .read samples/clinic.sql
 CREATE TEMP TABLE dprl_params(gamma REAL, rmin REAL, rmax REAL, fmin REAL, fmax REAL,
-                              n_states INTEGER, buckets INTEGER, bucket_lo INTEGER,
-                              bucket_hi INTEGER);
-INSERT INTO dprl_params VALUES (0.9, NULL, NULL, NULL, 9, 10, 8, 0, 7);
+                              n_states INTEGER, max_states INTEGER, buckets INTEGER,
+                              bucket_lo INTEGER, bucket_hi INTEGER);
+INSERT INTO dprl_params VALUES (0.9, NULL, NULL, NULL, 9, 10, NULL, 8, 0, 7);
 -- The files are single SELECTs; the shell makes views of them.
 .read '|{ echo "CREATE TEMP VIEW episode_bucket AS"; cat sql/sqlite/episode_bucket.sql; }'
 .read '|{ echo "CREATE TEMP VIEW shard_check AS"; cat sql/sqlite/first_visit_check.sql; }'
@@ -59,11 +59,12 @@ CREATE TEMP VIEW shard_stats AS
   SELECT * FROM s0.stats UNION ALL SELECT * FROM s1.stats UNION ALL SELECT * FROM s2.stats;
 .read sql/sqlite/stats_merge_check.sql
 
--- The release: m = the sum of the shards' episode counts.
+-- The release: m = the sum of the shards' episode counts; the statistics'
+-- max_states (NULL: no contribution bound) must be the option's.
 .mode box
 SELECT key AS state, round(value, 3) AS private_value
 FROM json_each((
-  SELECT dp_lsw_from_stats(state, visits, return_sum,
+  SELECT dp_lsw_from_stats(state, visits, return_sum, max_states,
            json_set('{"n_states": 10, "gamma": 0.9, "rmin": 0, "rmax": 1, "fmax": 9, "epsilon": 1, "delta": 1e-5}',
                     '$.episodes',
                     (SELECT sum(episodes)

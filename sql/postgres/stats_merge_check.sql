@@ -6,7 +6,8 @@
 --
 -- Input: a table shard_stats with the rows of every shard's
 -- first_visit_stats.sql (state, visits, return_sum, buckets, bucket_lo,
--- bucket_hi, episodes), UNION ALL.  A shard = one (bucket_lo, bucket_hi).
+-- bucket_hi, episodes, max_states), UNION ALL.  A shard = one (bucket_lo,
+-- bucket_hi).
 -- Output: one row; every column but episodes must be 0:
 --   mixed_buckets     1 unless every row has the same buckets (K)
 --   bad_ranges        shards whose range is not 0 <= lo <= hi < K
@@ -17,6 +18,9 @@
 --   episode_mismatch  shards whose rows disagree on episodes
 --   null_sums         rows with a NULL return_sum (first_visit_check.sql
 --                     on that shard says why)
+--   mixed_max_states  1 unless every row has the same max_states (NULL, no
+--                     bound, counting as one value): shards made with
+--                     different contribution bounds
 --   episodes          m = the sum of the shards' episodes: the
 --                     "episodes" option of dp_lsw_from_stats
 WITH
@@ -33,6 +37,11 @@ k AS (
   SELECT max(buckets) AS buckets,
          CASE WHEN count(DISTINCT buckets) = 1 THEN 0 ELSE 1 END AS mixed_buckets
   FROM shards
+),
+bounds AS (
+  SELECT CASE WHEN count(DISTINCT coalesce(max_states, 0)) = 1 THEN 0 ELSE 1 END
+           AS mixed_max_states
+  FROM shard_stats
 ),
 -- reach = the highest bucket covered by the shards before this one
 ordered AS (
@@ -66,5 +75,6 @@ SELECT k.mixed_buckets,
        CAST(t.duplicate_states AS BIGINT) AS duplicate_states,
        CAST(t.episode_mismatch AS BIGINT) AS episode_mismatch,
        CAST(t.null_sums AS BIGINT) AS null_sums,
+       u.mixed_max_states,
        CAST(t.episodes AS BIGINT) AS episodes
-FROM k CROSS JOIN gaps g CROSS JOIN totals t;
+FROM k CROSS JOIN gaps g CROSS JOIN totals t CROSS JOIN bounds u;

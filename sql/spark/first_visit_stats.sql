@@ -5,17 +5,21 @@
 --
 -- Input: a table (or view) steps(episode, t, state, reward), one row per
 -- step, and a one-row table dprl_params(gamma, rmin, rmax, fmin, fmax,
--- n_states, buckets, bucket_lo, bucket_hi) with the public options
--- (NULL rmin/rmax/fmin/fmax: dprl's defaults; buckets NULL: 1, unsharded).
+-- n_states, max_states, buckets, bucket_lo, bucket_hi) with the public
+-- options (rmin, rmax required; NULL fmin/fmax: dprl's defaults; NULL max_states: no
+-- contribution bound; buckets NULL: 1, unsharded).
 -- Output: one row per visited state, plus a row for state 0 (0 visits
 -- when it is not visited), so a shard with no episodes still has a row:
 --   state, visits      episodes that visit the state
 --          return_sum  sum of their first-visit returns
 --          buckets, bucket_lo, bucket_hi   the shard's bucket range (echoed)
 --          episodes    count(DISTINCT episode) of this shard (m is public)
+--          max_states  the contribution bound applied (echoed; NULL: none),
+--                      which dp_lsw_from_stats checks against its option
 -- Exactly dprl's rules: steps of an episode in t order (gaps in t do not
 -- count), rewards clamped to [rmin, rmax], G_t = r_t + gamma G_{t+1},
--- first visit = smallest t, F clamped to [fmin, fmax].
+-- first visit = smallest t, F clamped to [fmin, fmax], and with
+-- max_states = k only the first k first-visits of each episode (in t order).
 -- return_sum is NULL in every row (and dp_lsw_from_stats refuses it) when
 -- dprl would refuse the parameters or a step (NULL, NaN or infinite
 -- values, t or state not an integer, state outside 0..n_states-1, a
@@ -32,16 +36,19 @@ WITH
 -- The public parameters: the one row of the table dprl_params (more rows
 -- or none: refused).  Each is cast to a double (or a 64-bit integer) here,
 -- so a parameter written as 0.99 is never an exact NUMERIC (PostgreSQL) or
--- DECIMAL (Spark, DuckDB).  NULL rmin/rmax/fmin/fmax mean dprl's defaults.
+-- DECIMAL (Spark, DuckDB).  rmin and rmax are required (NULL: refused, as
+-- dprl refuses options without them); NULL fmin/fmax mean dprl's defaults;
+-- NULL max_states means no contribution bound.
 -- (LIMIT 1 also tells a planner without table statistics that this is
 -- one row, which keeps PostgreSQL's plans fast.)
 params AS (
   SELECT CAST(p.gamma AS DOUBLE) AS gamma,
-         coalesce(CAST(p.rmin AS DOUBLE), CAST(0 AS DOUBLE)) AS rmin,
-         coalesce(CAST(p.rmax AS DOUBLE), CAST(1 AS DOUBLE)) AS rmax,
+         CAST(p.rmin AS DOUBLE) AS rmin,
+         CAST(p.rmax AS DOUBLE) AS rmax,
          CAST(p.fmin AS DOUBLE) AS fmin_given,
          CAST(p.fmax AS DOUBLE) AS fmax_given,
          CAST(p.n_states AS BIGINT) AS n_states,
+         CAST(p.max_states AS DOUBLE) AS max_states_given,
          coalesce(CAST(p.buckets AS BIGINT), CAST(1 AS BIGINT)) AS buckets,
          coalesce(CAST(p.bucket_lo AS BIGINT), CAST(0 AS BIGINT)) AS bucket_lo,
          coalesce(CAST(p.bucket_hi AS BIGINT),
@@ -61,7 +68,8 @@ defaults AS (
   FROM params p
 ),
 -- ok = 1 when dprl would accept these options (gamma, rmin, rmax, fmin,
--- fmax, n_states: the same rules) and 0 <= bucket_lo <= bucket_hi < buckets.
+-- fmax, n_states, max_states: the same rules) and
+-- 0 <= bucket_lo <= bucket_hi < buckets.
 -- Each test is written so that NULL or NaN fails it.
 checked AS (
   SELECT d.*,
@@ -73,6 +81,9 @@ checked AS (
                AND (d.gamma < 1 OR d.rmin >= 0 OR d.fmin_given IS NOT NULL)
                AND d.fmax > d.fmin AND (d.fmax - d.fmin) - (d.fmax - d.fmin) = 0
                AND d.n_states >= 1 AND d.n_states <= 134217728
+               AND (d.max_states_given IS NULL
+                    OR (d.max_states_given >= 1 AND d.max_states_given <= 2147483647
+                        AND d.max_states_given = floor(d.max_states_given)))
                AND d.buckets >= 1 AND d.bucket_lo >= 0 AND d.bucket_lo <= d.bucket_hi
                AND d.bucket_hi < d.buckets
               THEN 1 ELSE 0 END AS ok
@@ -82,10 +93,12 @@ checked AS (
 -- for every offset j inside a block (blen = 1 when gamma = 0; one block
 -- when gamma = 1); carry = gamma^blen <= e^-92.  g is gamma, or 0 when
 -- the parameters are refused (nothing below can then overflow).
+-- max_states: the bound as an integer (NULL: none, or refused).
 bounds AS (
   SELECT q.*, power(q.g, q.blen) AS carry
   FROM (
     SELECT c.*,
+           CASE WHEN c.ok = 1 THEN CAST(c.max_states_given AS BIGINT) END AS max_states,
            CASE WHEN c.ok = 1 THEN c.gamma ELSE CAST(0 AS DOUBLE) END AS g,
            CASE WHEN c.ok = 1 AND c.gamma >= 1 THEN CAST(4611686018427387904 AS BIGINT)
                 WHEN c.ok = 1 AND c.gamma > 0 THEN CAST(ceil(92 / (0 - ln(c.gamma))) AS BIGINT)
@@ -213,7 +226,7 @@ problems AS (
   ) x
 ),
 weighted AS (
-  SELECT m.episode, m.state, m.nth_visit,
+  SELECT m.episode, m.state, m.nth_visit, m.pos,
          (m.pos - m.pos % b.blen) / b.blen AS blk,
          m.pos % b.blen AS j,
          CASE WHEN m.reward < b.rmin THEN b.rmin
@@ -242,26 +255,29 @@ carries AS (
 -- (a join's plan depends on the engine's guesses; this is one sort):
 -- suffix = sum over the rest of the block of gamma^j r.
 suffixes AS (
-  SELECT x.state, x.nth_visit, x.j,
+  SELECT x.episode, x.state, x.nth_visit, x.pos, x.j,
          sum(x.w) OVER (PARTITION BY x.episode, x.blk ORDER BY x.j DESC
                         ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS suffix,
          max(x.carried) OVER (PARTITION BY x.episode, x.blk) AS carried
   FROM (
-    SELECT episode, blk, state, nth_visit, j, w, CAST(NULL AS DOUBLE) AS carried
+    SELECT episode, blk, state, nth_visit, pos, j, w, CAST(NULL AS DOUBLE) AS carried
     FROM weighted
     UNION ALL
-    SELECT episode, blk, NULL, NULL, NULL, NULL, carried FROM carries
+    SELECT episode, blk, NULL, NULL, NULL, NULL, NULL, carried FROM carries
   ) x
 ),
+-- nth_state: 1 for the episode's first first-visit, 2 for the next, ...
 first_visits AS (
   SELECT r.state,
          CASE WHEN r.ret < b.fmin THEN b.fmin WHEN r.ret > b.fmax THEN b.fmax
               ELSE r.ret END AS f
   FROM (
-    SELECT u.state, u.suffix / power(b.g, u.j) + power(b.g, b.blen - u.j) * u.carried AS ret
+    SELECT u.state, u.suffix / power(b.g, u.j) + power(b.g, b.blen - u.j) * u.carried AS ret,
+           row_number() OVER (PARTITION BY u.episode ORDER BY u.pos) AS nth_state
     FROM suffixes u CROSS JOIN bounds b
     WHERE u.nth_visit = 1
   ) r CROSS JOIN bounds b
+  WHERE b.max_states IS NULL OR r.nth_state <= b.max_states
 ),
 per_state AS (
   SELECT state, count(*) AS visits, sum(f) AS return_sum
@@ -274,7 +290,7 @@ SELECT s.state,
        CASE WHEN min(b.ok) = 1 AND min(p.bad_rows) = 0 AND min(p.outside_buckets) = 0
             THEN sum(s.return_sum) END AS return_sum,
        min(b.buckets) AS buckets, min(b.bucket_lo) AS bucket_lo, min(b.bucket_hi) AS bucket_hi,
-       min(p.episodes) AS episodes
+       min(p.episodes) AS episodes, min(b.max_states) AS max_states
 FROM per_state s CROSS JOIN bounds b CROSS JOIN problems p
 GROUP BY s.state
 ORDER BY s.state;

@@ -4,17 +4,21 @@
 --
 -- Input: a table (or view) steps(episode, t, state, reward), one row per
 -- step, and a one-row table dprl_params(gamma, rmin, rmax, fmin, fmax,
--- n_states, buckets, bucket_lo, bucket_hi) with the public options
--- (NULL rmin/rmax/fmin/fmax: dprl's defaults; buckets NULL: 1, unsharded).
+-- n_states, max_states, buckets, bucket_lo, bucket_hi) with the public
+-- options (rmin, rmax required; NULL fmin/fmax: dprl's defaults; NULL max_states: no
+-- contribution bound; buckets NULL: 1, unsharded).
 -- Output: one row per visited state, plus a row for state 0 (0 visits
 -- when it is not visited), so a shard with no episodes still has a row:
 --   state, visits      episodes that visit the state
 --          return_sum  sum of their first-visit returns
 --          buckets, bucket_lo, bucket_hi   the shard's bucket range (echoed)
 --          episodes    count(DISTINCT episode) of this shard (m is public)
+--          max_states  the contribution bound applied (echoed; NULL: none),
+--                      which dp_lsw_from_stats checks against its option
 -- Exactly dprl's rules: steps of an episode in t order (gaps in t do not
 -- count), rewards clamped to [rmin, rmax], G_t = r_t + gamma G_{t+1},
--- first visit = smallest t, F clamped to [fmin, fmax].
+-- first visit = smallest t, F clamped to [fmin, fmax], and with
+-- max_states = k only the first k first-visits of each episode (in t order).
 -- return_sum is NULL in every row (and dp_lsw_from_stats refuses it) when
 -- dprl would refuse the parameters or a step (NULL, NaN or infinite
 -- values, t or state not an integer, state outside 0..n_states-1, a
@@ -31,7 +35,7 @@ WITH
 @include params.sql
 @include rows.sql
 weighted AS (
-  SELECT m.episode, m.state, m.nth_visit,
+  SELECT m.episode, m.state, m.nth_visit, m.pos,
          (m.pos - m.pos % b.blen) / b.blen AS blk,
          m.pos % b.blen AS j,
          CASE WHEN m.reward < b.rmin THEN b.rmin
@@ -60,26 +64,29 @@ carries AS (
 -- (a join's plan depends on the engine's guesses; this is one sort):
 -- suffix = sum over the rest of the block of gamma^j r.
 suffixes AS (
-  SELECT x.state, x.nth_visit, x.j,
+  SELECT x.episode, x.state, x.nth_visit, x.pos, x.j,
          sum(x.w) OVER (PARTITION BY x.episode, x.blk ORDER BY x.j DESC
                         ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS suffix,
          max(x.carried) OVER (PARTITION BY x.episode, x.blk) AS carried
   FROM (
-    SELECT episode, blk, state, nth_visit, j, w, CAST(NULL AS DOUBLE PRECISION) AS carried
+    SELECT episode, blk, state, nth_visit, pos, j, w, CAST(NULL AS DOUBLE PRECISION) AS carried
     FROM weighted
     UNION ALL
-    SELECT episode, blk, NULL, NULL, NULL, NULL, carried FROM carries
+    SELECT episode, blk, NULL, NULL, NULL, NULL, NULL, carried FROM carries
   ) x
 ),
+-- nth_state: 1 for the episode's first first-visit, 2 for the next, ...
 first_visits AS (
   SELECT r.state,
          CASE WHEN r.ret < b.fmin THEN b.fmin WHEN r.ret > b.fmax THEN b.fmax
               ELSE r.ret END AS f
   FROM (
-    SELECT u.state, u.suffix / power(b.g, u.j) + power(b.g, b.blen - u.j) * u.carried AS ret
+    SELECT u.state, u.suffix / power(b.g, u.j) + power(b.g, b.blen - u.j) * u.carried AS ret,
+           row_number() OVER (PARTITION BY u.episode ORDER BY u.pos) AS nth_state
     FROM suffixes u CROSS JOIN bounds b
     WHERE u.nth_visit = 1
   ) r CROSS JOIN bounds b
+  WHERE b.max_states IS NULL OR r.nth_state <= b.max_states
 ),
 per_state AS (
   SELECT state, count(*) AS visits, sum(f) AS return_sum
@@ -92,7 +99,7 @@ SELECT s.state,
        CASE WHEN min(b.ok) = 1 AND min(p.bad_rows) = 0 AND min(p.outside_buckets) = 0
             THEN sum(s.return_sum) END AS return_sum,
        min(b.buckets) AS buckets, min(b.bucket_lo) AS bucket_lo, min(b.bucket_hi) AS bucket_hi,
-       min(p.episodes) AS episodes
+       min(p.episodes) AS episodes, min(b.max_states) AS max_states
 FROM per_state s CROSS JOIN bounds b CROSS JOIN problems p
 GROUP BY s.state
 ORDER BY s.state;

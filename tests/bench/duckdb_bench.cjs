@@ -49,7 +49,7 @@ async function main() {
        columns = {'episode': 'BIGINT', 't': 'BIGINT', 'state': 'BIGINT', 'reward': 'DOUBLE'})`);
   await con.run(`CREATE TABLE dprl_params AS SELECT 0.99 AS gamma, NULL::DOUBLE AS rmin,
     NULL::DOUBLE AS rmax, NULL::DOUBLE AS fmin, NULL::DOUBLE AS fmax, 750 AS n_states,
-    NULL::BIGINT AS buckets, NULL::BIGINT AS bucket_lo, NULL::BIGINT AS bucket_hi`);
+    NULL::BIGINT AS max_states, NULL::BIGINT AS buckets, NULL::BIGINT AS bucket_lo, NULL::BIGINT AS bucket_hi`);
   process.stdout.write(`ready ${version}, 2 threads\n`);
   const rl = readline.createInterface({ input: process.stdin });
   for await (const line of rl) {

@@ -23,14 +23,15 @@ import engines  # noqa: E402
 STEPS_INT = [("episode", "int"), ("t", "int"), ("state", "int"), ("reward", "real")]
 STEPS_TEXT = [("episode", "text"), ("t", "int"), ("state", "int"), ("reward", "real")]
 PARAMS = [("gamma", "real"), ("rmin", "real"), ("rmax", "real"), ("fmin", "real"),
-          ("fmax", "real"), ("n_states", "int"), ("buckets", "int"), ("bucket_lo", "int"),
-          ("bucket_hi", "int")]
-OPTION_KEYS = ("gamma", "rmin", "rmax", "fmin", "fmax")
+          ("fmax", "real"), ("max_states", "int"), ("n_states", "int"), ("buckets", "int"),
+          ("bucket_lo", "int"), ("bucket_hi", "int")]
+OPTION_KEYS = ("gamma", "rmin", "rmax", "fmin", "fmax", "max_states")
 CHECK_COLUMNS = ["bad_params", "null_episode", "null_t", "null_state", "null_reward",
                  "nonfinite_reward", "non_integer_t", "non_integer_state", "state_out_of_range",
                  "duplicate_steps", "outside_buckets"]
 MERGE_COLUMNS = ["mixed_buckets", "bad_ranges", "overlapping", "missing_buckets",
-                 "duplicate_states", "episode_mismatch", "null_sums", "episodes"]
+                 "duplicate_states", "episode_mismatch", "null_sums", "mixed_max_states",
+                 "episodes"]
 REL = 1e-12
 
 
@@ -124,7 +125,8 @@ class Reference:
         return {s: (v, total, mag) for s, v, total, mag in got}
 
     def release(self, fn, opts, stats_rows=None, m=None):
-        """fn over the steps, or fn_from_stats over stats_rows."""
+        """fn over the steps, or fn_from_stats over stats_rows (state,
+        visits, return_sum, max_states): the bound they carry is checked."""
         if stats_rows is None:
             key = fn + json.dumps(opts, sort_keys=True)
             if key not in self.memo:
@@ -133,10 +135,10 @@ class Reference:
                     (json.dumps(opts),)).fetchone()[0])
             return self.memo[key]
         self.con.execute("DROP TABLE IF EXISTS moved")
-        self.con.execute("CREATE TABLE moved(state, visits, return_sum)")
-        self.con.executemany("INSERT INTO moved VALUES (?,?,?)", stats_rows)
+        self.con.execute("CREATE TABLE moved(state, visits, return_sum, max_states)")
+        self.con.executemany("INSERT INTO moved VALUES (?,?,?,?)", stats_rows)
         return json.loads(self.con.execute(
-            f"SELECT {fn}_from_stats(state, visits, return_sum, ?) FROM moved",
+            f"SELECT {fn}_from_stats(state, visits, return_sum, max_states, ?) FROM moved",
             (json.dumps(dict(opts, episodes=m)),)).fetchone()[0])
 
 
@@ -149,10 +151,10 @@ def reference(rows):
     return _REFERENCES[id(rows)][1]
 
 
-def compare_stats(got, want, m, label):
+def compare_stats(got, want, m, label, max_states=None):
     """got: rows of first_visit_stats.sql; want: Reference.stats().
     visits exact; |return_sum - dprl's| <= 1e-12 x sum of |F| (= 1e-12
-    relative when returns are >= 0)."""
+    relative when returns are >= 0); every row carries max_states."""
     rows = {r[0]: r for r in got}
     bad = []
     if set(rows) - {0} != set(want) - {0} or (0 in rows and 0 not in want and rows[0][1] != 0):
@@ -169,6 +171,8 @@ def compare_stats(got, want, m, label):
             bad.append(f"state {s}: return_sum {r[2]!r} vs {total!r} (error {err:.3g} of sum |F|)")
     if any(r[6] != m for r in got):
         bad.append(f"episodes column {sorted({r[6] for r in got})} vs m = {m}")
+    if any(r[7] != max_states for r in got):
+        bad.append(f"max_states column {[r[7] for r in got][:5]} vs {max_states}")
     check(not bad, f"{label}: statistics = dp_first_visit (worst {worst:.2g} of sum |F|)",
           "\n".join(bad[:10]))
     return worst
@@ -189,15 +193,17 @@ def stats_match(engine, label, rows, columns, n_states, param_sets, release_sets
         if opts is param_sets[0]:  # the check query: once per table
             todo.append(sql(engine, "first_visit_check.sql"))
         got, *problems = engine.queries(todo)
-        compare_stats(got, ref.stats(n_states, opts), ref.m, tag)
+        compare_stats(got, ref.stats(n_states, opts), ref.m, tag, opts.get("max_states"))
         if problems:
             check(problems[0] == [(0,) * len(CHECK_COLUMNS)], f"{tag}: check query all zeros",
                   problems[0])
         if opts in release_sets:
             o = dict({k: v for k, v in opts.items() if v is not None}, n_states=n_states,
                      epsilon=1, delta=1e-5, release="diagnostic", seed=20240612)
+            if "max_states" in o:  # a bound of the statistics perturbation
+                o["perturb"] = "statistics"
             whole = ref.release("dp_lsw", o)
-            moved = ref.release("dp_lsw", o, [r[:3] for r in got], got[0][6])
+            moved = ref.release("dp_lsw", o, [r[:3] + r[7:8] for r in got], got[0][6])
             same = (moved["theta"] == whole["theta"] and moved["visits"] == whole["visits"]
                     and moved["episodes"] == whole["episodes"]
                     and all(abs(a - b) <= REL * max(abs(a), abs(b), 1e-300)
@@ -248,6 +254,8 @@ def bad_rows_detected(engine):
                       ({"gamma": 0.9, "rmin": 0, "rmax": 1, "fmax": -1.0}, "fmax <= 0"),
                       ({"gamma": 0.9, "rmin": 0, "rmax": 1, "fmin": 0.5}, "fmin > 0"),
                       ({"gamma": 1.0, "rmax": 1, "rmin": -1.0, "fmax": 5.0}, "gamma = 1, rmin < 0, no fmin"),
+                      ({"gamma": 0.9, "rmin": 0, "rmax": 1, "max_states": 0}, "max_states = 0"),
+                      ({"gamma": 0.9, "rmax": 1}, "no rmin"), ({"gamma": 0.9, "rmin": 0}, "no rmax"),
                       ({"gamma": None}, "no gamma")):
         set_params(engine, 4, opts)
         got, stats = engine.queries([sql(engine, "first_visit_check.sql"),
@@ -294,7 +302,8 @@ def buckets_and_merge(engine, rows, columns, n_states, opts, k=8, ranges=((0, 2)
     check(all(r[2] is None for r in stats), f"{engine.name}: ... and the sums are NULL")
 
     stats_cols = [("state", "int"), ("visits", "int"), ("return_sum", "real"), ("buckets", "int"),
-                  ("bucket_lo", "int"), ("bucket_hi", "int"), ("episodes", "int")]
+                  ("bucket_lo", "int"), ("bucket_hi", "int"), ("episodes", "int"),
+                  ("max_states", "int")]
 
     def merge_check(table_rows):
         engine.load("shard_stats", stats_cols, table_rows)
@@ -330,6 +339,9 @@ def buckets_and_merge(engine, rows, columns, n_states, opts, k=8, ranges=((0, 2)
     other_k = [r[:3] + (k * 2,) + r[4:] for r in first]
     flagged([r for r in shard_stats if r[4:6] != ranges[0]] + other_k, "mixed_buckets", 1,
             "a shard hashed with another K")
+    other_bound = [r[:7] + (3 if r[7] is None else r[7] + 1,) for r in first]
+    flagged([r for r in shard_stats if r[4:6] != ranges[0]] + other_bound, "mixed_max_states",
+            1, "a shard made with another max_states")
 
 
 def bucket_query_matches(engine, rows, columns, k):

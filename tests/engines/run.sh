@@ -42,7 +42,7 @@ count scale_out_pg.sh "$LOG/demo" 0
 "$SQLITE3" :memory: <sql/shard_release.sql >"$LOG/shard.out" 2>&1
 status=$?
 zeros=$(grep -c '^shard [012]|0|0|0|0|0|0|0|0|0|0|0$' "$LOG/shard.out")
-if [ $status -eq 0 ] && [ "$zeros" -eq 3 ] && grep -q '^0|0|0|0|0|0|0|20000$' "$LOG/shard.out" \
+if [ $status -eq 0 ] && [ "$zeros" -eq 3 ] && grep -q '^0|0|0|0|0|0|0|0|20000$' "$LOG/shard.out" \
    && [ "$(grep -c '^│ [0-9] ' "$LOG/shard.out")" -eq 10 ]; then
   echo "ok sql/shard_release.sql: 3 shard checks 0, merge check 0 with m = 20000, 10 values"
 else

@@ -26,7 +26,7 @@ ADV_LONG = cases.adversarial_rows(100_000)
 ADV = cases.adversarial_rows(5_000, seed=14)
 INTS = cases.int_id_rows()
 
-ICU_SETS = [{"gamma": 0.9, "rmin": 0, "rmax": 1, "fmax": 9.0}, {"gamma": 0.99, "rmin": 0, "rmax": 1}]
+ICU_SETS = [{"gamma": 0.9, "rmin": 0, "rmax": 1, "fmax": 9.0}, {"gamma": 0.99, "rmin": 0, "rmax": 1}, {"gamma": 0.9, "rmin": 0, "rmax": 1, "fmax": 9.0, "max_states": 3}]
 LONG_SETS = [{"gamma": 0.99, "rmin": 0, "rmax": 1}, {"gamma": 0.999, "rmin": 0, "rmax": 1.5, "fmax": 200.0}]
 ADV_SETS = [
     {"gamma": 0.99, "rmin": 0, "rmax": 1},
@@ -35,6 +35,8 @@ ADV_SETS = [
     {"gamma": 1.0, "rmin": 0, "rmax": 1, "fmax": 50.0},
     {"gamma": 1.0, "rmax": 1, "rmin": -1.0, "fmin": -30.0, "fmax": 50.0},
     {"gamma": 0.3, "rmax": 1, "rmin": -0.25},
+    {"gamma": 0.99, "rmin": 0, "rmax": 1, "max_states": 2},
+    {"gamma": 0.5, "rmin": -1.0, "rmax": 2.0, "fmin": -1.5, "fmax": 3.0, "max_states": 1},
 ]
 # releases through dp_lsw_from_stats: returns >= 0 (rmin = 0), which is what
 # its check (0 <= return_sum <= visits x B) accepts today

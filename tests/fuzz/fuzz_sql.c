@@ -30,6 +30,7 @@ static const char *const queries[] = {
     "SELECT dp_lsw_from_stats(state, t, reward, ?1) FROM steps",
     "SELECT dp_plan(?1), dp_q_calibrate(?1), dp_prefix_calibrate(?1)",
     "SELECT dp_q_value(?1, 0.5, 0)",
+    "SELECT dp_lsl_from_stats(state, t, reward, nullif(action, 0), ?1) FROM steps",
 };
 
 static double deadline;

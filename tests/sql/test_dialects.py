@@ -13,6 +13,7 @@ sys.path.insert(0, os.path.join(ROOT, "sql"))
 import cases  # noqa: E402
 import engines  # noqa: E402
 import gen_dialects  # noqa: E402
+import reference  # noqa: E402
 from harness import check, run  # noqa: E402
 
 # The substitutions from the PostgreSQL file to the Spark SQL one, as
@@ -83,8 +84,9 @@ def test_sqlite():
                       [{"gamma": 0.99, "rmin": 0, "rmax": 1}], [{"gamma": 0.99, "rmin": 0, "rmax": 1}])
     adv = cases.adversarial_rows(2_000, seed=14)
     sets = [{"gamma": 0.9, "rmin": 0, "rmax": 1}, {"gamma": 0.5, "rmin": -1.0, "rmax": 2.0, "fmin": -1.5, "fmax": 3.0},
-            {"gamma": 0.0, "rmin": 0, "rmax": 1}, {"gamma": 1.0, "rmin": 0, "rmax": 1, "fmax": 50.0}, {"gamma": 0.3, "rmax": 1, "rmin": -0.25}]
-    cases.stats_match(e, "adversarial", adv, cases.STEPS_TEXT, 12, sets, sets[:1])
+            {"gamma": 0.0, "rmin": 0, "rmax": 1}, {"gamma": 1.0, "rmin": 0, "rmax": 1, "fmax": 50.0}, {"gamma": 0.3, "rmax": 1, "rmin": -0.25},
+            {"gamma": 0.9, "rmin": 0, "rmax": 1, "max_states": 2}, {"gamma": 0.5, "rmax": 1, "rmin": -1.0, "max_states": 1}]
+    cases.stats_match(e, "adversarial", adv, cases.STEPS_TEXT, 12, sets, [sets[0], sets[5]])
     ints = cases.int_id_rows()
     cases.stats_match(e, "integer ids", ints, cases.STEPS_INT, 6, [{"gamma": 0.95, "rmin": 0, "rmax": 1}])
     cases.bad_rows_detected(e)
@@ -94,4 +96,27 @@ def test_sqlite():
     cases.bucket_query_matches(e, ints, cases.STEPS_INT, 3)
 
 
-run([test_generated, test_identical_modulo_types, test_hash, test_sqlite])
+def test_max_states_reference():
+    """first_visit_stats.sql with max_states against reference.py's first
+    visits (direct summation, an episode's first k first-visits in t
+    order), and the bound in every row."""
+    e = engines.Sqlite()
+    rows = cases.adversarial_rows(3_000, seed=15)
+    e.load("steps", cases.STEPS_TEXT, rows)
+    for k in (1, 3, None):
+        opts = {"gamma": 0.8, "rmin": -0.5, "rmax": 1.25, "max_states": k}
+        cases.set_params(e, 12, opts)
+        got = e.query(cases.sql(e, "first_visit_stats.sql"))
+        m, visits, sums = reference.first_visit(rows, 0.8, 1.25, None, -0.5, None, k)
+        ok = (all(r[6] == m and r[7] == k for r in got)
+              and {r[0]: r[1] for r in got if r[1]} == visits
+              and all(abs(r[2] - sums[r[0]]) <= 1e-12 * max(1.0, abs(sums[r[0]]))
+                      for r in got if r[1]))
+        check(ok, f"sqlite first_visit_stats.sql, max_states {k}: = reference.first_visit "
+              f"({sum(visits.values())} first-visits of {m} episodes)",
+              f"{sorted((r[0], r[1], r[2]) for r in got)}\n{sorted(visits.items())}")
+        if k == 1:
+            check(sum(visits.values()) == m, "max_states 1: one first-visit per episode")
+
+
+run([test_generated, test_identical_modulo_types, test_hash, test_sqlite, test_max_states_reference])

@@ -66,8 +66,9 @@ def test_registry():
     f1, m1 = listing(connect())
     added = {k: v for k, v in f1.items() if k not in f0}
     want = {(n, a) for n, (a, _) in FUNCTIONS.items()}
-    # the statistics forms also take the shards' bucket columns (7 arguments)
-    want |= {("dp_lsw_from_stats", 7), ("dp_lsl_from_stats", 7)}
+    # the statistics forms also take the shards' bucket columns (7 arguments),
+    # and the statistics' max_states (5, and 8 with the bucket columns)
+    want |= {(f, n) for f in ("dp_lsw_from_stats", "dp_lsl_from_stats") for n in (5, 7, 8)}
     # dp_prefix_stable's one pass hands a sampled row over with its values
     want |= {("dprl_prefix_key", 5)}
     want |= {("dprl_budget", 4)}
@@ -219,7 +220,8 @@ def nested(depth, inner="SELECT episode, t, state, reward FROM st"):
     for _ in range(depth):
         q = sql.replace("'", "''")
         o = FV_OPTS.replace("'", "''")
-        sql = f"SELECT * FROM dp_first_visit('{q}', '{o}')"
+        sql = ("SELECT episode, state, t_first, first_visit_return "
+               f"FROM dp_first_visit('{q}', '{o}')")
     return sql
 
 
@@ -237,7 +239,8 @@ def test_nesting():
     check(error_of(con, nested(2)) is None, "the connection works after the error")
     # A query that reads its own text from a table recurses without end:
     # it used to overflow the stack (a crash), so it runs in a child process.
-    call = f"SELECT * FROM dp_first_visit((SELECT s FROM q), '{FV_OPTS}')"
+    call = ("SELECT episode, state, t_first, first_visit_return "
+            f"FROM dp_first_visit((SELECT s FROM q), '{FV_OPTS}')")
     script = f"""
 import sqlite3, sys
 con = sqlite3.connect(":memory:")

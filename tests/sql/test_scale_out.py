@@ -51,7 +51,9 @@ def test_first_visit_rows():
         a[:3] == b[:3] and close(a[3], b[3], 1e-12) for a, b in zip(got, want)),
         "dp_first_visit: one row per (episode, first-visited state), exact returns")
     cols = [d[0] for d in con.execute(FV, (json.dumps(o),)).description]
-    check(cols == ["episode", "state", "t_first", "first_visit_return"], "dp_first_visit columns", cols)
+    check(cols == ["episode", "state", "t_first", "first_visit_return", "max_states"],
+          "dp_first_visit columns", cols)
+    check(all(r[4] is None for r in got), "dp_first_visit: max_states NULL (no bound)")
 
 
 def test_first_visit_read_path():
@@ -93,9 +95,9 @@ def portable_stats(con, gamma, rmax, fmax):
     with open(os.path.join(ROOT, "sql", "sqlite", "first_visit_stats.sql")) as f:
         sql = f.read()
     con.execute("DROP TABLE IF EXISTS dprl_params")
-    con.execute("CREATE TEMP TABLE dprl_params(gamma, rmin, rmax, fmin, fmax, n_states, buckets, "
-                "bucket_lo, bucket_hi)")
-    con.execute("INSERT INTO dprl_params VALUES (?, NULL, ?, NULL, ?, 1000, 1, 0, 0)",
+    con.execute("CREATE TEMP TABLE dprl_params(gamma, rmin, rmax, fmin, fmax, n_states, max_states, "
+                "buckets, bucket_lo, bucket_hi)")
+    con.execute("INSERT INTO dprl_params VALUES (?, NULL, ?, NULL, ?, 1000, NULL, 1, 0, 0)",
                 (gamma, rmax, fmax))
     return [r[:3] for r in con.execute(sql).fetchall() if r[1] > 0]
 
@@ -194,7 +196,8 @@ def test_general_data_close():
 
 FVS = "SELECT dp_fv_stats(episode, t, state, reward, ?) FROM steps"
 # dp_fv_stats's per-state rows, as the README's shard recipe reads them
-FVS_ROWS = ("SELECT e.value ->> 0 AS state, e.value ->> 1 AS visits, e.value ->> 2 AS return_sum "
+FVS_ROWS = ("SELECT e.value ->> 0 AS state, e.value ->> 1 AS visits, e.value ->> 2 AS return_sum, "
+            "x.j ->> 'max_states' AS max_states "
             "FROM (SELECT dp_fv_stats(episode, t, state, reward, ?) AS j FROM {table}) AS x, "
             "json_each(x.j, '$.states') AS e")
 
@@ -218,7 +221,8 @@ def test_fv_stats():
                                                 o.get("rmin", 0.0), o.get("fmin"), o.get("max_states"))
         states = got["states"]
         check(got["private"] is False and got["function"] == "dp_fv_stats" and got["episodes"] == m
-              and got["n_states"] == o["n_states"], f"dp_fv_stats {o}: header (not private, m = {m})", got)
+              and got["n_states"] == o["n_states"] and got["max_states"] == o.get("max_states"),
+              f"dp_fv_stats {o}: header (not private, m = {m}, the bound applied)", got)
         check([s[0] for s in states] == sorted(visits) and all(s[1] == visits[s[0]] for s in states),
               f"dp_fv_stats {o}: visited states in order, exact visits", states)
         check(all(close(s[2], sums[s[0]], 1e-12) for s in states),
@@ -237,7 +241,8 @@ def test_fv_stats():
             direct = con.execute(f"SELECT {fn}(episode, t, state, reward, ?) FROM steps",
                                  (json.dumps(dict(priv, **extra)),)).fetchone()[0]
             merged = con.execute(
-                f"SELECT {fn}_from_stats(state, visits, return_sum, ?) FROM ({FVS_ROWS.format(table='steps')})",
+                f"SELECT {fn}_from_stats(state, visits, return_sum, max_states, ?) "
+                f"FROM ({FVS_ROWS.format(table='steps')})",
                 (json.dumps(dict(priv, episodes=m, **extra)), json.dumps(o))).fetchone()[0]
             check(merged == direct, f"{fn}_from_stats on dp_fv_stats = {fn} on the rows {o} (same seed)")
     check(con.execute("SELECT dp_fv_stats(episode, t, state, reward, '{}') FROM steps WHERE 0")
@@ -326,6 +331,139 @@ def test_stats_errors():
         "dp_lsl_from_stats checks too", "SELECT dp_lsl_from_stats(state, visits, return_sum, ?) FROM st")
 
 
+def test_stats_bound():
+    """max_states of the statistics perturbation is a bound on how the
+    statistics were made: the release refuses counts that no m episodes
+    could produce under it (sum of visits > max_states x m), and statistics
+    whose own max_states (NULL: none; no column: none) differs from the
+    option.  The issue's attack: 20 states x 100 visits, m = 100, k = 1
+    claimed sigma 14.9 where these statistics need 47.2."""
+    con = connect()
+    con.execute("CREATE TABLE st(state, visits, return_sum, max_states)")
+    con.executemany("INSERT INTO st VALUES (?, ?, ?, ?)", [(s, 100, 50.0, 1) for s in range(20)])
+    o = {"n_states": 20, "gamma": 0.5, "rmin": 0, "rmax": 1, "epsilon": 1, "delta": 1e-5, "episodes": 100,
+         "perturb": "statistics"}
+    k1 = dict(o, max_states=1)
+    q4 = "SELECT {fn}(state, visits, return_sum, ?) FROM st"
+    q5 = "SELECT {fn}(state, visits, return_sum, {col}, ?) FROM st"
+    for fn, extra in (("dp_lsw_from_stats", {}), ("dp_lsl_from_stats", {"lambda": 10})):
+        check_error(con, q5.format(fn=fn, col="max_states"),
+                    f"{fn}: the visits of all states add up to 2000, more than option max_states "
+                    "x episodes = 1 x 100: no 100 episodes of at most 1 first-visits each could "
+                    "produce them", f"{fn}: the attack (2,000 visits where k m = 100) is refused",
+                    (json.dumps(dict(k1, **extra)),))
+        check_error(con, q4.format(fn=fn),
+                    f"{fn}: option max_states = 1 needs the bound the statistics were made with: "
+                    "pass their max_states column (state, visits, return_sum, max_states, "
+                    "options); statistics without it have no bound",
+                    f"{fn}: the attack without a max_states column is refused",
+                    (json.dumps(dict(k1, **extra)),))
+        # the same statistics, released as made (no bound): sigma for all 20 states
+        r = json.loads(con.execute(q5.format(fn=fn, col="NULL"),
+                                   (json.dumps(dict(o, **extra)),)).fetchone()[0])
+        check(r["private"] is True and abs(r["sigma"] - 47.2) < 0.05,
+              f"{fn}: with no bound the same statistics release with sigma 47.2", r["sigma"])
+    bound = reference.statistics_noise(dict(k1, n_states=20), 100)
+    check(abs(bound["sigma"] - 14.9) < 0.05, "the bound k = 1 would give sigma 14.9", bound["sigma"])
+
+    # the sum rule at its edge: k m exactly is possible, one more is not
+    con.execute("UPDATE st SET visits = 5, return_sum = 2.5")  # 20 x 5 = 100 = 1 x 100
+    r = json.loads(con.execute(q5.format(fn="dp_lsw_from_stats", col="max_states"),
+                               (json.dumps(dict(k1, seed=1)),)).fetchone()[0])
+    check(r["max_states"] == 1 and abs(r["sigma"] - bound["sigma"]) < 1e-9 * bound["sigma"],
+          "visits adding up to max_states x m exactly: released, with the bound's sigma")
+    con.execute("UPDATE st SET visits = 6 WHERE state = 0")
+    check_error(con, q5.format(fn="dp_lsw_from_stats", col="max_states"),
+                "dp_lsw_from_stats: the visits of all states add up to 101, more than option "
+                "max_states x episodes = 1 x 100: no 100 episodes of at most 1 first-visits each "
+                "could produce them", "one visit more than max_states x m: refused",
+                (json.dumps(k1),))
+    con.execute("UPDATE st SET visits = 5")
+
+    # the bound the statistics carry must be the option's, in every row
+    def mismatch(col, opts, got, want, name, q=q5):
+        check_error(con, q.format(fn="dp_lsw_from_stats", col=col),
+                    f"dp_lsw_from_stats: the statistics were made with max_states = {got} but "
+                    f"option max_states = {want}: release them with the contribution bound they "
+                    "were made with", name, (json.dumps(opts),))
+    mismatch("max_states + 1", k1, "2", "1", "statistics made with k = 2, released with k = 1")
+    mismatch("NULL", k1, "NULL (no bound)", "1", "statistics made with no bound, released with k = 1")
+    mismatch("max_states", o, "1", "NULL (no bound)", "statistics made with k = 1, released with none")
+    mismatch("CASE WHEN state = 7 THEN 3 ELSE 1 END", k1, "3", "1", "one row made with another k")
+    check_error(con, q5.format(fn="dp_lsw_from_stats", col="0"),
+                "dp_lsw_from_stats: max_states must be NULL (no bound) or an integer >= 1, got 0",
+                "a max_states column of 0 is refused", (json.dumps(k1),))
+    check_error(con, q5.format(fn="dp_lsw_from_stats", col="'x'"),
+                "dp_lsw_from_stats: max_states must be an integer, got text 'x'",
+                "a max_states column that is not an integer is refused", (json.dumps(k1),))
+    # the forms with the bucket columns: 8 arguments carry the bound too
+    q8 = ("SELECT dp_lsw_from_stats(state, visits, return_sum, 1, 0, 0, {col}, ?) FROM st")
+    r8 = json.loads(con.execute(q8.format(col="max_states"),
+                                (json.dumps(dict(k1, buckets=1, seed=1)),)).fetchone()[0])
+    check(r8 == r, "8 arguments (buckets, then max_states): the same release")
+    check_error(con, q8.format(col="2"),
+                "dp_lsw_from_stats: the statistics were made with max_states = 2 but option "
+                "max_states = 1: release them with the contribution bound they were made with",
+                "8 arguments: a mismatch is refused", (json.dumps(dict(k1, buckets=1)),))
+    check_error(con, "SELECT dp_lsw_from_stats(state, visits, return_sum, 1, 0, 0, ?) FROM st",
+                "dp_lsw_from_stats: option max_states = 1 needs the bound the statistics were made "
+                "with: pass their max_states column (state, visits, return_sum, buckets, "
+                "bucket_lo, bucket_hi, max_states, options); statistics without it have no bound",
+                "7 arguments with option max_states: refused", (json.dumps(dict(k1, buckets=1)),))
+    check_error(con, q8.format(col="max_states"),
+                "dp_lsw_from_stats: the 8-argument form (state, visits, return_sum, buckets, "
+                "bucket_lo, bucket_hi, max_states, options) needs option buckets",
+                "8 arguments without option buckets", (json.dumps(k1),))
+    check_error(con, q5.format(fn="dp_lsw_from_stats", col="max_states"),
+                "dp_lsw_from_stats: option buckets needs the 8-argument form (state, visits, "
+                "return_sum, buckets, bucket_lo, bucket_hi, max_states, options)",
+                "5 arguments with option buckets", (json.dumps(dict(k1, buckets=1)),))
+
+
+def test_first_visit_bound():
+    """dp_first_visit and dp_fv_stats with max_states: the statistics of
+    reference.py (an episode's first k first-visits, in t order), the
+    bound in their output, and a release from them equal to dp_lsw's."""
+    rng = random.Random(21)
+    rows = [(e, t, rng.randrange(8), rng.uniform(-1, 2))
+            for e in range(80) for t in rng.sample(range(50), rng.randint(1, 20))]
+    con = connect()
+    make(con, rows)
+    for k in (1, 3):
+        fv = {"n_states": 8, "gamma": 0.7, "rmin": -1, "rmax": 2, "max_states": k}
+        m, visits, sums = reference.first_visit(rows, 0.7, 2, None, -1, None, k)
+        got = con.execute("SELECT state, count(*), sum(first_visit_return), min(max_states), "
+                          "max(max_states) FROM dp_first_visit('SELECT episode, t, state, reward "
+                          "FROM steps', ?) GROUP BY state ORDER BY state",
+                          (json.dumps(fv),)).fetchall()
+        check([(r[0], r[1]) for r in got] == sorted(visits.items())
+              and all(close(r[2], sums[r[0]], 1e-12) and r[3] == r[4] == k for r in got),
+              f"dp_first_visit max_states {k}: statistics = reference, max_states {k} in every row",
+              (got, sorted(visits.items())))
+        j = json.loads(con.execute(FVS, (json.dumps(fv),)).fetchone()[0])
+        check(j["max_states"] == k and [s[:2] for s in j["states"]] == sorted(map(list, visits.items()))
+              and all(close(s[2], sums[s[0]], 1e-12) for s in j["states"]),
+              f"dp_fv_stats max_states {k}: statistics = reference, \"max_states\": {k}", j)
+        priv = dict(fv, epsilon=1, delta=1e-5, perturb="statistics", seed=8, release="diagnostic")
+        direct = con.execute("SELECT dp_lsw(episode, t, state, reward, ?) FROM steps",
+                             (json.dumps(priv),)).fetchone()[0]
+        for what, sub in (("dp_first_visit", "SELECT state, count(*) AS visits, sum(first_visit_return) "
+                           "AS return_sum, min(max_states) AS max_states FROM dp_first_visit('SELECT "
+                           "episode, t, state, reward FROM steps', ?2) GROUP BY state"),
+                          ("dp_fv_stats", FVS_ROWS.replace("?", "?2").format(table="steps"))):
+            merged = con.execute(f"SELECT dp_lsw_from_stats(state, visits, return_sum, max_states, ?1) "
+                                 f"FROM ({sub})", (json.dumps(dict(priv, episodes=m)),
+                                                   json.dumps(fv))).fetchone()[0]
+            check(merged == direct, f"{what} max_states {k}: dp_lsw_from_stats on its statistics "
+                  "= dp_lsw on the rows (same seed, diagnostic)")
+            check_error(con, f"SELECT dp_lsw_from_stats(state, visits, return_sum, max_states, ?1) "
+                        f"FROM ({sub})",
+                        f"dp_lsw_from_stats: the statistics were made with max_states = {k} but "
+                        f"option max_states = {k + 1}: release them with the contribution bound "
+                        "they were made with", f"{what} max_states {k}, released with {k + 1}: refused",
+                        (json.dumps(dict(priv, episodes=m, max_states=k + 1)), json.dumps(fv)))
+
+
 def test_first_visit_errors():
     con = connect()
     make(con, [(1, 0, 0, 1.0), (1, 1, 1, 0.5)])
@@ -407,5 +545,5 @@ def test_buckets():
         dict(o, buckets=4), q4)
 
 
-run([test_fv_stats, test_fv_stats_shards, test_fv_stats_errors, test_buckets, test_first_visit_rows, test_first_visit_read_path, test_portable_sql_matches, test_three_shards_equal_whole,
+run([test_stats_bound, test_first_visit_bound, test_fv_stats, test_fv_stats_shards, test_fv_stats_errors, test_buckets, test_first_visit_rows, test_first_visit_read_path, test_portable_sql_matches, test_three_shards_equal_whole,
      test_general_data_close, test_stats_errors, test_first_visit_errors, test_python_example])

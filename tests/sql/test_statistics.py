@@ -163,19 +163,20 @@ def test_first_visit_rules():
     table(con, ROWS)
     for o in (NEG, dict(NEG, max_states=1), dict(NEG, fmin=-1.5, fmax=1)):
         fv = {k: o[k] for k in o if k not in ("epsilon", "delta")}
-        got = con.execute("SELECT state, count(*), sum(first_visit_return) FROM dp_first_visit("
-                          "'SELECT episode, t, state, reward FROM steps', ?) GROUP BY state "
-                          "ORDER BY state", (json.dumps(fv),)).fetchall()
+        got = con.execute("SELECT state, count(*), sum(first_visit_return), min(max_states) "
+                          "FROM dp_first_visit('SELECT episode, t, state, reward FROM steps', ?) "
+                          "GROUP BY state ORDER BY state", (json.dumps(fv),)).fetchall()
         m, v, sm = stats(o)
-        want = [(i, v[i], sm[i]) for i in range(4) if v[i]]
+        want = [(i, v[i], sm[i], o.get("max_states")) for i in range(4) if v[i]]
         check(len(got) == len(want) and all(a[0] == b[0] and a[1] == b[1] and abs(a[2] - b[2]) <= 1e-12
-                                            for a, b in zip(got, want)),
-              f"dp_first_visit with {fv}: per-state sums = reference", (got, want))
+                                            and a[3] == b[3] for a, b in zip(got, want)),
+              f"dp_first_visit with {fv}: per-state sums = reference, and the bound", (got, want))
         st = dict(o, perturb="statistics", seed=4, episodes=m)
         a = json.loads(con.execute(
-            "SELECT dp_lsw_from_stats(state, visits, s, ?) FROM (SELECT state, count(*) AS visits, "
-            "sum(first_visit_return) AS s FROM dp_first_visit('SELECT episode, t, state, reward FROM "
-            "steps', ?) GROUP BY state)", (json.dumps(st), json.dumps(fv))).fetchone()[0])
+            "SELECT dp_lsw_from_stats(state, visits, s, k, ?) FROM (SELECT state, count(*) AS visits, "
+            "sum(first_visit_return) AS s, min(max_states) AS k FROM dp_first_visit('SELECT episode, "
+            "t, state, reward FROM steps', ?) GROUP BY state)",
+            (json.dumps(st), json.dumps(fv))).fetchone()[0])
         b = release(con, "dp_lsw", dict(o, perturb="statistics", seed=4))
         check(a["theta"] == b["theta"] and a["visits"] == b["visits"],
               f"statistics release from dp_first_visit sums = dp_lsw on the rows ({fv})")
