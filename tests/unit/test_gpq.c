@@ -339,6 +339,22 @@ static void test_batch_equals_sequential(void) {
     match &= g == out[i];
   }
   CHECK(match, "batch output is in the caller's order");
+  /* where[i]: the index of query i among the points after the call (what
+  ** dp_q_noise binds a point's q to), with the same draws as without it */
+  dprl_gp_path *w = dprl_gp_path_create(1.3, 2.5, dprl_grid_for(1.3), &err);
+  size_t where[12];
+  double outw[12];
+  rc = dprl_gp_path_load(w, pre, 4, &err);
+  dprl_rng_init_seeded(&rb, 55, 1);
+  rc |= dprl_gp_path_sample_indexed(w, &rb, q, 12, outw, where, &err);
+  int at = rc == 0 && memcmp(out, outw, sizeof out) == 0;
+  for (int i = 0; at && i < 12; i++)
+    at = where[i] < dprl_gp_path_count(w) && dprl_gp_path_points(w)[where[i]].x == q[i] &&
+         dprl_gp_path_points(w)[where[i]].g == outw[i];
+  CHECK(at, "sample_indexed: same draws, where[i] is the point of query i");
+  CHECK(where[1] == where[4] && where[0] == where[8] && where[2] != where[6],
+        "sample_indexed: a repeated query shares its index, distinct states do not");
+  dprl_gp_path_free(w);
   /* iterate -> load round trip */
   dprl_gp_path *c = dprl_gp_path_create(1.3, 2.5, dprl_grid_for(1.3), &err);
   rc = dprl_gp_path_load(c, dprl_gp_path_points(a), dprl_gp_path_count(a), &err);
