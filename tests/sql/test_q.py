@@ -1114,10 +1114,11 @@ def P_feat(kind, K):
 def theta_noise_hand(eps, delta, nb, lr, rmin, rmax, kind, K, m):
     """ALGORITHMS.md section 10: per-update sensitivity lr (rmax - rmin)
     sqrt(P), plus sqrt(d) g for the rounding to the grid of the unrounded
-    scale; sigma = the GDP requirement for nb such updates."""
+    scale, times 1 + 2^-20 for computing the rewards' part in doubles;
+    sigma = the GDP requirement for nb such updates."""
     sens = lr * (rmax - rmin) * math.sqrt(P_feat(kind, K))
     g = grid_for(gdp_sigma(eps, delta, nb, sens * sens))
-    eff = sens + math.sqrt(m * K) * g
+    eff = (sens + math.sqrt(m * K) * g) * (1 + 2.0 ** -20)
     sigma = gdp_sigma(eps, delta, nb, eff * eff)
     return dict(sigma=sigma, grid=g, sensitivity=eff, mu=math.sqrt(nb) * eff / sigma)
 
@@ -1166,6 +1167,34 @@ def test_learn_private():
     con.execute("INSERT INTO model VALUES (?)", (json.dumps(r),))
     got = con.execute("SELECT dp_q_value(m, 0.61, 0) FROM model").fetchone()[0]
     check_close(got, q_theta(r, 0, 0.61), "dp_q_value = theta . phi(x) (rbf)", rel=1e-12)
+
+
+def test_learn_fp_huge_noise():
+    """Issue 18 item 6: with k = 4e13 the paths' sigma is about 1e16, and
+    with gamma = 1 - 2^-53, lr = 1 and a self-loop the target y = r +
+    gamma best, of size 1e16, was rounded to a multiple of 2: one update
+    moved theta by 0 or 2 for a reward change of 1 (its sensitivity lr = 1).
+    The rewards' part of an update is now computed on its own (ALGORITHMS.md
+    section 10): with the same seed (same batch, paths and theta noise), the
+    rewards 0 and 1 give thetas exactly lr (rmax - rmin) apart, at the
+    state's feature, in every one of 40 runs."""
+    con = connect()
+    transitions(con, [(0.5, 0, 0.0, 0.5)])
+    con.execute("CREATE TABLE ones AS SELECT s, a, 1.0 AS r, s_next FROM transitions")
+    o = dict(n_actions=1, gamma=1 - 2.0 ** -53, lr=1, T=1, B=1, K=21, k=4e13, epsilon=1, delta=1e-5)
+    m = learn(con, seed=1, **o)
+    check(m["paths"]["sigma"] > 1e15, "k = 4e13: the paths' sigma is above 1e15", m["paths"]["sigma"])
+    diffs = []
+    for seed in range(1, 41):
+        t0 = learn(con, seed=seed, **o)["theta"][0]
+        t1 = json.loads(con.execute("SELECT dp_q_learn(s, a, r, s_next, ?) FROM ones",
+                                    (J(seed=seed, **o),)).fetchone()[0])["theta"][0]
+        diffs.append([y - x for x, y in zip(t0, t1)])
+    check(all(d == [1.0 if i == 10 else 0.0 for i in range(21)] for d in diffs),
+          "one update's reward effect is exactly lr (rmax - rmin) = 1 at phi = e_10, in 40 of 40 runs",
+          sorted({d[10] for d in diffs}))
+    u = learn(con, **o)
+    check(u["private"] is True, "the same options without a seed: private")
 
 
 def theta_stats(xs):
@@ -1466,5 +1495,5 @@ if __name__ == "__main__":
          test_noise_path_charged_once, test_noise_path_schemas,
          test_noise_concurrent_writers, test_noise_failed_commit,
          test_noise_path_triggers, test_noise_errors, test_noise_read_path, test_learn_noise_free,
-         test_learn_private, test_learn_theta_attack, test_learn_more, test_learn_errors,
+         test_learn_private, test_learn_fp_huge_noise, test_learn_theta_attack, test_learn_more, test_learn_errors,
          test_limits, test_interrupts])
