@@ -1004,7 +1004,7 @@ static void test_qlearn_fp_huge_noise(void) {
 ** of sensitivity 1 is 1/mu with mu = 0.268 (README), in (2, 4); so at
 ** sens = 2^-500, s0 is in (2^-499, 2^-498), g = 2^(-498 - 26) = 2^-524,
 ** and the largest lr accepted is 2^(1051 - 524) = 2^527.  (sens^2 must
-** stay a normal double: the check can only refuse lr > 2^490.) */
+** not underflow, so sens is not taken smaller.) */
 static void test_theta_fp_bound(void) {
   dprl_q_theta_noise tn;
   dprl_error err = {0};
