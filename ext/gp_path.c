@@ -276,10 +276,11 @@ static query *sort_queries(query *q, query *tmp, size_t n, dprl_cancel *cancel,
 }
 
 /* Merge sorted queries q[0..n) into the stored points, drawing the new
-** ones left to right, into merged[] (room for p->n + n); *m = its size. */
+** ones left to right, into merged[] (room for p->n + n); *m = its size;
+** where[i] (if not NULL) = the index in merged[] of query i. */
 static int merge_draw(const dprl_gp_path *p, dprl_rng *rng, const query *q,
-                      size_t n, double *out, dprl_gp_point *merged, size_t *m,
-                      dprl_error *err) {
+                      size_t n, double *out, size_t *where, dprl_gp_point *merged,
+                      size_t *m, dprl_error *err) {
   size_t j = 0, k = 0;
   for (size_t t = 0; t < n; t++) {
     double x = q[t].x;
@@ -288,6 +289,7 @@ static int merge_draw(const dprl_gp_path *p, dprl_rng *rng, const query *q,
     if (j < p->n && p->pts[j].x == x) merged[k++] = p->pts[j++];
     if (k && merged[k - 1].x == x) { /* stored, or repeated in this batch */
       out[q[t].i] = merged[k - 1].g;
+      if (where) where[q[t].i] = k - 1;
       continue;
     }
     /* Nearest left: the last merged point (stored or just drawn); nearest
@@ -299,6 +301,7 @@ static int merge_draw(const dprl_gp_path *p, dprl_rng *rng, const query *q,
       return err->code;
     merged[k].x = x;
     merged[k].g = g;
+    if (where) where[q[t].i] = k;
     k++;
     out[q[t].i] = g;
   }
@@ -310,6 +313,12 @@ static int merge_draw(const dprl_gp_path *p, dprl_rng *rng, const query *q,
 int dprl_gp_path_sample_batch(dprl_gp_path *p, dprl_rng *rng,
                               const double *xs, size_t n, double *out,
                               dprl_error *err) {
+  return dprl_gp_path_sample_indexed(p, rng, xs, n, out, NULL, err);
+}
+
+int dprl_gp_path_sample_indexed(dprl_gp_path *p, dprl_rng *rng,
+                                const double *xs, size_t n, double *out,
+                                size_t *where, dprl_error *err) {
   if (n == 0) return DPRL_OK;
   for (size_t i = 0; i < n; i++)
     if (check_x(xs[i], err)) return err->code;
@@ -329,7 +338,7 @@ int dprl_gp_path_sample_batch(dprl_gp_path *p, dprl_rng *rng,
   }
   size_t m = 0, room = p->n + n;
   query *sorted = sort_queries(q, q + n, n, p->cancel, err);
-  int rc = sorted ? merge_draw(p, rng, sorted, n, out, merged, &m, err) : err->code;
+  int rc = sorted ? merge_draw(p, rng, sorted, n, out, where, merged, &m, err) : err->code;
   dprl_free(q);
   if (rc) {
     dprl_free(merged);

@@ -66,6 +66,12 @@ int dprl_gp_path_sample_batch(dprl_gp_path *p, dprl_rng *rng,
                               const double *xs, size_t n, double *out,
                               dprl_error *err);
 
+/* The same, and where[i] = the index of xs[i] among the stored points
+** after the call (dprl_gp_path_points): equal states share an index. */
+int dprl_gp_path_sample_indexed(dprl_gp_path *p, dprl_rng *rng,
+                                const double *xs, size_t n, double *out,
+                                size_t *where, dprl_error *err);
+
 /* Replace the stored points by n (x, g) pairs (any order; x finite and
 ** distinct), e.g. a persisted path.  On error the path is unchanged. */
 int dprl_gp_path_load(dprl_gp_path *p, const dprl_gp_point *pts, size_t n,

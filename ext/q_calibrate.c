@@ -181,11 +181,12 @@ int dprl_q_calibrate(const dprl_q_calib_in *in, dprl_q_calib_out *out,
   return DPRL_OK;
 }
 
-int dprl_q_theta_calibrate(double eps, double delta, int64_t nb, double sens,
+int dprl_q_theta_calibrate(double eps, double delta, int64_t nb, double sens, double lr,
                            size_t d, dprl_q_theta_noise *out, dprl_error *err) {
-  if (!(eps > 0 && isfinite(eps) && delta > 0 && delta < 1 && nb >= 1 && d >= 1))
+  if (!(eps > 0 && isfinite(eps) && delta > 0 && delta < 1 && nb >= 1 && d >= 1 && lr > 0 &&
+        isfinite(lr)))
     return dprl_fail(err, DPRL_EINVAL,
-                     "theta noise: needs epsilon > 0, delta in (0, 1), at least "
+                     "theta noise: needs epsilon > 0, delta in (0, 1), lr > 0, at least "
                      "one update and one coordinate");
   if (!(isfinite(sens) && sens > 0))
     return dprl_fail(err, DPRL_EINVAL,
@@ -200,7 +201,18 @@ int dprl_q_theta_calibrate(double eps, double delta, int64_t nb, double sens,
                      "the noise grid is exact; change lr or the reward bounds",
                      s0);
   double g = dprl_grid_for(s0);
-  double eff = sens + sqrt((double)d) * g; /* rounding to the grid */
+  /* The rewards' part of an update, computed in doubles, is within a
+  ** factor 1 + 2^-21 of its exact sensitivity, plus at most
+  ** (2 lr + 1) 2^-1075 per coordinate from underflow, which is below
+  ** 2^-22 g when lr <= 2^1051 g (ALGORITHMS.md section 10, "Floating
+  ** point"; ldexp is exact, so this check is too). */
+  if (!(lr <= ldexp(g, 1051)))
+    return dprl_fail(err, DPRL_EINVAL,
+                     "theta noise: its grid %g is too fine for lr = %g: an update's reward "
+                     "part cannot be computed in doubles to 2^-21 of a grid step (needs lr <= "
+                     "2^1051 grid); widen [rmin, rmax] or lower lr", g, lr);
+  /* rounding to the grid, and the floating-point factor */
+  double eff = (sens + sqrt((double)d) * g) * (1 + DPRL_Q_FP_SLACK);
   double sigma = dprl_q_sigma_gdp(eps, delta, (double)nb, eff * eff);
   out->sigma = sigma;
   out->grid = g;

@@ -211,7 +211,8 @@ typedef struct qrun {
   double *gs;        /* B: g_{a_t}(x_t) */
   double *gn;        /* m * B: g_a(x'_t) */
   double *qx, *qv;   /* 2B queries of one path and their values */
-  double *grad;      /* m * K */
+  double *grad;      /* m * K: the update's part that does not involve the rewards */
+  double *rgrad;     /* m * K: the rewards' part (ALGORITHMS.md section 10) */
   int presample;     /* draw each path at every state of the data at reset */
   double *states;    /* sorted distinct rescaled states (presample) */
   double *svals;     /* their values (scratch) */
@@ -230,6 +231,7 @@ static void qrun_free(qrun *r) {
   dprl_free(r->qx);
   dprl_free(r->qv);
   dprl_free(r->grad);
+  dprl_free(r->rgrad);
   dprl_free(r->states);
   dprl_free(r->svals);
 }
@@ -273,8 +275,9 @@ static int qrun_init(qrun *r, dprl_error *err) {
   r->qx = dprl_calloc(2 * B, sizeof *r->qx);
   r->qv = dprl_calloc(2 * B, sizeof *r->qv);
   r->grad = dprl_calloc(m * K, sizeof *r->grad);
+  r->rgrad = dprl_calloc(m * K, sizeof *r->rgrad);
   if (!r->paths || !r->idx || !r->x || !r->xn || !r->gs || !r->gn || !r->qx ||
-      !r->qv || !r->grad)
+      !r->qv || !r->grad || !r->rgrad)
     return dprl_nomem(err);
   for (size_t a = 0; a < m; a++) {
     r->paths[a] = dprl_gp_path_create(o->sigma, o->beta, grid, err);
@@ -340,13 +343,22 @@ static int batch_noise(qrun *r, dprl_error *err) {
   return DPRL_OK;
 }
 
-/* One SGD step on the mean of 1/2 (Q(s,a) + g_a(s) - y)^2 (line 21). */
+/* One SGD step on the mean of 1/2 (Q(s,a) + g_a(s) - y)^2 (line 21),
+** computed in two parts (ALGORITHMS.md section 10, "Floating point"):
+** with y = r + gamma best and td = Q + g - y = td0 - (r - rmin),
+**   A = theta - (lr/B) sum_t td0_t phi(x_t)       (no reward in it)
+**   R = (lr/B) sum_t (r_t - rmin) phi(x_t)         (the rewards alone)
+** so that the rewards' effect on the update is R, computed to a relative
+** 2^-20 whatever the size of theta and of the path noise (in one sum, a
+** reward next to noise of 1e16 would be rounded to a multiple of 2).
+** Leaves A in theta and R in rgrad. */
 static int sgd_step(qrun *r, dprl_error *err) {
   const dprl_q_learn_opts *o = r->o;
   size_t B = r->B, K = (size_t)o->feat.K;
   /* Work of one transition: m values of Q, each 2 (tent) or K (rbf) terms. */
-  uint64_t work = (uint64_t)o->m * (o->feat.kind == DPRL_QFEAT_TENT ? 10 : 10 * K);
+  uint64_t work = (uint64_t)o->m * (o->feat.kind == DPRL_QFEAT_TENT ? 12 : 12 * K);
   memset(r->grad, 0, (size_t)o->m * K * sizeof *r->grad);
+  memset(r->rgrad, 0, (size_t)o->m * K * sizeof *r->rgrad);
   for (size_t t = 0; t < B; t++) {
     if (dprl_cancel_poll(o->cancel, work, err)) return err->code;
     size_t i = r->idx[t];
@@ -356,15 +368,25 @@ static int sgd_step(qrun *r, dprl_error *err) {
                  r->gn[(size_t)a * B + t];
       if (q > best) best = q;
     }
-    double rew = fmin(fmax(r->d->r[i], o->rmin), o->rmax);
-    double y = rew + o->gamma * best;
+    double w = fmin(fmax(r->d->r[i], o->rmin), o->rmax) - o->rmin; /* in [0, rmax - rmin] */
     size_t a = (size_t)r->d->a[i];
-    double td = dprl_q_value(&o->feat, r->theta + a * K, r->x[t]) + r->gs[t] - y;
-    add_features(&o->feat, r->x[t], td, r->grad + a * K);
+    double td0 = dprl_q_value(&o->feat, r->theta + a * K, r->x[t]) + r->gs[t] - o->rmin -
+                 o->gamma * best;
+    add_features(&o->feat, r->x[t], td0, r->grad + a * K);
+    add_features(&o->feat, r->x[t], w, r->rgrad + a * K);
   }
   double step = o->lr / (double)B;
-  for (size_t j = 0; j < (size_t)o->m * K; j++) r->theta[j] -= step * r->grad[j];
+  for (size_t j = 0; j < (size_t)o->m * K; j++) {
+    r->theta[j] -= step * r->grad[j];
+    r->rgrad[j] *= step;
+  }
   return dprl_cancel_poll(o->cancel, 2 * (uint64_t)o->m * K, err);
+}
+
+/* Without theta's noise: theta = A + R. */
+static int add_rewards(qrun *r, dprl_error *err) {
+  for (size_t j = 0; j < (size_t)r->o->m * (size_t)r->o->feat.K; j++) r->theta[j] += r->rgrad[j];
+  return dprl_cancel_poll(r->o->cancel, (uint64_t)r->o->m * (uint64_t)r->o->feat.K, err);
 }
 
 /* Clamp to +-2^51 grid steps: a 1-Lipschitz projection, and it keeps
@@ -376,8 +398,14 @@ static int64_t grid_units(double v, double g) {
   return llround(q);
 }
 
-/* The private release of theta after an update (ALGORITHMS.md §10):
-** round to the public grid, add discrete Gaussian noise, project.  Only
+static int64_t clamp51(int64_t k) {
+  const int64_t lim = INT64_C(1) << 51;
+  return k < -lim ? -lim : k > lim ? lim : k;
+}
+
+/* The private release of theta after an update (ALGORITHMS.md §10): A and
+** R (sgd_step) each rounded to the public grid, their sum projected, then
+** discrete Gaussian noise, then projected again (post-processing).  Only
 ** public values decide what happens: no error can depend on the data. */
 static int theta_noise(qrun *r, dprl_error *err) {
   const dprl_q_learn_opts *o = r->o;
@@ -386,9 +414,8 @@ static int theta_noise(qrun *r, dprl_error *err) {
   if ((double)s * g < o->sigma_theta) s++; /* never round the scale down */
   for (size_t j = 0; j < (size_t)o->m * (size_t)o->feat.K; j++) {
     if (dprl_cancel_poll(o->cancel, 300, err)) return err->code;
-    int64_t k = grid_units(r->theta[j], g) + dprl_discrete_gaussian(r->rng, s);
-    const int64_t lim = INT64_C(1) << 51; /* post-processing of the noisy k */
-    r->theta[j] = g * (double)(k < -lim ? -lim : k > lim ? lim : k);
+    int64_t k = clamp51(grid_units(r->theta[j], g) + grid_units(r->rgrad[j], g));
+    r->theta[j] = g * (double)clamp51(k + dprl_discrete_gaussian(r->rng, s));
   }
   return DPRL_OK;
 }
@@ -418,7 +445,7 @@ int dprl_q_learn(const dprl_q_learn_opts *o, const dprl_q_transitions *d,
   for (int64_t j = 0; rc == DPRL_OK && j < nb; j++) {
     if ((j % period == 0 && (rc = reset_paths(&r, err))) || (rc = draw_batch(&r, err)) ||
         (rc = batch_noise(&r, err)) || (rc = sgd_step(&r, err)) ||
-        (o->sigma_theta > 0 && (rc = theta_noise(&r, err))))
+        (rc = o->sigma_theta > 0 ? theta_noise(&r, err) : add_rewards(&r, err)))
       break;
   }
   if (rc == DPRL_OK && paths_out) {

@@ -310,7 +310,7 @@ static int learn_calibrated(const dprl_options *o, int64_t m, dprl_q_learn_cfg *
   double sens = dprl_q_theta_sensitivity(&c->cal.feat, c->cal.lr, c->cal.rmin, c->cal.rmax);
   dprl_error terr = {0};
   if (dprl_q_theta_calibrate(c->cal.epsilon, c->cal.delta, c->cal.T / c->cal.B, sens,
-                             (size_t)m * (size_t)c->cal.feat.K, &c->th, &terr))
+                             c->cal.lr, (size_t)m * (size_t)c->cal.feat.K, &c->th, &terr))
     return dprl_fail(o->err, terr.code, "%s: %s", o->fn, terr.msg);
   c->lo.sigma_theta = c->th.sigma;
   c->lo.grid_theta = c->th.grid;

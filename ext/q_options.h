@@ -29,6 +29,9 @@
 ** largest single allocation. */
 #define DPRL_Q_MAX_K 100000           /* features per action */
 #define DPRL_Q_MAX_STEPS 1000000000   /* T, and J */
+/* B <= T <= 2^30: dp_q_learn's floating-point bound (ALGORITHMS.md §10,
+** DPRL_Q_FP_SLACK) sums at most 2^30 rewards per update. */
+_Static_assert(DPRL_Q_MAX_STEPS <= (1 << 30), "B must stay <= 2^30");
 #define DPRL_Q_NOISE_MAX_ACTIONS 1000000
 #define DPRL_Q_LEARN_MAX_ACTIONS 1024
 /* dp_q_learn's result holds n_actions * K numbers of at most 24 characters

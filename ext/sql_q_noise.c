@@ -5,11 +5,16 @@
 **
 **   SELECT * FROM dp_q_noise('SELECT state, action, q FROM my_q',
 **     '{"n_actions": 2, "epsilon": 1, "delta": 1e-5, "T": 5000, "B": 64,
-**       "lr": 3e-4, "rmin": 0, "rmax": 1, "k": 60, "K": 21, "path": "q_noise_path"}');
+**       "lr": 3e-4, "k": 60, "K": 21, "path": "q_noise_path"}');
 **   -- state | action | q | noisy_q
 **
 ** Glue only: options -> q_options.c; the points from points_sql; the
 ** paths from gp_path.c, kept in the path table by sql_q_path.c.
+**
+** A path is the noise of one function (ALGORITHMS.md section 8.1): a point
+** has one q, in a call and on a stored path (q as rounded to the grid, the
+** part of noisy_q that is not noise), and the path's release is charged
+** to a budget once.
 */
 #include <math.h>
 #include <string.h>
@@ -124,7 +129,8 @@ typedef struct qn_work {
   dprl_q_store *st;      /* NULL: no path table */
   size_t *start, *order; /* rows of action a: order[start[a] .. start[a+1]) */
   double *xs, *out;      /* rescaled states and values of one action */
-  dprl_gp_point *fresh;  /* new points of one action (path table only) */
+  size_t *where;         /* the index of each row's point on the path */
+  dprl_q_point *fresh;   /* new points of one action (path table only) */
   dprl_gp_path *path;
   dprl_rng rng;
 } qn_work;
@@ -136,6 +142,7 @@ static void work_free(qn_work *w) {
   dprl_free(w->order);
   dprl_free(w->xs);
   dprl_free(w->out);
+  dprl_free(w->where);
   dprl_free(w->fresh);
 }
 
@@ -173,9 +180,72 @@ static int work_init(qn_work *w, dprl_error *err) {
   if (rc) return rc;
   w->xs = dprl_malloc_array(most, sizeof *w->xs);
   w->out = dprl_malloc_array(most, sizeof *w->out);
+  w->where = dprl_malloc_array(most, sizeof *w->where);
   w->fresh = w->st ? dprl_malloc_array(most, sizeof *w->fresh) : NULL;
-  if (!w->xs || !w->out || (w->st && !w->fresh)) return dprl_nomem(err);
+  if (!w->xs || !w->out || !w->where || (w->st && !w->fresh)) return dprl_nomem(err);
   return DPRL_OK;
+}
+
+/* q on the public grid: the part of noisy_q that is not noise. */
+static double q_on_grid(const dprl_q_noise_cfg *c, double q) {
+  return c->grid * (double)llround(q / c->grid);
+}
+
+/* Row i gives the point of row `first` (same action, same rescaled state,
+** earlier in this call) another q. */
+static int twice_in_call(const qn_work *w, size_t first, size_t i, dprl_error *err) {
+  char s[32], q1[32], q2[32];
+  dprl_fail(err, DPRL_EINVAL,
+            "state %s, action %lld has two values of q in this call, %s (row %zu) and %s: one "
+            "noise value at a point cannot hide two (their difference would be released "
+            "exactly); a path is the noise of one function",
+            dprl_json_num(w->p->s[i], s, sizeof s), (long long)w->p->a[i],
+            dprl_json_num(w->p->q[first], q1, sizeof q1), first + 1,
+            dprl_json_num(w->p->q[i], q2, sizeof q2));
+  dprl_error_at_row(err, "points_sql", i + 1);
+  return err->code;
+}
+
+/* Row i gives a stored point another q than the one it was released with. */
+static int other_than_stored(const qn_work *w, double stored, size_t i, dprl_error *err) {
+  char s[32], q1[32], q2[32];
+  dprl_fail(err, DPRL_EINVAL,
+            "path table \"%s\" holds state %s, action %lld with q = %s (on the grid: its noise "
+            "was released with that q); this call gives q = %s: a path is the noise of one "
+            "function, so another function needs another path table",
+            w->c->path, dprl_json_num(w->p->s[i], s, sizeof s), (long long)w->p->a[i],
+            dprl_json_num(stored, q1, sizeof q1), dprl_json_num(w->p->q[i], q2, sizeof q2));
+  dprl_error_at_row(err, "points_sql", i + 1);
+  return err->code;
+}
+
+/* Every row of action a (rows order[lo .. lo + cnt), their points at
+** where[]) has the q of its point: the stored one, else the first row's at
+** that point in this call; the new points go to fresh[] (path table). */
+static int bind_action(qn_work *w, size_t lo, size_t cnt, const dprl_q_point *old, size_t nold,
+                       size_t *nnew, dprl_error *err) {
+  size_t npath = dprl_gp_path_count(w->path), *first;
+  int rc = DPRL_OK;
+  if (!(first = dprl_malloc_array(npath, sizeof *first))) return dprl_nomem(err);
+  for (size_t k = 0; k < npath; k++) first[k] = SIZE_MAX;
+  for (size_t j = 0; j < cnt && !rc; j++) {
+    size_t i = w->order[lo + j], k = w->where[j], at;
+    double q = q_on_grid(w->c, w->p->q[i]);
+    if ((rc = dprl_cancel_poll(w->cancel, 50, err))) break;
+    if (first[k] == SIZE_MAX) first[k] = i;
+    else if (q_on_grid(w->c, w->p->q[first[k]]) != q) rc = twice_in_call(w, first[k], i, err);
+    if (rc || !w->st) continue;
+    if ((at = dprl_q_store_find(old, nold, w->xs[j])) < nold) {
+      if (old[at].q != q) rc = other_than_stored(w, old[at].q, i, err);
+      continue;
+    }
+    w->fresh[*nnew].x = w->p->s[i]; /* (state, g, q) of a new point */
+    w->fresh[*nnew].g = w->out[j];
+    w->fresh[*nnew].q = q;
+    (*nnew)++;
+  }
+  dprl_free(first);
+  return rc;
 }
 
 /* Action a: its path (loaded), the batch draw, the new points written;
@@ -183,7 +253,7 @@ static int work_init(qn_work *w, dprl_error *err) {
 static int sample_action(qn_work *w, size_t a, double *vals, dprl_error *err) {
   const dprl_q_noise_cfg *c = w->c;
   size_t lo = w->start[a], cnt = w->start[a + 1] - lo, nold = 0, nnew = 0;
-  dprl_gp_point *old = NULL;
+  dprl_q_point *old = NULL;
   int rc;
   if (!cnt) return DPRL_OK;
   dprl_gp_path_reset(w->path);
@@ -194,17 +264,9 @@ static int sample_action(qn_work *w, size_t a, double *vals, dprl_error *err) {
   for (size_t j = 0; j < cnt; j++)
     w->xs[j] = (w->p->s[w->order[lo + j]] - c->lo) / (c->hi - c->lo);
   rc = dprl_cancel_poll(w->cancel, 4 * (uint64_t)cnt, err);
-  if (!rc) rc = dprl_gp_path_sample_batch(w->path, &w->rng, w->xs, cnt, w->out, err);
-  for (size_t j = 0; j < cnt && !rc; j++) {
-    size_t i = w->order[lo + j];
-    if ((rc = dprl_cancel_poll(w->cancel, 50, err))) break;
-    vals[i] = w->out[j];
-    if (w->st && !dprl_q_store_has(old, nold, w->xs[j])) { /* (state, g) of a new point */
-      w->fresh[nnew].x = w->p->s[i];
-      w->fresh[nnew].g = w->out[j];
-      nnew++;
-    }
-  }
+  if (!rc) rc = dprl_gp_path_sample_indexed(w->path, &w->rng, w->xs, cnt, w->out, w->where, err);
+  if (!rc) rc = bind_action(w, lo, cnt, old, nold, &nnew, err);
+  for (size_t j = 0; j < cnt && !rc; j++) vals[w->order[lo + j]] = w->out[j];
   dprl_free(old);
   if (!rc && nnew) rc = dprl_q_store_add(w->st, (int64_t)a, w->fresh, nnew, err);
   return rc;
@@ -232,7 +294,7 @@ static int noise_rows(const dprl_q_noise_cfg *c, const qn_points *p, const doubl
   if (dprl_rows_reserve(out, p->n)) return dprl_nomem(err);
   for (size_t i = 0; i < p->n; i++) {
     if (dprl_cancel_poll(cancel, 20, err)) return err->code;
-    double qr = c->grid * (double)llround(p->q[i] / c->grid);
+    double qr = q_on_grid(c, p->q[i]);
     if (dprl_rows_add(out)) return dprl_nomem(err);
     dprl_rows_double(out, 0, p->s[i]);
     dprl_rows_int(out, 1, p->a[i]);
@@ -242,21 +304,44 @@ static int noise_rows(const dprl_q_noise_cfg *c, const qn_points *p, const doubl
   return DPRL_OK;
 }
 
+/* The ledger row, before any row is returned (ALGORITHMS.md section 8.1).
+** Without a path table every call draws fresh paths: one release, charged.
+** With one, all calls on the path are one release: charged (epsilon,
+** delta_total) by the first budgeted call, then marked so; later calls on
+** it log a row that spends nothing.  The mark is written only after the
+** ledger row is committed: a failure in between makes a later call charge
+** again, never charge less. */
+static int noise_charge(sqlite3 *db, const dprl_q_noise_cfg *c, dprl_q_store *st,
+                        const char *text, size_t len, dprl_error *err) {
+  int spends = c->sigma > 0 && c->cal.epsilon > 0 && !c->has_seed;
+  int paid = c->path && st->charged; /* this path's release is charged already */
+  dprl_spend sp = {c->budget, "dp_q_noise", spends && !paid ? c->cal.epsilon : 0,
+                   spends && !paid ? c->cal.out.delta_total : 0, spends, text, len,
+                   c->has_seed ? "seed" : "sigma"};
+  int rc = dprl_budget_charge(db, &sp, err);
+  if (!rc && c->budget && c->path && spends && !paid) rc = dprl_q_store_mark_charged(st, err);
+  return rc;
+}
+
 /* The points, their noise (kept in the path table, if any, atomically:
 ** the store's transaction holds everything from before the points are
-** read to the rows), the rows. */
+** read to the rows), the ledger row, the rows. */
 static int noise_run(sqlite3 *db, sqlite3_value *sql, const dprl_q_noise_cfg *c,
-                     dprl_cancel *cancel, dprl_rows *out, dprl_error *err) {
-  dprl_q_path_params pp = {c->sigma, c->beta, c->lo, c->hi, c->grid, c->has_seed};
+                     const char *text, size_t len, dprl_cancel *cancel, dprl_rows *out,
+                     dprl_error *err) {
+  dprl_q_path_params pp = {c->sigma, c->beta, c->lo, c->hi, c->grid, c->has_seed, c->budget};
   dprl_q_store st;
   qn_points p = {0};
   double *vals = NULL;
+  memset(&st, 0, sizeof st);
   int rc = c->path ? dprl_q_store_begin(&st, db, c->path, &pp, cancel, err) : DPRL_OK;
   if (!rc) rc = read_points(db, sql, c, &p, err);
   /* every entry is written (each point has an action) before it is read */
   if (!rc && !(vals = dprl_malloc_array(p.n ? p.n : 1, sizeof *vals))) rc = dprl_nomem(err);
   if (!rc) rc = noise_sample(c, &p, c->path ? &st : NULL, cancel, vals, err);
   if (c->path) rc = dprl_q_store_end(&st, rc, err);
+  if (!rc) rc = noise_charge(db, c, &st, text, len, err);
+  if (c->path) dprl_q_store_close(&st);
   if (!rc) rc = noise_rows(c, &p, vals, out, cancel, err);
   dprl_free(vals);
   qn_points_free(&p);
@@ -269,19 +354,11 @@ static int noise_compute(sqlite3 *db, sqlite3_value **args, dprl_rows *out, char
   dprl_sql_cancel cancel;
   const char *text = (const char *)sqlite3_value_text(args[1]);
   if (!text && sqlite3_value_type(args[1]) != SQLITE_NULL) return SQLITE_NOMEM;
-  int rc = dprl_q_noise_options(text, (size_t)sqlite3_value_bytes(args[1]), &c, &err);
+  size_t len = text ? (size_t)sqlite3_value_bytes(args[1]) : 0;
+  int rc = dprl_q_noise_options(text, len, &c, &err);
   if (!rc && !(rc = dprl_sql_cancel_open(&cancel, db, &err))) {
-    rc = noise_run(db, args[0], &c, &cancel.base, out, &err);
+    rc = noise_run(db, args[0], &c, text, len, &cancel.base, out, &err);
     dprl_sql_cancel_close(&cancel);
-  }
-  if (!rc) { /* the ledger row, before any row is returned: every call
-             ** spends (epsilon, delta_total), stored points or not */
-    int spends = c.sigma > 0 && c.cal.epsilon > 0 && !c.has_seed;
-    dprl_spend sp = {c.budget, "dp_q_noise", spends ? c.cal.epsilon : 0,
-                     spends ? c.cal.out.delta_total : 0, spends, text,
-                     text ? (size_t)sqlite3_value_bytes(args[1]) : 0,
-                     c.has_seed ? "seed" : "sigma"};
-    rc = dprl_budget_charge(db, &sp, &err);
   }
   dprl_q_noise_cfg_free(&c);
   if (rc == DPRL_ENOMEM || (!rc && out->oom)) return SQLITE_NOMEM;

@@ -3,8 +3,9 @@
 **
 **   SELECT * FROM dp_q_noise('SELECT 0.5, 0, 1.0',
 **     '{"n_actions": 1, "sigma": 0.5, "beta": 2, "path": "gp"}');
-**   SELECT * FROM gp;          -- action | state | g   (the point drawn)
-**   SELECT * FROM gp_params;   -- sigma | beta | lo | hi | seeded
+**   SELECT * FROM gp;          -- action | state | g | q   (the point drawn,
+**                              --   the q on the grid it was released with)
+**   SELECT * FROM gp_params;   -- sigma | beta | lo | hi | seeded | budget
 */
 #include "sql_q_path.h"
 
@@ -79,34 +80,42 @@ int dprl_q_path_prepare_fmt(dprl_q_store *st, sqlite3_stmt **s, const char *what
 /* ---- loading and storing points -------------------------------------------- */
 
 static int pt_cmp(const void *pa, const void *pb) {
-  const dprl_gp_point *a = pa, *b = pb;
+  const dprl_q_point *a = pa, *b = pb;
   return (a->x > b->x) - (a->x < b->x);
 }
 
-/* A stored row must be a point of this path: a state in [lo, hi] and a
-** finite multiple of the grid. */
+/* Column i of the load statement: a number below 2^52 grid steps, on the grid. */
+static int on_grid(dprl_q_store *st, int i) {
+  int t = sqlite3_column_type(st->load, i);
+  double k = sqlite3_column_double(st->load, i) / st->p->grid;
+  return (t == SQLITE_FLOAT || t == SQLITE_INTEGER) && fabs(k) < 0x1p52 && k == floor(k);
+}
+
+/* A stored row must be a point of this path: a state in [lo, hi], g and q
+** finite multiples of the grid. */
 static int check_row(dprl_q_store *st, int64_t a, dprl_error *err) {
   const dprl_q_path_params *c = st->p;
-  int ts = sqlite3_column_type(st->load, 0), tg = sqlite3_column_type(st->load, 1);
-  double s = sqlite3_column_double(st->load, 0), g = sqlite3_column_double(st->load, 1);
-  double k = g / c->grid;
+  int ts = sqlite3_column_type(st->load, 0);
+  double s = sqlite3_column_double(st->load, 0);
   if ((ts == SQLITE_FLOAT || ts == SQLITE_INTEGER) && s >= c->lo && s <= c->hi &&
-      (tg == SQLITE_FLOAT || tg == SQLITE_INTEGER) && fabs(k) < 0x1p52 && k == floor(k))
+      on_grid(st, 1) && on_grid(st, 2))
     return DPRL_OK;
-  char x[32], y[32];
+  char v[3][32];
+  for (int i = 0; i < 3; i++)
+    if (sqlite3_column_type(st->load, i) == SQLITE_NULL) snprintf(v[i], 32, "NULL");
+    else dprl_json_num(sqlite3_column_double(st->load, i), v[i], 32);
   return dprl_fail(err, DPRL_EINVAL,
-                   "path table \"%s\": stored row (action %lld, state %s, g %s) is not a "
-                   "point of this path (state in [lo, hi], g a finite multiple of the grid)",
-                   st->name, (long long)a, ts == SQLITE_NULL ? "NULL" : dprl_json_num(s, x, 32),
-                   tg == SQLITE_NULL ? "NULL" : dprl_json_num(g, y, 32));
+                   "path table \"%s\": stored row (action %lld, state %s, g %s, q %s) is not a "
+                   "point of this path (state in [lo, hi], g and q finite multiples of the grid)",
+                   st->name, (long long)a, v[0], v[1], v[2]);
 }
 
 /* The stored rows of action a, checked, rescaled, unsorted. */
-static int read_rows(dprl_q_store *st, int64_t a, dprl_gp_point **out, size_t *nout,
+static int read_rows(dprl_q_store *st, int64_t a, dprl_q_point **out, size_t *nout,
                      dprl_error *err) {
   const dprl_q_path_params *c = st->p;
   size_t n = 0, cap = 0;
-  dprl_gp_point *v = NULL;
+  dprl_q_point *v = NULL;
   int rc = DPRL_OK, step;
   sqlite3_reset(st->load);
   sqlite3_bind_int64(st->load, 1, a);
@@ -115,8 +124,8 @@ static int read_rows(dprl_q_store *st, int64_t a, dprl_gp_point **out, size_t *n
     if (n == DPRL_Q_PATH_MAX_POINTS) {
       rc = dprl_fail(err, DPRL_EINVAL,
                      "path table \"%s\" holds more than %zu points of action %lld, the most "
-                     "one call loads for an action (16 bytes each, with this call's new points, "
-                     "in one allocation of at most %zu bytes)",
+                     "one call loads for an action (24 bytes each, in one allocation of at most "
+                     "%zu bytes)",
                      st->name, DPRL_Q_PATH_MAX_POINTS, (long long)a, DPRL_MAX_ALLOC);
       break;
     }
@@ -129,6 +138,7 @@ static int read_rows(dprl_q_store *st, int64_t a, dprl_gp_point **out, size_t *n
     }
     v[n].x = (sqlite3_column_double(st->load, 0) - c->lo) / (c->hi - c->lo);
     v[n].g = sqlite3_column_double(st->load, 1);
+    v[n].q = sqlite3_column_double(st->load, 2);
     n++;
   }
   if (!rc && step != SQLITE_DONE) rc = dprl_q_path_db_fail(st, "loading the stored points", err);
@@ -142,20 +152,33 @@ static int read_rows(dprl_q_store *st, int64_t a, dprl_gp_point **out, size_t *n
   return DPRL_OK;
 }
 
-int dprl_q_store_load(dprl_q_store *st, int64_t a, dprl_gp_path *path, dprl_gp_point **pts,
+/* The (x, g) pairs of v[0..n) into path. */
+static int load_path(dprl_gp_path *path, const dprl_q_point *v, size_t n, dprl_error *err) {
+  dprl_gp_point *xg = dprl_malloc_array(n ? n : 1, sizeof *xg); /* written before read */
+  if (!xg) return dprl_nomem(err);
+  for (size_t i = 0; i < n; i++) {
+    xg[i].x = v[i].x;
+    xg[i].g = v[i].g;
+  }
+  int rc = dprl_gp_path_load(path, xg, n, err);
+  dprl_free(xg);
+  return rc;
+}
+
+int dprl_q_store_load(dprl_q_store *st, int64_t a, dprl_gp_path *path, dprl_q_point **pts,
                       size_t *npts, dprl_error *err) {
-  dprl_gp_point *v = NULL;
+  dprl_q_point *v = NULL;
   size_t n = 0, m = 0;
   int rc = read_rows(st, a, &v, &n, err);
   if (rc) return rc;
   /* Distinct states can rescale to the same x; they were stored with the
-  ** same value (a repeated point), so keep one. */
+  ** same value and the same q (a repeated point), so keep one. */
   rc = dprl_sort(v, n, sizeof *v, pt_cmp, st->cancel, err);
   for (size_t i = 0; i < n && !rc; i++) {
     if ((rc = dprl_cancel_poll(st->cancel, 2, err))) break;
     if (m && v[m - 1].x == v[i].x) {
       char x[32];
-      if (v[m - 1].g != v[i].g)
+      if (v[m - 1].g != v[i].g || v[m - 1].q != v[i].q)
         rc = dprl_fail(err, DPRL_EINVAL,
                        "path table \"%s\": two values stored at one point (action %lld, "
                        "rescaled state %s)",
@@ -164,7 +187,7 @@ int dprl_q_store_load(dprl_q_store *st, int64_t a, dprl_gp_path *path, dprl_gp_p
     }
     v[m++] = v[i];
   }
-  if (!rc) rc = dprl_gp_path_load(path, v, m, err);
+  if (!rc) rc = load_path(path, v, m, err);
   if (rc) {
     dprl_free(v);
     return rc;
@@ -174,19 +197,19 @@ int dprl_q_store_load(dprl_q_store *st, int64_t a, dprl_gp_path *path, dprl_gp_p
   return DPRL_OK;
 }
 
-int dprl_q_store_has(const dprl_gp_point *pts, size_t n, double x) {
+size_t dprl_q_store_find(const dprl_q_point *pts, size_t n, double x) {
   size_t lo = 0, hi = n;
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
     if (pts[mid].x < x) lo = mid + 1;
     else hi = mid;
   }
-  return lo < n && pts[lo].x == x;
+  return lo < n && pts[lo].x == x ? lo : n;
 }
 
 /* A plain INSERT per point: a point that cannot be stored is an error,
 ** never skipped, since its value is about to be released. */
-int dprl_q_store_add(dprl_q_store *st, int64_t a, dprl_gp_point *pts, size_t n,
+int dprl_q_store_add(dprl_q_store *st, int64_t a, dprl_q_point *pts, size_t n,
                      dprl_error *err) {
   int rc = dprl_q_path_may_write(st, err);
   if (!rc) rc = dprl_sort(pts, n, sizeof *pts, pt_cmp, st->cancel, err);
@@ -197,6 +220,7 @@ int dprl_q_store_add(dprl_q_store *st, int64_t a, dprl_gp_point *pts, size_t n,
     sqlite3_bind_int64(st->ins, 1, a);
     sqlite3_bind_double(st->ins, 2, pts[j].x);
     sqlite3_bind_double(st->ins, 3, pts[j].g);
+    sqlite3_bind_double(st->ins, 4, pts[j].q);
     if (sqlite3_step(st->ins) != SQLITE_DONE)
       rc = dprl_q_path_write_fail(st, "storing new points", err);
     else if (sqlite3_changes(st->db) != 1) /* e.g. a trigger's RAISE(IGNORE) */
@@ -214,11 +238,12 @@ static int store_open(dprl_q_store *st, dprl_error *err) {
   int rc = dprl_q_path_open(st, err);
   if (!rc)
     rc = dprl_q_path_prepare_fmt(st, &st->load, "loading the stored points", err,
-                                 "SELECT state, g FROM \"%w\".\"%w\" WHERE action = ?1",
+                                 "SELECT state, g, q FROM \"%w\".\"%w\" WHERE action = ?1",
                                  st->schema, st->table);
   if (!rc)
     rc = dprl_q_path_prepare_fmt(st, &st->ins, "storing new points", err,
-                                 "INSERT INTO \"%w\".\"%w\"(action, state, g) VALUES (?1, ?2, ?3)",
+                                 "INSERT INTO \"%w\".\"%w\"(action, state, g, q) "
+                                 "VALUES (?1, ?2, ?3, ?4)",
                                  st->schema, st->table);
   return rc;
 }
@@ -378,15 +403,38 @@ static void undo_savepoint(dprl_q_store *st, dprl_error *err) {
 int dprl_q_store_end(dprl_q_store *st, int rc, dprl_error *err) {
   sqlite3_finalize(st->load);
   sqlite3_finalize(st->ins);
+  st->load = st->ins = NULL;
+  if (!st->writable) return rc;
+  if (!rc && sqlite3_exec(st->db, "RELEASE dprl_q_noise", NULL, NULL, NULL) != SQLITE_OK)
+    rc = dprl_q_path_db_fail(st, "committing", err);
+  if (rc) undo_savepoint(st, err);
+  return rc;
+}
+
+/* The ledger row of the path's release is committed: say so in the
+** parameters row.  Only a path charged to no budget yet is marked; if this
+** write fails, the next budgeted call charges again (never less than the
+** release costs, ALGORITHMS.md section 8.1). */
+int dprl_q_store_mark_charged(dprl_q_store *st, dprl_error *err) {
+  sqlite3_stmt *s = NULL;
+  int rc = dprl_q_path_prepare_fmt(st, &s, "recording the budget charged", err,
+                                   "UPDATE \"%w\".\"%w\" SET budget = ?1 WHERE budget IS NULL",
+                                   st->schema, st->params);
+  if (rc) return rc;
+  sqlite3_bind_text(s, 1, st->p->budget, -1, SQLITE_STATIC);
+  if (sqlite3_step(s) != SQLITE_DONE)
+    rc = dprl_q_path_write_fail(st, "recording the budget charged", err);
+  sqlite3_finalize(s);
+  return rc;
+}
+
+void dprl_q_store_close(dprl_q_store *st) {
+  sqlite3_finalize(st->load);
+  sqlite3_finalize(st->ins);
   sqlite3_free(st->schema);
   sqlite3_free(st->table);
   sqlite3_free(st->params);
   sqlite3_free(st->params_shown);
   st->load = st->ins = NULL;
   st->schema = st->table = st->params = st->params_shown = NULL;
-  if (!st->writable) return rc;
-  if (!rc && sqlite3_exec(st->db, "RELEASE dprl_q_noise", NULL, NULL, NULL) != SQLITE_OK)
-    rc = dprl_q_path_db_fail(st, "committing", err);
-  if (rc) undo_savepoint(st, err);
-  return rc;
 }

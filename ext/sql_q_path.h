@@ -3,15 +3,19 @@
 **
 **   SELECT * FROM dp_q_noise('SELECT state, action, q FROM my_q',
 **     '{"n_actions": 2, "sigma": 0.5, "beta": 2, "path": "q_noise_path"}');
-**   -- q_noise_path(action, state, g) keeps every point drawn so far,
-**   -- q_noise_path_params(sigma, beta, lo, hi, seeded) the path's law
+**   -- q_noise_path(action, state, g, q) keeps every point drawn so far and
+**   --   the q it was released with (a path is the noise of one function),
+**   -- q_noise_path_params(sigma, beta, lo, hi, seeded, budget) the path's
+**   --   law, and the budget its release was charged to (NULL: none yet)
 **
 ** A store is opened once per call (dprl_q_store_begin): inside a SAVEPOINT
 ** it checks or creates both tables, refuses triggers on them, and records
 ** or compares the parameters.  Then, per action, the stored points are
 ** loaded into the path before new ones are drawn, and the new points
 ** stored before any value is released.  dprl_q_store_end commits, or undoes
-** everything the call wrote and leaves the connection as it was found.
+** everything the call wrote and leaves the connection as it was found;
+** after the ledger row, dprl_q_store_mark_charged records the budget, and
+** dprl_q_store_close frees the store.
 */
 #ifndef DPRL_SQL_Q_PATH_H
 #define DPRL_SQL_Q_PATH_H
@@ -19,11 +23,19 @@
 #include "gp_path.h"
 #include "sql_glue.h"
 
-/* The law of the path, and the public grid of its values. */
+/* The law of the path, the public grid of its values, and the budget the
+** call names (NULL: none). */
 typedef struct dprl_q_path_params {
   double sigma, beta, lo, hi, grid;
   int seeded;
+  const char *budget;
 } dprl_q_path_params;
+
+/* A stored point: the rescaled state, its noise, the q (on the grid) that
+** was released with it. */
+typedef struct dprl_q_point {
+  double x, g, q;
+} dprl_q_point;
 
 typedef struct dprl_q_store {
   sqlite3 *db;
@@ -37,6 +49,7 @@ typedef struct dprl_q_store {
   int writable;              /* inside our SAVEPOINT */
   int outermost;             /* the SAVEPOINT opened the transaction */
   int cannot_wait;           /* the schema was read before: no waiting for its lock */
+  int charged;               /* the path's release is charged to p->budget already */
   char why[160];             /* why not writable (SQLite's message) */
 } dprl_q_store;
 
@@ -44,28 +57,33 @@ typedef struct dprl_q_store {
 ** schema main, temp or an attached database, or "table", in the schema
 ** where SQLite would find it, else main; "<table>_params" in the same
 ** schema.  Unless the schema is already read by this connection, its
-** write lock is taken first (waiting as the busy handler says).
-** Whatever it returns, dprl_q_store_end must follow. */
+** write lock is taken first (waiting as the busy handler says).  A path
+** charged to another budget than p->budget (when not NULL) is refused.
+** Whatever it returns, dprl_q_store_end and dprl_q_store_close must follow. */
 int dprl_q_store_begin(dprl_q_store *st, sqlite3 *db, const char *name,
                        const dprl_q_path_params *p, dprl_cancel *cancel,
                        dprl_error *err);
 /* The stored points of action a into path (states rescaled to [0, 1]);
-** *pts gets a sorted copy (x rescaled, g), *npts its size, for
-** dprl_q_store_has; the caller frees it. */
+** *pts gets a sorted copy (x rescaled, g, q), *npts its size, for
+** dprl_q_store_find; the caller frees it. */
 int dprl_q_store_load(dprl_q_store *st, int64_t a, dprl_gp_path *path,
-                      dprl_gp_point **pts, size_t *npts, dprl_error *err);
-/* Is the rescaled state x among the n sorted points? */
-int dprl_q_store_has(const dprl_gp_point *pts, size_t n, double x);
-/* Store n new points (state as given, g) of action a, each state once;
+                      dprl_q_point **pts, size_t *npts, dprl_error *err);
+/* The index of the rescaled state x among the n sorted points, or n. */
+size_t dprl_q_store_find(const dprl_q_point *pts, size_t n, double x);
+/* Store n new points (state as given, g, q) of action a, each state once;
 ** sorts pts.  A point that cannot be stored is an error, never skipped. */
-int dprl_q_store_add(dprl_q_store *st, int64_t a, dprl_gp_point *pts, size_t n,
+int dprl_q_store_add(dprl_q_store *st, int64_t a, dprl_q_point *pts, size_t n,
                      dprl_error *err);
 /* Commit (rc == DPRL_OK) or undo; returns the final code. */
 int dprl_q_store_end(dprl_q_store *st, int rc, dprl_error *err);
+/* After dprl_q_store_end and the ledger row: record that the path's
+** release is charged to p->budget (a write of its own). */
+int dprl_q_store_mark_charged(dprl_q_store *st, dprl_error *err);
+void dprl_q_store_close(dprl_q_store *st);
 
 /* ---- shared by sql_q_path.c and sql_q_path_check.c only ------------------ */
 
-#define PATH_SCHEMA "(action INTEGER, state REAL, g REAL, PRIMARY KEY(action, state))"
+#define PATH_SCHEMA "(action INTEGER, state REAL, g REAL, q REAL, PRIMARY KEY(action, state))"
 
 /* Check or create both tables, record or compare the parameters
 ** (sql_q_path_check.c). */

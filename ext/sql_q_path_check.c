@@ -7,7 +7,7 @@
 **   SELECT * FROM dp_q_noise('SELECT 0.5, 0, 1.0',
 **     '{"n_actions": 1, "sigma": 0.5, "beta": 2, "path": "gp"}');
 **   -- dp_q_noise: path table "gp" must have the schema (action INTEGER,
-**   --   state REAL, g REAL, PRIMARY KEY(action, state)), got (...)
+**   --   state REAL, g REAL, q REAL, PRIMARY KEY(action, state)), got (...)
 */
 #include <stdarg.h>
 #include <stdio.h>
@@ -26,16 +26,17 @@ typedef struct table_want {
   const char *schema;              /* as SQL */
 } table_want;
 
-static const char *const path_names[] = {"action", "state", "g"};
-static const char *const path_types[] = {"INTEGER", "REAL", "REAL"};
-static const int path_pk[] = {1, 2, 0};
-static const char *const par_names[] = {"sigma", "beta", "lo", "hi", "seeded"};
-static const char *const par_types[] = {"REAL", "REAL", "REAL", "REAL", "INTEGER"};
-static const int par_pk[] = {0, 0, 0, 0, 0};
-#define PARAMS_SCHEMA "(sigma REAL, beta REAL, lo REAL, hi REAL, seeded INTEGER)"
+static const char *const path_names[] = {"action", "state", "g", "q"};
+static const char *const path_types[] = {"INTEGER", "REAL", "REAL", "REAL"};
+static const int path_pk[] = {1, 2, 0, 0};
+static const char *const par_names[] = {"sigma", "beta", "lo", "hi", "seeded", "budget"};
+static const char *const par_types[] = {"REAL", "REAL", "REAL", "REAL", "INTEGER", "TEXT"};
+static const int par_pk[] = {0, 0, 0, 0, 0, 0};
+#define PARAMS_SCHEMA \
+  "(sigma REAL, beta REAL, lo REAL, hi REAL, seeded INTEGER, budget TEXT)"
 
-static const table_want path_want = {"", 3, path_names, path_types, path_pk, PATH_SCHEMA};
-static const table_want params_want = {"its parameters table", 5, par_names, par_types, par_pk,
+static const table_want path_want = {"", 4, path_names, path_types, path_pk, PATH_SCHEMA};
+static const table_want params_want = {"its parameters table", 6, par_names, par_types, par_pk,
                                        PARAMS_SCHEMA};
 
 /* Append to got (printf style); used tracks the length, clamped to gotn. */
@@ -160,8 +161,8 @@ static int count_rows(dprl_q_store *st, const char *table, int64_t *n, dprl_erro
 static int record_params(dprl_q_store *st, dprl_error *err) {
   sqlite3_stmt *s = NULL;
   int rc = dprl_q_path_prepare_fmt(st, &s, "recording its parameters", err,
-                                   "INSERT INTO \"%w\".\"%w\"(sigma, beta, lo, hi, seeded) "
-                                   "VALUES (?1, ?2, ?3, ?4, ?5)",
+                                   "INSERT INTO \"%w\".\"%w\"(sigma, beta, lo, hi, seeded, "
+                                   "budget) VALUES (?1, ?2, ?3, ?4, ?5, NULL)",
                                    st->schema, st->params);
   if (rc) return rc;
   sqlite3_bind_double(s, 1, st->p->sigma);
@@ -175,22 +176,33 @@ static int record_params(dprl_q_store *st, dprl_error *err) {
   return rc;
 }
 
-/* The one parameters row: sigma, beta, lo, hi into have[], seeded; *ok =
-** the first four are numbers and seeded an integer. */
-static int read_params(dprl_q_store *st, double have[4], int *seeded, int *ok,
+/* The one parameters row: sigma, beta, lo, hi into have[], seeded, and
+** whether its budget is the call's (*same_budget), NULL (*charged = 0) or
+** another (copied into other[]); *ok = the first four are numbers, seeded
+** an integer, budget text or NULL. */
+static int read_params(dprl_q_store *st, double have[4], int *seeded, int *charged,
+                       int *same_budget, char *other, size_t otherlen, int *ok,
                        dprl_error *err) {
   sqlite3_stmt *s = NULL;
   int rc = dprl_q_path_prepare_fmt(st, &s, "reading its parameters", err,
-                                   "SELECT sigma, beta, lo, hi, seeded FROM \"%w\".\"%w\"",
+                                   "SELECT sigma, beta, lo, hi, seeded, budget FROM \"%w\".\"%w\"",
                                    st->schema, st->params);
   if (!rc && sqlite3_step(s) != SQLITE_ROW)
     rc = dprl_q_path_db_fail(st, "reading its parameters", err);
-  for (int i = 0; i < 5 && !rc; i++) {
+  for (int i = 0; i < 6 && !rc; i++) {
     int t = sqlite3_column_type(s, i);
-    *ok &= i < 4 ? t == SQLITE_FLOAT || t == SQLITE_INTEGER : t == SQLITE_INTEGER;
+    *ok &= i < 4   ? t == SQLITE_FLOAT || t == SQLITE_INTEGER
+           : i < 5 ? t == SQLITE_INTEGER
+                   : t == SQLITE_TEXT || t == SQLITE_NULL;
     if (i < 4) have[i] = sqlite3_column_double(s, i);
   }
-  if (!rc) *seeded = sqlite3_column_int(s, 4);
+  if (!rc) {
+    const char *b = (const char *)sqlite3_column_text(s, 5);
+    *seeded = sqlite3_column_int(s, 4);
+    *charged = b != NULL;
+    *same_budget = b && st->p->budget && strcmp(b, st->p->budget) == 0;
+    snprintf(other, otherlen, "%s", b ? b : "");
+  }
   sqlite3_finalize(s);
   return rc;
 }
@@ -226,7 +238,8 @@ static int check_params(dprl_q_store *st, int path_existed, int params_existed,
                         dprl_error *err) {
   int64_t nparams = 0, npoints = 0;
   double have[4] = {0, 0, 0, 0};
-  int have_seeded = 0, types_ok = 1, rc;
+  int have_seeded = 0, charged = 0, same_budget = 0, types_ok = 1, rc;
+  char other[208];
   if ((params_existed && (rc = count_rows(st, st->params, &nparams, err))) ||
       (path_existed && (rc = count_rows(st, st->table, &npoints, err))))
     return rc;
@@ -238,13 +251,24 @@ static int check_params(dprl_q_store *st, int path_existed, int params_existed,
                        st->name, (long long)npoints, st->params_shown);
     return dprl_q_path_may_write(st, err) ? err->code : record_params(st, err);
   }
-  if (nparams == 1 && (rc = read_params(st, have, &have_seeded, &types_ok, err))) return rc;
+  if (nparams == 1 && (rc = read_params(st, have, &have_seeded, &charged, &same_budget, other,
+                                         sizeof other, &types_ok, err)))
+    return rc;
   if (nparams != 1 || !types_ok)
     return dprl_fail(err, DPRL_EINVAL,
-                     "path table \"%s\": \"%s\" must hold exactly one row of numbers, got %lld "
-                     "rows",
+                     "path table \"%s\": \"%s\" must hold exactly one row (numbers, and the "
+                     "budget as text or NULL), got %lld rows",
                      st->name, st->params_shown, (long long)nparams);
-  return same_params(st, have, have_seeded, err);
+  if ((rc = same_params(st, have, have_seeded, err))) return rc;
+  /* One path, one release, one charge (ALGORITHMS.md section 8.1). */
+  if (charged && st->p->budget && !same_budget)
+    return dprl_fail(err, DPRL_EINVAL,
+                     "path table \"%s\": its release is charged to budget \"%s\", where its "
+                     "further points cost nothing more; this call names budget \"%s\": name "
+                     "\"%s\" (or no budget), or use another path table",
+                     st->name, other, st->p->budget, other);
+  st->charged = charged && same_budget;
+  return DPRL_OK;
 }
 
 /* Create the tables if missing, check their schema, record or compare the

@@ -386,10 +386,10 @@ def test_noise_path_table():
     check(len(stored) == 3, "path table holds the 3 distinct points", stored)
     check(all(close(r[3], g * round_half_away(r[2] / g) + stored[(r[1], r[0])], 0, 0) for r in first),
           "path table holds the noise values: noisy_q = q + g stored")
-    check(con.execute("SELECT sigma, beta, lo, hi, seeded FROM gp_params").fetchall() == [(0.5, 2.0, 0.0, 1.0, 0)],
+    check(con.execute("SELECT * FROM gp_params").fetchall() == [(0.5, 2.0, 0.0, 1.0, 0, None)],
           "parameters recorded in gp_params")
     schema = con.execute("SELECT sql FROM sqlite_master WHERE name = 'gp'").fetchone()[0]
-    check(schema == 'CREATE TABLE "gp"(action INTEGER, state REAL, g REAL, PRIMARY KEY(action, state))',
+    check(schema == 'CREATE TABLE "gp"(action INTEGER, state REAL, g REAL, q REAL, PRIMARY KEY(action, state))',
           "path table schema", schema)
     # a second call (new noise draws) sees the stored values at old points
     again = noise(con, o)
@@ -439,27 +439,27 @@ def test_noise_path_refusals():
     o = dict(n_actions=2, **SB)
     con.execute("CREATE TABLE bad(action INTEGER, state REAL)")
     check_error(con, NOISE, 'dp_q_noise: path table "bad" must have the schema (action INTEGER, '
-                'state REAL, g REAL, PRIMARY KEY(action, state)), got (action INTEGER, state REAL)',
+                'state REAL, g REAL, q REAL, PRIMARY KEY(action, state)), got (action INTEGER, state REAL)',
                 "wrong path schema: clear error naming the table", (src, J(path="bad", **o)))
-    con.execute("CREATE TABLE bad2(action INTEGER, state REAL, g REAL, PRIMARY KEY(state, action))")
+    con.execute("CREATE TABLE bad2(action INTEGER, state REAL, g REAL, q REAL, PRIMARY KEY(state, action))")
     check_error(con, NOISE, 'dp_q_noise: path table "bad2" must have the schema (action INTEGER, '
-                'state REAL, g REAL, PRIMARY KEY(action, state)), got (action INTEGER, state REAL, '
-                'g REAL, PRIMARY KEY(state, action))', "wrong primary key order refused",
+                'state REAL, g REAL, q REAL, PRIMARY KEY(action, state)), got (action INTEGER, state REAL, '
+                'g REAL, q REAL, PRIMARY KEY(state, action))', "wrong primary key order refused",
                 (src, J(path="bad2", **o)))
     # nothing written on error: the path table is created, then its parameters
     # table turns out wrong; the SAVEPOINT takes the creation back
     con.execute("CREATE TABLE fresh_params(x)")
     check_error(con, NOISE, 'dp_q_noise: path table "fresh": its parameters table "fresh_params" '
-                'must have the schema (sigma REAL, beta REAL, lo REAL, hi REAL, seeded INTEGER), '
+                'must have the schema (sigma REAL, beta REAL, lo REAL, hi REAL, seeded INTEGER, budget TEXT), '
                 'got (x)', "wrong parameters table refused", (src, J(path="fresh", **o)))
     check(con.execute("SELECT count(*) FROM sqlite_master WHERE name = 'fresh'").fetchone()[0] == 0,
           "nothing written on error: the path table created in the call is rolled back")
     # an error half-way through the inserts (a CHECK) rolls back every insert
-    con.execute("CREATE TABLE p(action INTEGER, state REAL CHECK (state <= 0.75), g REAL, "
+    con.execute("CREATE TABLE p(action INTEGER, state REAL CHECK (state <= 0.75), g REAL, q REAL, "
                 "PRIMARY KEY(action, state))")
     noise(con, dict(path="p", **o))
     before = con.execute("SELECT * FROM p ORDER BY action, state").fetchall()
-    many = "SELECT s, a, q FROM pts UNION ALL SELECT v / 10.0, 0, 0 FROM (SELECT 1 AS v UNION ALL " + \
+    many = "SELECT s, a, q FROM pts UNION ALL SELECT v / 10.0 + 0.05, 0, 0 FROM (SELECT 1 AS v UNION ALL " + \
            " UNION ALL ".join(f"SELECT {v}" for v in range(2, 10)) + ")"
     check_error(con, NOISE, 'dp_q_noise: path table "p": storing new points: CHECK constraint failed: '
                 'state <= 0.75', "an insert failing half-way is an error", (many, J(path="p", **o)))
@@ -469,14 +469,14 @@ def test_noise_path_refusals():
     # an insert that stores nothing without an error (here a UNIQUE ... ON
     # CONFLICT IGNORE the schema check cannot see) is an error too: its
     # noise would be released without being kept (trust issue item 14)
-    con.execute("CREATE TABLE ign(action INTEGER, state REAL UNIQUE ON CONFLICT IGNORE, g REAL, "
+    con.execute("CREATE TABLE ign(action INTEGER, state REAL UNIQUE ON CONFLICT IGNORE, g REAL, q REAL, "
                 "PRIMARY KEY(action, state))")
     check_error(con, NOISE, 'dp_q_noise: path table "ign": a new point was not stored (the insert '
                 'changed 0 rows); its noise is not released', "an ignored insert is an error",
                 ("SELECT 0.5, 0, 1.0 UNION ALL SELECT 0.5, 1, 1.0", J(path="ign", **o)))
     check(con.execute("SELECT count(*) FROM ign").fetchone() == (0,), "ignored insert: nothing kept")
     # a point that cannot be stored is an error, never skipped (its value would be released)
-    con.execute("CREATE TABLE chk(action INTEGER, state REAL, g REAL CHECK (state < 0.75), "
+    con.execute("CREATE TABLE chk(action INTEGER, state REAL, g REAL CHECK (state < 0.75), q REAL, "
                 "PRIMARY KEY(action, state))")
     check_error(con, NOISE, 'dp_q_noise: path table "chk": storing new points: CHECK constraint failed: '
                 'state < 0.75', "a CHECK constraint on the path table: error, not a silent skip",
@@ -505,8 +505,8 @@ def test_noise_path_refusals():
     check_error(con, NOISE, 'dp_q_noise: path table "ps" was drawn with a seed (reproducible, not '
                 'private): use another path table for private noise', "unseeded call on a seeded path refused",
                 (src, J(path="ps", **o)))
-    con.execute("CREATE TABLE orphan(action INTEGER, state REAL, g REAL, PRIMARY KEY(action, state))")
-    con.execute("INSERT INTO orphan VALUES (0, 0.5, 1)")
+    con.execute("CREATE TABLE orphan(action INTEGER, state REAL, g REAL, q REAL, PRIMARY KEY(action, state))")
+    con.execute("INSERT INTO orphan VALUES (0, 0.5, 1, 0)")
     check_error(con, NOISE, 'dp_q_noise: path table "orphan" holds 1 points but "orphan_params" has no '
                 'parameters row: its sigma, beta and interval are unknown', "points without parameters refused",
                 (src, J(path="orphan", **o)))
@@ -515,8 +515,8 @@ def test_noise_path_refusals():
     con.execute("DELETE FROM orphan")
     noise(con, dict(path="orphan", **o))
     con.execute("UPDATE orphan SET g = 0.1 WHERE action = 0")
-    check_error(con, NOISE, 'dp_q_noise: path table "orphan": stored row (action 0, state 0.1, g 0.1) is '
-                'not a point of this path (state in [lo, hi], g a finite multiple of the grid)',
+    check_error(con, NOISE, 'dp_q_noise: path table "orphan": stored row (action 0, state 0.1, g 0.1, q 1) is '
+                'not a point of this path (state in [lo, hi], g and q finite multiples of the grid)',
                 "a tampered value (off the grid) refused", (src, J(path="orphan", **o)))
     # a statement that writes itself cannot store new noise, but can read a stored path
     check_error(con, "CREATE TABLE r AS SELECT * FROM dp_q_noise(?, ?)",
@@ -528,6 +528,98 @@ def test_noise_path_refusals():
     con.execute("CREATE TABLE r AS SELECT * FROM dp_q_noise(?, ?)", (src, J(path="w", **o)))
     check(con.execute("SELECT * FROM r").fetchall() == first,
           "CREATE TABLE AS over stored points works and returns the stored noise")
+
+
+def test_noise_one_function():
+    """Issue 18 item 4: one noise value was reused for different q, so
+    their difference came out exactly (0.4444456 - 0.4321 = 0.0123456
+    across two calls on a stored path; 0.9 - 0.1 = 0.8 between two rows of
+    one call).  A path is the noise of one function: a point has one q (on
+    the grid), in a call and on the stored path; anything else is refused
+    and nothing is released or stored."""
+    con = connect()
+    con.isolation_level = None
+    o = dict(n_actions=2, path="gp", **SB)
+    first = noise(con, o, "SELECT 0.5, 0, 0.4321")
+    check(len(first) == 1, "a first q at state 0.5 is released")
+    g = grid_for(0.5)
+    check(con.execute("SELECT action, state, q FROM gp").fetchall() == [(0, 0.5, g * round_half_away(0.4321 / g))],
+          "the path table keeps the q (on the grid) its noise was released with")
+    before = con.execute("SELECT * FROM gp ORDER BY action, state").fetchall()
+    check_error(con, NOISE, 'dp_q_noise: path table "gp" holds state 0.5, action 0 with q = '
+                f'{g * round_half_away(0.4321 / g)!r} (on the grid: its noise was released with that q); this call '
+                'gives q = 0.4444456: a path is the noise of one function, so another function needs another '
+                'path table (row 2 of points_sql)', "another q at a stored point: refused, naming both",
+                ("SELECT 0.25, 1, 0.0 UNION ALL SELECT 0.5, 0, 0.4444456", J(**o)))
+    check(con.execute("SELECT * FROM gp ORDER BY action, state").fetchall() == before,
+          "the refused call stores nothing (its new point at 0.25 neither)")
+    check(noise(con, o, "SELECT 0.5, 0, 0.4321") == first, "the same q at the stored point: its value again")
+    check(noise(con, o, f"SELECT 0.5, 0, {0.4321 + g / 8!r}")[0][3] == first[0][3],
+          "a q that rounds to the same grid value is the same q (identical output)")
+    # the same point twice in one call, with and without a path table
+    for opts, what in ((dict(n_actions=1, **SB), "no path table"), (dict(n_actions=1, path="gp1", **SB), "path table")):
+        check_error(con, NOISE, 'dp_q_noise: state 0.7, action 0 has two values of q in this call, 0.1 (row 1) and '
+                    '0.9: one noise value at a point cannot hide two (their difference would be released exactly); '
+                    'a path is the noise of one function (row 2 of points_sql)',
+                    f"two q at one point in one call: refused ({what})",
+                    ("SELECT 0.7, 0, 0.1 UNION ALL SELECT 0.7, 0, 0.9", J(**opts)))
+        r = noise(con, opts, "SELECT 0.7, 0, 0.1 UNION ALL SELECT 0.3, 0, 0.9 UNION ALL SELECT 0.7, 0, 0.1")
+        check(r[0][3] == r[2][3], f"the same q twice at one point: fine, one value ({what})")
+    check(con.execute("SELECT count(*) FROM gp1").fetchone()[0] == 2, "gp1: only the accepted call's 2 points")
+    # other actions are other paths: the same state with another q is another point
+    r = noise(con, dict(n_actions=2, **SB), "SELECT 0.7, 0, 0.1 UNION ALL SELECT 0.7, 1, 0.9")
+    check(len(r) == 2, "one state, two actions, two q: two paths, fine")
+    # a stored row whose q was tampered with (off the grid) is refused like a tampered g
+    con.execute("UPDATE gp SET q = q + ? WHERE state = 0.5", (g / 3,))
+    err = sql_error(con, NOISE, ("SELECT 0.5, 0, 0.4321", J(**o)))
+    check(err is not None and "is not a point of this path (state in [lo, hi], g and q finite multiples of the grid)" in err,
+          "a stored q off the grid: refused", err)
+
+
+def test_noise_path_charged_once():
+    """Issue 18 item 4: every call on a stored path was charged as if its
+    noise were fresh.  All points of a path are one release of one
+    function (ALGORITHMS.md section 8.1): the first budgeted call charges
+    (epsilon, delta_total) and marks the path; later calls on it log a row
+    that spends nothing; without a path table every call is charged."""
+    f = os.path.join(tempfile.mkdtemp(), "q.db")
+    con = connect(f)
+    con.isolation_level = None
+    con.execute("SELECT dprl_budget('b', 1, 1e-4), dprl_budget('c', 1, 1e-4), dprl_budget('d', 1, 1e-4)").fetchall()
+    cal = dict(n_actions=2, epsilon=0.5, delta=1e-5, T=5000, B=64, lr=3e-4, k=120, K=21, rmin=0, rmax=1)
+
+    def spent(name):
+        return json.loads(con.execute("SELECT dprl_budget_remaining(?)", (name,)).fetchone()[0])
+
+    noise(con, dict(cal, path="gp", budget="b"), "SELECT 0.2, 0, 1.0 UNION ALL SELECT 0.6, 1, 2.0")
+    s1 = spent("b")
+    check(s1["epsilon_spent"] == 0.5 and s1["releases"] == 1, "the first release of a path is charged", s1)
+    check(con.execute("SELECT budget FROM gp_params").fetchall() == [("b",)], "and the path is marked charged to b")
+    r = noise(con, dict(cal, path="gp", budget="b"), "SELECT 0.2, 0, 1.0 UNION ALL SELECT 0.4, 0, 3.0")
+    s2 = spent("b")
+    check(len(r) == 2 and s2["epsilon_spent"] == 0.5 and s2["delta_spent"] == s1["delta_spent"]
+          and s2["releases"] == 2, "further points of the same path: a ledger row, nothing spent", s2)
+    check(con.execute("SELECT epsilon, delta, spent FROM dprl_ledger ORDER BY id DESC LIMIT 1").fetchone() == (0.0, 0.0, 1),
+          "the ledger row of a further call says epsilon 0, delta 0")
+    noise(con, dict(cal, path="gp"), "SELECT 0.9, 1, 0.0")
+    check(spent("b")["releases"] == 2, "a call without a budget on a charged path: no row")
+    check_error(con, NOISE, 'dp_q_noise: path table "gp": its release is charged to budget "b", where its further '
+                'points cost nothing more; this call names budget "c": name "b" (or no budget), or use another path '
+                'table', "another budget on a charged path: refused", ("SELECT 0.2, 0, 1.0", J(**cal, path="gp", budget="c")))
+    check(spent("c")["epsilon_spent"] == 0 and spent("c")["releases"] == 0, "and nothing charged to c")
+    # without a path table: fresh paths, every call charged
+    noise(con, dict(cal, budget="b"), "SELECT 0.2, 0, 1.0")
+    check(spent("b")["epsilon_spent"] == 1.0, "no path table: each call is charged")
+    # a path drawn without a budget is charged by its first budgeted call;
+    # a charge that fails leaves it unmarked
+    noise(con, dict(cal, path="gp2"), "SELECT 0.3, 0, 1.0")
+    err = sql_error(con, NOISE, ("SELECT 0.3, 0, 1.0", J(**cal, path="gp2", budget="b")))
+    check(err is not None and err.startswith('dp_q_noise: budget "b" exceeded'), "over the budget: refused", err)
+    check(con.execute("SELECT budget FROM gp2_params").fetchall() == [(None,)], "a failed charge does not mark the path")
+    noise(con, dict(cal, path="gp2", budget="d"), "SELECT 0.3, 0, 1.0")
+    noise(con, dict(cal, path="gp2", budget="d"), "SELECT 0.35, 0, 1.0")
+    check(spent("d")["epsilon_spent"] == 0.5 and con.execute("SELECT budget FROM gp2_params").fetchone() == ("d",),
+          "then charged once to d, and marked", spent("d"))
 
 
 def schema_of(con, name):
@@ -549,7 +641,7 @@ def test_noise_path_schemas():
     con.execute("ATTACH ? AS aux", (os.path.join(tempfile.mkdtemp(), "aux.db"),))
     pts_table(con, [(0.3, 0, 1.0), (0.6, 0, 2.0)])
     o = dict(n_actions=1, **SB)
-    schema = "(action INTEGER, state REAL, g REAL, PRIMARY KEY(action, state))"
+    schema = "(action INTEGER, state REAL, g REAL, q REAL, PRIMARY KEY(action, state))"
     con.execute("CREATE TABLE aux.gp" + schema)
     first = noise(con, dict(o, path="gp"))
     check(schema_of(con, "gp") == ["aux"] and schema_of(con, "gp_params") == ["aux"],
@@ -715,9 +807,9 @@ def test_noise_failed_commit():
     a.isolation_level = None
     a.execute("BEGIN")
     a.execute("INSERT INTO log VALUES (2)")
-    a.execute("CREATE TABLE gp(action INTEGER, state REAL, g REAL, PRIMARY KEY(action, state))")
-    a.execute("CREATE TABLE gp_params(sigma REAL, beta REAL, lo REAL, hi REAL, seeded INTEGER)")
-    a.execute("INSERT INTO gp_params VALUES (9, 9, 0, 1, 0)")  # mismatch: the call fails
+    a.execute("CREATE TABLE gp(action INTEGER, state REAL, g REAL, q REAL, PRIMARY KEY(action, state))")
+    a.execute("CREATE TABLE gp_params(sigma REAL, beta REAL, lo REAL, hi REAL, seeded INTEGER, budget TEXT)")
+    a.execute("INSERT INTO gp_params VALUES (9, 9, 0, 1, 0, NULL)")  # mismatch: the call fails
     err = sql_error(a, NOISE, ("SELECT s, a, q FROM pts", J(n_actions=1, path="gp", **SB)))
     check(err is not None and a.in_transaction and
           a.execute("SELECT count(*) FROM log").fetchone() == (2,),
@@ -738,7 +830,7 @@ def test_noise_path_triggers():
     pts_table(con, [(0.3, 0, 1.0)])
     src = "SELECT s, a, q FROM pts"
     o = J(n_actions=1, path="gp", **SB)
-    con.execute("CREATE TABLE gp(action INTEGER, state REAL, g REAL, PRIMARY KEY(action, state))")
+    con.execute("CREATE TABLE gp(action INTEGER, state REAL, g REAL, q REAL, PRIMARY KEY(action, state))")
     con.execute("CREATE TRIGGER skip BEFORE INSERT ON gp BEGIN SELECT RAISE(IGNORE); END")
     errs = {sql_error(con, NOISE, (src, o)) for _ in range(5)}
     want = ('dp_q_noise: path table "gp": table "gp" has a trigger ("skip" in schema main); stored '
@@ -749,7 +841,7 @@ def test_noise_path_triggers():
     check(sql_error(con, NOISE, (src, o)) == want.replace('"skip" in schema main', '"zero" in schema temp'),
           "a TEMP trigger that zeroes stored noise: refused")
     con.execute("DROP TRIGGER zero")
-    con.execute("CREATE TABLE gp_params(sigma REAL, beta REAL, lo REAL, hi REAL, seeded INTEGER)")
+    con.execute("CREATE TABLE gp_params(sigma REAL, beta REAL, lo REAL, hi REAL, seeded INTEGER, budget TEXT)")
     con.execute("CREATE TRIGGER p AFTER INSERT ON gp_params BEGIN DELETE FROM gp_params; END")
     check(sql_error(con, NOISE, (src, o)) == want.replace('table "gp" has', 'table "gp_params" has')
           .replace('"skip"', '"p"'), "a trigger on the parameters table: refused")
@@ -1022,10 +1114,11 @@ def P_feat(kind, K):
 def theta_noise_hand(eps, delta, nb, lr, rmin, rmax, kind, K, m):
     """ALGORITHMS.md section 10: per-update sensitivity lr (rmax - rmin)
     sqrt(P), plus sqrt(d) g for the rounding to the grid of the unrounded
-    scale; sigma = the GDP requirement for nb such updates."""
+    scale, times 1 + 2^-20 for computing the rewards' part in doubles;
+    sigma = the GDP requirement for nb such updates."""
     sens = lr * (rmax - rmin) * math.sqrt(P_feat(kind, K))
     g = grid_for(gdp_sigma(eps, delta, nb, sens * sens))
-    eff = sens + math.sqrt(m * K) * g
+    eff = (sens + math.sqrt(m * K) * g) * (1 + 2.0 ** -20)
     sigma = gdp_sigma(eps, delta, nb, eff * eff)
     return dict(sigma=sigma, grid=g, sensitivity=eff, mu=math.sqrt(nb) * eff / sigma)
 
@@ -1074,6 +1167,34 @@ def test_learn_private():
     con.execute("INSERT INTO model VALUES (?)", (json.dumps(r),))
     got = con.execute("SELECT dp_q_value(m, 0.61, 0) FROM model").fetchone()[0]
     check_close(got, q_theta(r, 0, 0.61), "dp_q_value = theta . phi(x) (rbf)", rel=1e-12)
+
+
+def test_learn_fp_huge_noise():
+    """Issue 18 item 6: with k = 4e13 the paths' sigma is about 1e16, and
+    with gamma = 1 - 2^-53, lr = 1 and a self-loop the target y = r +
+    gamma best, of size 1e16, was rounded to a multiple of 2: one update
+    moved theta by 0 or 2 for a reward change of 1 (its sensitivity lr = 1).
+    The rewards' part of an update is now computed on its own (ALGORITHMS.md
+    section 10): with the same seed (same batch, paths and theta noise), the
+    rewards 0 and 1 give thetas exactly lr (rmax - rmin) apart, at the
+    state's feature, in every one of 40 runs."""
+    con = connect()
+    transitions(con, [(0.5, 0, 0.0, 0.5)])
+    con.execute("CREATE TABLE ones AS SELECT s, a, 1.0 AS r, s_next FROM transitions")
+    o = dict(n_actions=1, rmin=0, rmax=1, gamma=1 - 2.0 ** -53, lr=1, T=1, B=1, K=21, k=4e13, epsilon=1, delta=1e-5)
+    m = learn(con, seed=1, **o)
+    check(m["paths"]["sigma"] > 1e15, "k = 4e13: the paths' sigma is above 1e15", m["paths"]["sigma"])
+    diffs = []
+    for seed in range(1, 41):
+        t0 = learn(con, seed=seed, **o)["theta"][0]
+        t1 = json.loads(con.execute("SELECT dp_q_learn(s, a, r, s_next, ?) FROM ones",
+                                    (J(seed=seed, **o),)).fetchone()[0])["theta"][0]
+        diffs.append([y - x for x, y in zip(t0, t1)])
+    check(all(d == [1.0 if i == 10 else 0.0 for i in range(21)] for d in diffs),
+          "one update's reward effect is exactly lr (rmax - rmin) = 1 at phi = e_10, in 40 of 40 runs",
+          sorted({d[10] for d in diffs}))
+    u = learn(con, **o)
+    check(u["private"] is True, "the same options without a seed: private")
 
 
 def theta_stats(xs):
@@ -1370,8 +1491,9 @@ if __name__ == "__main__":
     run([test_calibrate_proof, test_calibrate_gdp_and_paper, test_calibrate_never_below_gdp,
          test_sigma_underflow, test_calibrate_from_approximator,
          test_calibrate_refusals, test_noise_basics, test_noise_rounds_q_to_grid, test_noise_covariance,
-         test_noise_path_table, test_noise_path_refusals, test_noise_path_schemas,
+         test_noise_path_table, test_noise_path_refusals, test_noise_one_function,
+         test_noise_path_charged_once, test_noise_path_schemas,
          test_noise_concurrent_writers, test_noise_failed_commit,
          test_noise_path_triggers, test_noise_errors, test_noise_read_path, test_learn_noise_free,
-         test_learn_private, test_learn_theta_attack, test_learn_more, test_learn_errors,
+         test_learn_private, test_learn_fp_huge_noise, test_learn_theta_attack, test_learn_more, test_learn_errors,
          test_limits, test_interrupts])

@@ -97,7 +97,7 @@ def portable_stats(con, gamma, rmax, fmax):
     con.execute("DROP TABLE IF EXISTS dprl_params")
     con.execute("CREATE TEMP TABLE dprl_params(gamma, rmin, rmax, fmin, fmax, n_states, max_states, "
                 "buckets, bucket_lo, bucket_hi)")
-    con.execute("INSERT INTO dprl_params VALUES (?, NULL, ?, NULL, ?, 1000, NULL, 1, 0, 0)",
+    con.execute("INSERT INTO dprl_params VALUES (?, 0, ?, NULL, ?, 1000, NULL, 1, 0, 0)",
                 (gamma, rmax, fmax))
     return [r[:3] for r in con.execute(sql).fetchall() if r[1] > 0]
 

@@ -339,6 +339,22 @@ static void test_batch_equals_sequential(void) {
     match &= g == out[i];
   }
   CHECK(match, "batch output is in the caller's order");
+  /* where[i]: the index of query i among the points after the call (what
+  ** dp_q_noise binds a point's q to), with the same draws as without it */
+  dprl_gp_path *w = dprl_gp_path_create(1.3, 2.5, dprl_grid_for(1.3), &err);
+  size_t where[12];
+  double outw[12];
+  rc = dprl_gp_path_load(w, pre, 4, &err);
+  dprl_rng_init_seeded(&rb, 55, 1);
+  rc |= dprl_gp_path_sample_indexed(w, &rb, q, 12, outw, where, &err);
+  int at = rc == 0 && memcmp(out, outw, sizeof out) == 0;
+  for (int i = 0; at && i < 12; i++)
+    at = where[i] < dprl_gp_path_count(w) && dprl_gp_path_points(w)[where[i]].x == q[i] &&
+         dprl_gp_path_points(w)[where[i]].g == outw[i];
+  CHECK(at, "sample_indexed: same draws, where[i] is the point of query i");
+  CHECK(where[1] == where[4] && where[0] == where[8] && where[2] != where[6],
+        "sample_indexed: a repeated query shares its index, distinct states do not");
+  dprl_gp_path_free(w);
   /* iterate -> load round trip */
   dprl_gp_path *c = dprl_gp_path_create(1.3, 2.5, dprl_grid_for(1.3), &err);
   rc = dprl_gp_path_load(c, dprl_gp_path_points(a), dprl_gp_path_count(a), &err);
@@ -941,6 +957,71 @@ static void test_qlearn_api(void) {
   }
 }
 
+/* Issue 18 item 6: path noise of 1e16 swamped the reward in the update,
+** y = r + gamma best rounded to a multiple of 2, so one update moved theta
+** by 0 or 2 for a reward change of 1 (sensitivity lr = 1).  With the
+** rewards' part computed on its own, the update's reward effect is exact:
+** B self-loops at 0.5 (phi = e_10), gamma = 1 - 2^-53, lr = 1, rewards 0
+** against 1, same seed (same batch, paths and theta noise): theta
+** differs by exactly 1 at coordinate 10 and nowhere else, every seed. */
+static void test_qlearn_fp_huge_noise(void) {
+  enum { B = 8, K = 21 };
+  double s[B], r0[B], r1[B];
+  int64_t a[B];
+  for (int t = 0; t < B; t++) s[t] = 0.5, a[t] = 0, r0[t] = 0, r1[t] = 1;
+  dprl_q_learn_opts o = {{DPRL_QFEAT_TENT, K, 0, 1}, 1, 1 - 0x1p-53, 1.0, B, B, 1, 0, 1,
+                         1e16, 6.25e-15, 4.0, 0x1p-24, NULL};
+  dprl_q_transitions d0 = {s, r0, s, a, B}, d1 = {s, r1, s, a, B};
+  int exact = 1, rc = 0, moved = 0;
+  for (uint64_t seed = 1; seed <= 40; seed++) {
+    double t0[K], t1[K];
+    dprl_rng g0, g1;
+    dprl_error err = {0};
+    dprl_rng_init_seeded(&g0, seed, 3);
+    dprl_rng_init_seeded(&g1, seed, 3);
+    rc |= dprl_q_learn(&o, &d0, &g0, t0, NULL, &err) | dprl_q_learn(&o, &d1, &g1, t1, NULL, &err);
+    for (int i = 0; i < K; i++) exact &= t1[i] - t0[i] == (i == 10 ? 1.0 : 0.0);
+    moved |= t0[10] != 0; /* the path noise reaches theta (A is not zero) */
+  }
+  CHECK(rc == 0 && exact, "path sigma 1e16, gamma = 1 - 2^-53: one update's reward effect is exactly lr");
+  CHECK(moved, "... while theta itself moves with the (reward-free) noise");
+  /* without theta's noise the same holds up to the last add, whose
+  ** rounding is that of theta's own size (|theta| small here) */
+  o.sigma_theta = 0;
+  double t0[K], t1[K];
+  dprl_rng g0, g1;
+  dprl_error err = {0};
+  dprl_rng_init_seeded(&g0, 9, 3);
+  dprl_rng_init_seeded(&g1, 9, 3);
+  rc = dprl_q_learn(&o, &d0, &g0, t0, NULL, &err) | dprl_q_learn(&o, &d1, &g1, t1, NULL, &err);
+  CHECK(rc == 0 && fabs(t1[10] - t0[10] - 1) <= 0x1p-50 * (fabs(t0[10]) + 1),
+        "no theta noise: theta = A + R, the reward effect lr up to one rounding");
+}
+
+/* The floating-point bound of ALGORITHMS.md section 10: sigma_theta
+** carries the factor 1 + 2^-20, and options with lr > 2^1051 g are
+** refused.  By hand: for nb = 1, epsilon = 1, delta = 1e-5 the GDP sigma
+** of sensitivity 1 is 1/mu with mu = 0.268 (README), in (2, 4); so at
+** sens = 2^-500, s0 is in (2^-499, 2^-498), g = 2^(-498 - 26) = 2^-524,
+** and the largest lr accepted is 2^(1051 - 524) = 2^527.  (sens^2 must
+** not underflow, so sens is not taken smaller.) */
+static void test_theta_fp_bound(void) {
+  dprl_q_theta_noise tn;
+  dprl_error err = {0};
+  double sens = 0x1p-500, lr = 0x1p527;
+  int rc = dprl_q_theta_calibrate(1, 1e-5, 1, sens, lr, 3, &tn, &err);
+  CHECK(rc == 0 && tn.grid == 0x1p-524, LABEL("grid 2^-524 as computed by hand, got %a", tn.grid));
+  CHECK(rc == 0 && tn.sens == (sens + sqrt(3) * 0x1p-524) * (1 + 0x1p-20),
+        "sensitivity in use: (sens + sqrt(d) g)(1 + 2^-20)");
+  lr = nextafter(lr, INFINITY);
+  rc = dprl_q_theta_calibrate(1, 1e-5, 1, sens, lr, 3, &tn, &err);
+  CHECK(rc == DPRL_EINVAL &&
+            msg_is(&err, "theta noise: its grid 1.82088e-158 is too fine for lr = 4.39347e+158: an "
+                         "update's reward part cannot be computed in doubles to 2^-21 of a grid "
+                         "step (needs lr <= 2^1051 grid); widen [rmin, rmax] or lower lr"),
+        "lr just above 2^1051 g: refused, from public values only");
+}
+
 int main(void) {
   test_conditional_vs_dense();
   test_conditional_tiny_and_huge();
@@ -958,6 +1039,8 @@ int main(void) {
   test_qlearn_noise_free();
   test_qlearn_noisy();
   test_qlearn_api();
+  test_qlearn_fp_huge_noise();
+  test_theta_fp_bound();
   printf("%d passed, %d failed\n", check_passed_count, check_failed_count);
   return CHECK_DONE();
 }
