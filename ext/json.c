@@ -356,12 +356,20 @@ void dprl_json_put_double(dprl_buf *b, double x) {
 }
 
 void dprl_json_put_double_array(dprl_buf *b, const double *x, size_t n) {
+  dprl_json_put_double_array_polled(b, x, n, NULL, NULL);
+}
+
+int dprl_json_put_double_array_polled(dprl_buf *b, const double *x, size_t n,
+                                      dprl_cancel *cancel, dprl_error *err) {
+  int rc = DPRL_OK;
   dprl_buf_append(b, "[", 1);
-  for (size_t i = 0; i < n; i++) {
+  for (size_t i = 0; i < n && !rc; i++) {
     if (i) dprl_buf_append(b, ",", 1);
     dprl_json_put_double(b, x[i]);
+    rc = dprl_cancel_poll(cancel, 150, err); /* %.15g..%.17g and strtod: ~0.3 us */
   }
   dprl_buf_append(b, "]", 1);
+  return rc;
 }
 
 void dprl_json_put_int_array(dprl_buf *b, const int64_t *x, size_t n) {

@@ -46,6 +46,11 @@ const char *dprl_json_type_name(dprl_json_type t);
 void dprl_json_put_string(dprl_buf *b, const char *s);
 void dprl_json_put_double(dprl_buf *b, double x);
 void dprl_json_put_double_array(dprl_buf *b, const double *x, size_t n);
+/* The same, asking cancel (may be NULL) whether to stop every few
+** thousand numbers (10^7 of them take seconds): DPRL_EINTR leaves a
+** partial array in b. */
+int dprl_json_put_double_array_polled(dprl_buf *b, const double *x, size_t n,
+                                      dprl_cancel *cancel, dprl_error *err);
 void dprl_json_put_int_array(dprl_buf *b, const int64_t *x, size_t n);
 
 /* x in the shortest of %.15g/%.16g/%.17g that reads back exactly (what

@@ -110,12 +110,17 @@ def test_json_subtype():
 
 
 def test_interrupts():
-    """Long calls of dp_lsw, dp_first_visit and dp_prefix_stable stop within
-    0.5 s of sqlite3_interrupt (from another thread) with SQLITE_INTERRUPT:
-    each runs for seconds uninterrupted (dp_lsw with 10^7 states and one
-    row: about a minute; dp_prefix_stable with one action that every expert
-    takes, so all 1,000 steps of the 300 trajectories count 20,000 experts: 5 s)."""
+    """Long calls of dp_lsw, dp_first_visit, dp_prefix_stable and dp_plan
+    stop within 0.5 s of sqlite3_interrupt (from another thread) with
+    SQLITE_INTERRUPT: each runs for seconds uninterrupted (dp_lsw with 10^7
+    states and one row: about a minute; dp_prefix_stable with one action
+    that every expert takes, so all 1,000 steps of the 300 trajectories
+    count 20,000 experts: 5 s; dp_plan with 5 x 10^6 states writes 10^7
+    numbers: 20 s; with a dense 30,000 x 1 feature matrix, n_states^2 d =
+    9 x 10^8 products: seconds).  A progress handler that says stop is
+    heard the same way."""
     import sqlite3
+    import time
     con = connect()
     con.execute("CREATE TABLE many AS WITH RECURSIVE i(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM i "
                 "WHERE n < 2999999) SELECT n / 3 AS episode, n % 3 AS t, n % 1000 AS state, "
@@ -139,10 +144,40 @@ def test_interrupts():
          "SELECT count(*) FROM dp_prefix_stable('SELECT * FROM traj', 'SELECT * FROM pol', ?)",
          (json.dumps({"epsilon": 1000, "delta": 0.5, "p_min": 0.5, "T": 300, "L": 1000}),), 1.0),
     ]
+    n_plan, n_dense = 5000000, 30000
+    plan = ('{"n_states": %d, "gamma": 0.9, "fmax": 9, "epsilon": 1, "delta": 1e-5, '
+            '"episodes": 20000, "visits": [%s]}' % (n_plan, ",".join(["3"] * n_plan)))
+    dense = json.dumps({"n_states": n_dense, "gamma": 0.9, "fmax": 9, "epsilon": 1, "delta": 1e-5,
+                        "episodes": 20000, "features": [[1 + (s % 7) / 7] for s in range(n_dense)],
+                        "visits": [3] * n_dense})
+    cases += [("dp_plan, 5 x 10^6 states (writing 10^7 numbers)",
+               "SELECT length(dp_plan(?))", (plan,), 1.5),
+              ("dp_plan, a dense 30,000 x 1 feature matrix",
+               "SELECT length(dp_plan(?))", (dense,), 0.5)]
     for name, sql, args, after in cases:
         late, err = interrupted(con, sql, args, after)
         check(err == ("interrupted", sqlite3.SQLITE_INTERRUPT) and late < 0.5,
               f"interrupt stops {name} within 0.5 s (CPU)", f"{late:.3f} s after the interrupt: {err}")
+    # a progress handler returning nonzero (CPU time from its first "stop"
+    # to the end of the call)
+    stop_cpu, deadline = [], [0.0]
+
+    def handler():
+        if time.monotonic() > deadline[0]:
+            if not stop_cpu:
+                stop_cpu.append(time.process_time())
+            return 1
+        return 0
+    for name, args in (("5 x 10^6 states", plan), ("a dense 30,000 x 1 matrix", dense)):
+        stop_cpu.clear()
+        deadline[0] = time.monotonic() + (1.5 if args is plan else 0.5)
+        con.set_progress_handler(handler, 100)
+        err = sql_error(con, "SELECT length(dp_plan(?))", (args,))
+        con.set_progress_handler(None, 0)
+        late = time.process_time() - stop_cpu[0] if stop_cpu else -1
+        check(err == "interrupted" and 0 <= late < 0.5,
+              f"a progress handler returning nonzero stops dp_plan, {name}, within 0.5 s (CPU)",
+              (err, late))
 
 
 run([test_json_subtype, test_interrupts, test_result_size_limits, test_options_parser, test_trailing_comments, test_numbers_as_text])
