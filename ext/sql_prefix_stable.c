@@ -847,15 +847,9 @@ static int ps_compute(sqlite3 *db, sqlite3_value **args, dprl_rows *out, char **
   else if (!(rc = ps_read_policies(db, args[1], &ps, pzErr))) {
     /* Assumption 3 is checked before any trajectory is read or released. */
     if (dprl_policy_validate(&ps.pt, o.pp.p_min, &ps.err)) rc = dprl_sql_vtab_error(pzErr, FN, &ps.err);
-    /* trajectories_sql checked as it is (one read-only SELECT, 4 columns)
-    ** before any of its wrapped forms runs */
-    else if (!(rc = dprl_query_open(&q, db, "trajectories_sql", args[0], 4, FN, pzErr)) &&
-             sqlite3_bind_parameter_count(q.stmt) > 0) {
-      /* nothing binds them, and inside the wrapper ?1 would be dprl's own */
-      dprl_query_close(&q);
-      dprl_fail(&ps.err, DPRL_EINVAL, "trajectories_sql must not contain parameters (?, :name)");
-      rc = dprl_sql_vtab_error(pzErr, FN, &ps.err);
-    } else if (!rc) {
+    /* trajectories_sql checked as it is (one read-only SELECT, 4 columns,
+    ** no parameters) before any of its wrapped forms runs */
+    else if (!(rc = dprl_query_open(&q, db, "trajectories_sql", args[0], 4, FN, pzErr))) {
       dprl_query_close(&q);
       ps.body = dprl_query_body(db, args[0]);
       ps.buf.cancel = &ps.cancel.base;

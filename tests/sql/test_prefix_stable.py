@@ -385,6 +385,9 @@ def test_errors():
     con.execute("DELETE FROM steps WHERE episode = 7")
     err("dp_prefix_stable: policies_sql must return 4 columns, got 3", "policies_sql columns",
         sql=Q.replace("expert, state, action, prob", "expert, state, action"))
+    err("dp_prefix_stable: policies_sql must not contain parameters (?, :name)",
+        "a parameter in policies_sql is refused (nothing would bind it)",
+        sql=Q.replace("FROM policies'", "FROM policies WHERE prob > ?'"))
     err("dp_prefix_stable: trajectories_sql must not write (a read-only SELECT)",
         "trajectories_sql that writes",
         sql=Q.replace("'SELECT episode, t, state, action FROM steps'", "'DELETE FROM steps'"))

@@ -39,6 +39,79 @@ def test_trailing_comments():
                 ("SELECT episode, t, state, reward FROM s; SELECT 1", o))
 
 
+def test_messages_name_the_value():
+    """The input sweep's unclear messages: each names the argument and shows
+    the value (a blob by its length and first bytes), and a parameter in a
+    caller's query is refused instead of reading as NULL."""
+    con = connect()
+    con.execute("CREATE TABLE s(episode, t, state, reward)")
+    con.execute("INSERT INTO s VALUES (1, 0, 0, 1), (1, 1, 1, 0)")
+    con.execute("CREATE TABLE pts(s, a, q)")
+    con.execute("INSERT INTO pts VALUES (0.5, 0, 1.0)")
+    plan = {"n_states": 3, "gamma": 0.9, "fmax": 9, "epsilon": 1, "delta": 1e-5, "episodes": 20}
+    fv = json.dumps({"n_states": 2, "gamma": 0.5})
+    qn = json.dumps({"n_actions": 1, "sigma": 0.5, "beta": 2.0, "seed": 1})
+    lsw = {"n_states": 3, "gamma": 0.9, "epsilon": 1, "delta": 1e-5}
+    FV = "SELECT * FROM dp_first_visit(?, ?)"
+    QN = "SELECT * FROM dp_q_noise(?, ?)"
+    LSW = "SELECT dp_lsw(1, 0, 0, 1.0, ?)"
+    cases = [
+        (PLAN, (json.dumps(dict(plan, visits="abc")),),
+         'dp_plan: option visits must be an array of 3 numbers (one per state), got "abc"',
+         "a string for visits is shown (not 'a string of 1')"),
+        (PLAN, (json.dumps(dict(plan, visits=5)),),
+         "dp_plan: option visits must be an array of 3 numbers (one per state), got 5",
+         "a number for visits is shown"),
+        (PLAN, (json.dumps(dict(plan, visits=[1, 2])),),
+         "dp_plan: option visits must be an array of 3 numbers (one per state), got an array of 2",
+         "an array of the wrong length says its length"),
+        (LSW, ('{"n_states": 3, "gamma": 0.9, "epsilon": 1, "delta": 1e-5, '
+               '"seed": 1152921504606846976}',),
+         "dp_lsw: option seed must be an integer in [0, 2^53], got 1152921504606846976",
+         "a 2^60 seed: the range is named and the value shown in full"),
+        (LSW, (json.dumps(dict(lsw, seed=-1)),),
+         "dp_lsw: option seed must be an integer in [0, 2^53], got -1", "a negative seed"),
+        (LSW, (json.dumps(dict(lsw, seed=0.5)),),
+         "dp_lsw: option seed must be an integer in [0, 2^53], got 0.5", "a fractional seed"),
+        (LSW, ('{"n_states": 1152921504606846976, "gamma": 0.9, "epsilon": 1, "delta": 1e-5}',),
+         None, "an integer option beyond 2^53 names its range"),
+        (FV, (5, fv), "dp_first_visit: trajectories_sql must be the text of a SELECT, got 5",
+         "an integer for the SQL is shown"),
+        (FV, (b"AB", fv), "dp_first_visit: trajectories_sql must be the text of a SELECT, got a "
+         "blob of 2 bytes x'4142'", "a blob for the SQL: its length and bytes"),
+        (FV, (bytes(range(40)), fv), "dp_first_visit: trajectories_sql must be the text of a "
+         "SELECT, got a blob of 40 bytes x'000102030405060708090a0b0c0d0e0f'...",
+         "a long blob: its first 16 bytes"),
+        (FV, ("SELECT * FROM s", 5), "dp_first_visit: options must be a JSON object, got 5",
+         "a number for the options is shown (not 'a number')"),
+        (LSW, ('[1, 2]',), "dp_lsw: options must be a JSON object, got an array",
+         "an array for the options"),
+        (FV, ("SELECT * FROM s WHERE t < ?", fv),
+         "dp_first_visit: trajectories_sql must not contain parameters (?, :name)",
+         "dp_first_visit: a ? in the SQL is refused (it read as NULL)"),
+        (FV, ("SELECT * FROM s WHERE t < :x", fv),
+         "dp_first_visit: trajectories_sql must not contain parameters (?, :name)",
+         "dp_first_visit: a :name in the SQL is refused"),
+        (QN, ("SELECT s, a, ? FROM pts", qn),
+         "dp_q_noise: points_sql must not contain parameters (?, :name)",
+         "dp_q_noise: a ? in the SQL is refused (it read as NULL)"),
+        (PLAN, (json.dumps(dict(plan, features=[[1], 5, [1]], visits=[1, 1, 1])),),
+         "dp_plan: option features[1] must be a non-empty array of numbers, got 5",
+         "a feature row that is a number is shown"),
+    ]
+    for sql, args, want, name in cases:
+        if want is None:
+            msg = sql_error(con, sql, args)
+            check(msg is not None and msg.startswith("dp_lsw: option n_states must be in [1, ") and
+                  msg.endswith("got 1152921504606846976"), name, msg)
+        else:
+            check_error(con, sql, want, name, args)
+    check(con.execute("SELECT count(*) FROM dp_first_visit('SELECT * FROM s WHERE t < 1', ?)",
+                      (fv,)).fetchone() == (1,) and
+          con.execute("SELECT count(*) FROM dp_q_noise('SELECT s, a, 1.0 FROM pts', ?)",
+                      (qn,)).fetchone() == (1,), "the same queries without the parameter work")
+
+
 def test_numbers_as_text():
     con = connect()
     con.execute("CREATE TABLE s(episode, t, state, reward)")
@@ -180,4 +253,4 @@ def test_interrupts():
               (err, late))
 
 
-run([test_json_subtype, test_interrupts, test_result_size_limits, test_options_parser, test_trailing_comments, test_numbers_as_text])
+run([test_messages_name_the_value, test_json_subtype, test_interrupts, test_result_size_limits, test_options_parser, test_trailing_comments, test_numbers_as_text])
