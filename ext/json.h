@@ -35,6 +35,10 @@ struct dprl_json {
 /* Parse text[0..len).  On failure returns NULL with err set ("malformed
 ** JSON at offset 12: expected ':'"). */
 dprl_json *dprl_json_parse(const char *text, size_t len, dprl_error *err);
+/* The same, asking cancel (may be NULL) between the items of arrays and
+** objects: DPRL_EINTR, "interrupted". */
+dprl_json *dprl_json_parse_polled(const char *text, size_t len, dprl_cancel *cancel,
+                                  dprl_error *err);
 void dprl_json_free(dprl_json *v);
 
 /* Member of an object, or NULL. */

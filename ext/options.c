@@ -8,6 +8,11 @@
 
 int dprl_options_open(dprl_options *o, const char *fn, const char *text,
                       size_t len, const char *const *known, dprl_error *err) {
+  return dprl_options_open_polled(o, fn, text, len, known, NULL, err);
+}
+
+int dprl_options_open_polled(dprl_options *o, const char *fn, const char *text, size_t len,
+                             const char *const *known, dprl_cancel *cancel, dprl_error *err) {
   o->fn = fn;
   o->root = NULL;
   o->err = err;
@@ -15,9 +20,10 @@ int dprl_options_open(dprl_options *o, const char *fn, const char *text,
     return dprl_fail(err, DPRL_EINVAL,
                      "%s: options must be JSON text, got NULL", fn);
   dprl_error perr = {0};
-  o->root = dprl_json_parse(text, len, &perr);
+  o->root = dprl_json_parse_polled(text, len, cancel, &perr);
   if (!o->root) {
     if (perr.code == DPRL_ENOMEM) return dprl_nomem(err);
+    if (perr.code == DPRL_EINTR) return dprl_fail(err, DPRL_EINTR, "%s", perr.msg);
     return dprl_fail(err, DPRL_EINVAL, "%s: options: %s", fn, perr.msg);
   }
   if (o->root->type != DPRL_JSON_OBJECT) {

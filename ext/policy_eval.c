@@ -179,11 +179,10 @@ int dprl_pe_config_parse(dprl_pe_config *c, dprl_mechanism mech, const char *fn,
   c->mech = mech;
   c->fn = fn;
   c->episodes = -1;
-  int rc = dprl_options_open(&o, fn,
-                             text, len,
-                             mech == DPRL_LSW ? dprl_lsw_option_names
-                                              : dprl_lsl_option_names,
-                             err);
+  int rc = dprl_options_open_polled(&o, fn, text, len,
+                                    mech == DPRL_LSW ? dprl_lsw_option_names
+                                                     : dprl_lsl_option_names,
+                                    cancel, err);
   if (!rc) rc = parse_all(c, &o, from_stats);
   dprl_options_close(&o);
   c->cancel = NULL;
@@ -204,7 +203,7 @@ int dprl_pe_plan_parse(dprl_pe_config *c, const char *text, size_t len, int64_t 
   c->plan = 1;
   c->cancel = cancel; /* while parsing only */
   *visits = NULL;
-  int rc = dprl_options_open(&o, fn, text, len, dprl_plan_option_names, err);
+  int rc = dprl_options_open_polled(&o, fn, text, len, dprl_plan_option_names, cancel, err);
   if (!rc) rc = dprl_opt_choice(&o, "mechanism", mechs, 0, &mech);
   if (!rc) {
     c->mech = (dprl_mechanism)mech;
