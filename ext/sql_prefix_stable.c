@@ -63,7 +63,7 @@ typedef struct ps_state {
   int64_t *run;              /* run[c]: run c's trajectory in chosen (-1: none) */
   char *body;                /* trajectories_sql without what follows it, or NULL */
   dprl_step_buffer buf;      /* trajectories: action index kept in .reward */
-  int64_t *offsets, *st, *ac; /* the K examined trajectories, in order */
+  int64_t *offsets, *st, *ac; /* the K drawn trajectories, in order of first draw */
   int seeks;   /* pass 1 found the keys by index seeks */
   int picking; /* dprl_prefix_key: PS_COLLECT (pass 1), PS_PICK (pass 2), PS_SAMPLE (one pass) */
   /* the last integer key seen by dprl_prefix_key, and its id (rows of one
@@ -729,10 +729,10 @@ static int ps_read_once(sqlite3 *db, sqlite3_value *sql, ps_state *ps, int64_t T
   return SQLITE_OK;
 }
 
-/* The examined trajectories flattened into the core's arrays in the order
-** of examination (trajectory c = chosen key c), each sorted by t; an
-** examined key with no rows (a query that changed between the passes) is
-** an empty trajectory. */
+/* The K drawn trajectories flattened into the core's arrays in order of
+** first draw (trajectory c = chosen key c; ps->run maps runs to them),
+** each sorted by t; a drawn key with no rows (a query that changed between
+** the passes) is an empty trajectory. */
 static int ps_flatten(ps_state *ps, int64_t K, char **pzErr) {
   size_t E = dprl_step_buffer_episodes(&ps->buf), n = ps->buf.n;
   uint32_t *pos = dprl_calloc(E ? E : 1, sizeof *pos);
