@@ -17,11 +17,14 @@ static int parse_dense(const dprl_options *o, const dprl_json *v, int64_t n,
                      o->fn, (long long)n, v->n);
   for (int64_t s = 0; s < n; s++) {
     const dprl_json *row = v->items[s];
-    if (row->type != DPRL_JSON_ARRAY || row->n == 0)
+    if (row->type != DPRL_JSON_ARRAY || row->n == 0) {
+      char got[64];
+      dprl_json_describe(row, got, sizeof got);
       return dprl_fail(o->err, DPRL_EINVAL,
                        "%s: option features[%lld] must be a non-empty array of numbers, "
                        "got %s",
-                       o->fn, (long long)s, dprl_json_type_name(row->type));
+                       o->fn, (long long)s, got);
+    }
     if (s == 0) f->d = (int64_t)row->n;
     if ((int64_t)row->n != f->d)
       return dprl_fail(o->err, DPRL_EINVAL,

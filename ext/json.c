@@ -13,6 +13,7 @@ typedef struct parser {
   size_t len, pos;
   int depth;
   dprl_error *err;
+  dprl_cancel *cancel;
 } parser;
 
 static dprl_json *parse_value(parser *p);
@@ -252,6 +253,11 @@ static dprl_json *parse_container(parser *p, int is_object) {
       if (p->pos >= p->len || p->s[p->pos] != ':') { dprl_free(key); syntax(p, "expected ':'"); goto fail; }
       p->pos++;
     }
+    /* 10^7 numbers take seconds: ask whether to stop */
+    if (dprl_cancel_poll(p->cancel, 100, p->err)) {
+      dprl_free(key);
+      goto fail;
+    }
     dprl_json *item = parse_value(p);
     if (!item || !push_item(p, v, item, key, &cap)) {
       dprl_free(key);
@@ -294,7 +300,12 @@ static dprl_json *parse_value(parser *p) {
 }
 
 dprl_json *dprl_json_parse(const char *text, size_t len, dprl_error *err) {
-  parser p = {text, len, 0, 0, err};
+  return dprl_json_parse_polled(text, len, NULL, err);
+}
+
+dprl_json *dprl_json_parse_polled(const char *text, size_t len, dprl_cancel *cancel,
+                                  dprl_error *err) {
+  parser p = {text, len, 0, 0, err, cancel};
   dprl_json *v = parse_value(&p);
   if (!v) return NULL;
   skip_ws(&p);
@@ -356,12 +367,20 @@ void dprl_json_put_double(dprl_buf *b, double x) {
 }
 
 void dprl_json_put_double_array(dprl_buf *b, const double *x, size_t n) {
+  dprl_json_put_double_array_polled(b, x, n, NULL, NULL);
+}
+
+int dprl_json_put_double_array_polled(dprl_buf *b, const double *x, size_t n,
+                                      dprl_cancel *cancel, dprl_error *err) {
+  int rc = DPRL_OK;
   dprl_buf_append(b, "[", 1);
-  for (size_t i = 0; i < n; i++) {
+  for (size_t i = 0; i < n && !rc; i++) {
     if (i) dprl_buf_append(b, ",", 1);
     dprl_json_put_double(b, x[i]);
+    rc = dprl_cancel_poll(cancel, 150, err); /* %.15g..%.17g and strtod: ~0.3 us */
   }
   dprl_buf_append(b, "]", 1);
+  return rc;
 }
 
 void dprl_json_put_int_array(dprl_buf *b, const int64_t *x, size_t n) {

@@ -35,6 +35,10 @@ struct dprl_json {
 /* Parse text[0..len).  On failure returns NULL with err set ("malformed
 ** JSON at offset 12: expected ':'"). */
 dprl_json *dprl_json_parse(const char *text, size_t len, dprl_error *err);
+/* The same, asking cancel (may be NULL) between the items of arrays and
+** objects: DPRL_EINTR, "interrupted". */
+dprl_json *dprl_json_parse_polled(const char *text, size_t len, dprl_cancel *cancel,
+                                  dprl_error *err);
 void dprl_json_free(dprl_json *v);
 
 /* Member of an object, or NULL. */
@@ -46,6 +50,11 @@ const char *dprl_json_type_name(dprl_json_type t);
 void dprl_json_put_string(dprl_buf *b, const char *s);
 void dprl_json_put_double(dprl_buf *b, double x);
 void dprl_json_put_double_array(dprl_buf *b, const double *x, size_t n);
+/* The same, asking cancel (may be NULL) whether to stop every few
+** thousand numbers (10^7 of them take seconds): DPRL_EINTR leaves a
+** partial array in b. */
+int dprl_json_put_double_array_polled(dprl_buf *b, const double *x, size_t n,
+                                      dprl_cancel *cancel, dprl_error *err);
 void dprl_json_put_int_array(dprl_buf *b, const int64_t *x, size_t n);
 
 /* x in the shortest of %.15g/%.16g/%.17g that reads back exactly (what

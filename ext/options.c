@@ -8,6 +8,11 @@
 
 int dprl_options_open(dprl_options *o, const char *fn, const char *text,
                       size_t len, const char *const *known, dprl_error *err) {
+  return dprl_options_open_polled(o, fn, text, len, known, NULL, err);
+}
+
+int dprl_options_open_polled(dprl_options *o, const char *fn, const char *text, size_t len,
+                             const char *const *known, dprl_cancel *cancel, dprl_error *err) {
   o->fn = fn;
   o->root = NULL;
   o->err = err;
@@ -15,14 +20,17 @@ int dprl_options_open(dprl_options *o, const char *fn, const char *text,
     return dprl_fail(err, DPRL_EINVAL,
                      "%s: options must be JSON text, got NULL", fn);
   dprl_error perr = {0};
-  o->root = dprl_json_parse(text, len, &perr);
+  o->root = dprl_json_parse_polled(text, len, cancel, &perr);
   if (!o->root) {
     if (perr.code == DPRL_ENOMEM) return dprl_nomem(err);
+    if (perr.code == DPRL_EINTR) return dprl_fail(err, DPRL_EINTR, "%s", perr.msg);
     return dprl_fail(err, DPRL_EINVAL, "%s: options: %s", fn, perr.msg);
   }
-  if (o->root->type != DPRL_JSON_OBJECT)
-    return dprl_fail(err, DPRL_EINVAL, "%s: options must be a JSON object, got %s",
-                     fn, dprl_json_type_name(o->root->type));
+  if (o->root->type != DPRL_JSON_OBJECT) {
+    char got[64];
+    dprl_json_describe(o->root, got, sizeof got);
+    return dprl_fail(err, DPRL_EINVAL, "%s: options must be a JSON object, got %s", fn, got);
+  }
   for (size_t i = 0; i < o->root->n; i++) {
     const char *k = o->root->keys[i];
     int ok = 0;
@@ -56,7 +64,11 @@ int dprl_opt_has(const dprl_options *o, const char *key) {
 
 void dprl_json_describe(const dprl_json *v, char *out, size_t n) {
   if (!v) snprintf(out, n, "nothing");
-  else if (v->type == DPRL_JSON_NUMBER) snprintf(out, n, "%.17g", v->num);
+  else if (v->type == DPRL_JSON_NUMBER && fabs(v->num) >= 1e15 && fabs(v->num) < 1e21) {
+    snprintf(out, n, "%.0f", v->num); /* an integer: every digit (2^60, not 1.15e+18) */
+    return;
+  } else if (v->type == DPRL_JSON_NUMBER) snprintf(out, n, "%.17g", v->num);
+  else if (v->type == DPRL_JSON_ARRAY && v->n == 0) snprintf(out, n, "an empty array");
   else if (v->type == DPRL_JSON_STRING) snprintf(out, n, "\"%.40s\"", v->str);
   else snprintf(out, n, "%s", dprl_json_type_name(v->type));
   /* Trim %.17g noise such as 0.10000000000000001 back to 0.1. */
@@ -118,9 +130,13 @@ int dprl_opt_int(const dprl_options *o, const char *key, int required,
     *out = dflt;
     return DPRL_OK;
   }
-  if (v->type != DPRL_JSON_NUMBER || v->num != floor(v->num) ||
-      fabs(v->num) > 9007199254740992.0)
+  if (v->type != DPRL_JSON_NUMBER || v->num != floor(v->num))
     return bad(o, key, "an integer", v);
+  if (fabs(v->num) > 9007199254740992.0) { /* not exact in a double: name the range */
+    char want[64];
+    dprl_range_describe(r, want, sizeof want);
+    return bad(o, key, dprl_range_contains(r, v->num) ? "an integer of at most 2^53" : want, v);
+  }
   double x;
   int rc = dprl_opt_number(o, key, 1, 0, r, &x);
   if (rc) return rc;
@@ -164,12 +180,14 @@ int dprl_opt_number_array(const dprl_options *o, const char *key, size_t n,
   char want[80];
   *out = NULL;
   if (!v) return DPRL_OK;
-  if (v->type != DPRL_JSON_ARRAY || v->n != n)
+  if (v->type != DPRL_JSON_ARRAY || v->n != n) {
+    char got[64];
+    if (v->type == DPRL_JSON_ARRAY) snprintf(got, sizeof got, "an array of %zu", v->n);
+    else dprl_json_describe(v, got, sizeof got);
     return dprl_fail(o->err, DPRL_EINVAL,
-                     "%s: option %s must be an array of %zu numbers (one per state), "
-                     "got %s of %zu",
-                     o->fn, key, n, dprl_json_type_name(v->type),
-                     v->type == DPRL_JSON_ARRAY ? v->n : (size_t)1);
+                     "%s: option %s must be an array of %zu numbers (one per state), got %s",
+                     o->fn, key, n, got);
+  }
   dprl_range_describe(r, want, sizeof want);
   for (size_t i = 0; i < n; i++) {
     const dprl_json *x = v->items[i];
@@ -190,7 +208,12 @@ int dprl_opt_number_array(const dprl_options *o, const char *key, size_t n,
 
 int dprl_opt_seed(const dprl_options *o, int *has_seed, uint64_t *seed) {
   int64_t s = 0;
-  *has_seed = dprl_opt_has(o, "seed");
+  const dprl_json *v = dprl_opt_get(o, "seed");
+  *has_seed = v != NULL;
+  *seed = 0;
+  if (v && !(v->type == DPRL_JSON_NUMBER && v->num == floor(v->num) && v->num >= 0 &&
+             v->num <= 9007199254740992.0))
+    return bad(o, "seed", "an integer in [0, 2^53]", v);
   int rc = dprl_opt_int(o, "seed", 0, 0, DPRL_CLOSED(0, 9007199254740992.0), &s);
   *seed = (uint64_t)s;
   return rc;

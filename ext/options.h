@@ -39,6 +39,10 @@ typedef struct dprl_range {
 ** NULL text is an error naming the options argument. */
 int dprl_options_open(dprl_options *o, const char *fn, const char *text,
                       size_t len, const char *const *known, dprl_error *err);
+/* The same, the JSON parse asking cancel (may be NULL) whether to stop
+** (10^7 numbers take seconds): DPRL_EINTR, "interrupted". */
+int dprl_options_open_polled(dprl_options *o, const char *fn, const char *text, size_t len,
+                             const char *const *known, dprl_cancel *cancel, dprl_error *err);
 void dprl_options_close(dprl_options *o);
 
 const dprl_json *dprl_opt_get(const dprl_options *o, const char *key);

@@ -39,12 +39,13 @@ static double plan_ridge(const dprl_pe_config *c) {
 }
 
 /* Closed form for disjoint indicator features (tabular k = 1, aggregate). */
-static void plan_structured(const dprl_pe_config *c, const int64_t *v, const double *se,
-                            double *err_s) {
+static int plan_structured(const dprl_pe_config *c, const int64_t *v, const double *se,
+                           double *err_s, dprl_error *err) {
   int64_t k = c->feat.kind == DPRL_FEAT_TABULAR ? 1 : c->feat.k;
   for (int64_t j = 0; j * k < c->n_states; j++) {
     double den = plan_ridge(c), var = 0;
     int64_t hi = (j + 1) * k < c->n_states ? (j + 1) * k : c->n_states;
+    if (dprl_cancel_poll(c->cancel, 10 * (uint64_t)(hi - j * k), err)) return err->code;
     for (int64_t t = j * k; t < hi; t++) {
       double g = plan_weight(c, v, t);
       den += g;
@@ -52,6 +53,7 @@ static void plan_structured(const dprl_pe_config *c, const int64_t *v, const dou
     }
     for (int64_t s = j * k; s < hi; s++) err_s[s] = den > 0 ? sqrt(var) / den : NAN;
   }
+  return DPRL_OK;
 }
 
 static int plan_dense(const dprl_pe_config *c, const int64_t *v, const double *se,
@@ -66,6 +68,7 @@ static int plan_dense(const dprl_pe_config *c, const int64_t *v, const double *s
   double *P = dprl_calloc((size_t)(n * d), sizeof *P);
   int rc = A && P ? DPRL_OK : dprl_nomem(err);
   for (int64_t t = 0; !rc && t < n; t++) {
+    if ((rc = dprl_cancel_poll(c->cancel, (uint64_t)(d * d), err))) break;
     double g = plan_weight(c, v, t);
     for (int64_t i = 0; i < d; i++)
       for (int64_t j = 0; j < d; j++) A[i * d + j] += g * phi[t * d + i] * phi[t * d + j];
@@ -73,13 +76,14 @@ static int plan_dense(const dprl_pe_config *c, const int64_t *v, const double *s
   for (int64_t i = 0; !rc && i < d; i++) A[i * d + i] += plan_ridge(c);
   if (!rc) rc = dprl_spd_inverse(A, d, err);
   for (int64_t s = 0; !rc && s < n; s++) /* P = Phi A^-1 */
-    for (int64_t j = 0; j < d; j++) {
+    for (int64_t j = 0; j < d && !(rc = dprl_cancel_poll(c->cancel, (uint64_t)d, err)); j++) {
       double acc = 0;
       for (int64_t i = 0; i < d; i++) acc += phi[s * d + i] * A[i * d + j];
       P[s * d + j] = acc;
     }
   for (int64_t s = 0; !rc && s < n; s++) {
     double var = 0;
+    if ((rc = dprl_cancel_poll(c->cancel, (uint64_t)(n * (d + 4)), err))) break;
     for (int64_t t = 0; t < n; t++) {
       if (v[t] == 0) continue;
       double dot = 0;
@@ -109,14 +113,16 @@ static double rms(const double *x, int64_t n) {
   return k ? sqrt(acc / (double)k) : NAN;
 }
 
-static void put_part(dprl_buf *b, const char *name, double sigma, const double *e, int64_t n) {
+static int put_part(const dprl_pe_config *c, dprl_buf *b, const char *name, double sigma,
+                    const double *e, int64_t n, dprl_error *err) {
   dprl_buf_printf(b, ",\"%s\":{\"sigma\":", name);
   dprl_json_put_double(b, sigma);
   dprl_buf_puts(b, ",\"error\":");
-  dprl_json_put_double_array(b, e, (size_t)n);
+  int rc = dprl_json_put_double_array_polled(b, e, (size_t)n, c->cancel, err);
   dprl_buf_puts(b, ",\"rms_error\":");
   dprl_json_put_double(b, rms(e, n));
   dprl_buf_puts(b, "}");
+  return rc;
 }
 
 int dprl_pe_plan(const dprl_pe_config *c, const int64_t *visits, dprl_buf *out,
@@ -131,14 +137,14 @@ int dprl_pe_plan(const dprl_pe_config *c, const int64_t *visits, dprl_buf *out,
   double *e_out = mem, *e_st = mem + n, *se = mem + 2 * n;
   int rc = dprl_pe_output_scale(c, visits, c->episodes, &s_out, err);
   if (!rc) rc = dprl_sp_calibrate(&p, &nz, err);
-  if (!rc) {
-    for (int64_t s = 0; s < n; s++) {
-      e_out[s] = s_out * row_norm(&c->feat, s);
-      se[s] = visits[s] > 0 ? dprl_sp_planned_se(&p, &nz, (double)visits[s]) : NAN;
-    }
-    if (c->feat.kind == DPRL_FEAT_DENSE) rc = plan_dense(c, visits, se, e_st, err);
-    else plan_structured(c, visits, se, e_st);
+  for (int64_t s = 0; !rc && s < n; s++) {
+    if ((rc = dprl_cancel_poll(c->cancel, 50 + (uint64_t)c->feat.d, err))) break;
+    e_out[s] = s_out * row_norm(&c->feat, s);
+    se[s] = visits[s] > 0 ? dprl_sp_planned_se(&p, &nz, (double)visits[s]) : NAN;
   }
+  if (!rc)
+    rc = c->feat.kind == DPRL_FEAT_DENSE ? plan_dense(c, visits, se, e_st, err)
+                                         : plan_structured(c, visits, se, e_st, err);
   for (int64_t s = 0; !rc && s < n; s++)
     if (visits[s] == 0) e_st[s] = NAN; /* unvisited: a bias, not a noise to plan */
   if (!rc) {
@@ -149,10 +155,10 @@ int dprl_pe_plan(const dprl_pe_config *c, const int64_t *visits, dprl_buf *out,
     dprl_json_put_double(out, c->delta);
     dprl_buf_printf(out, ",\"n_states\":%lld,\"d\":%lld,\"episodes\":%lld", (long long)n,
                     (long long)c->feat.d, (long long)c->episodes);
-    put_part(out, "output", s_out, e_out, n);
-    put_part(out, "statistics", nz.sigma, e_st, n);
+    rc = put_part(c, out, "output", s_out, e_out, n, err);
+    if (!rc) rc = put_part(c, out, "statistics", nz.sigma, e_st, n, err);
     dprl_buf_puts(out, "}");
-    if (out->oom) rc = dprl_nomem(err);
+    if (!rc && out->oom) rc = dprl_nomem(err);
   }
   dprl_free(mem);
   return rc;

@@ -179,11 +179,10 @@ int dprl_pe_config_parse(dprl_pe_config *c, dprl_mechanism mech, const char *fn,
   c->mech = mech;
   c->fn = fn;
   c->episodes = -1;
-  int rc = dprl_options_open(&o, fn,
-                             text, len,
-                             mech == DPRL_LSW ? dprl_lsw_option_names
-                                              : dprl_lsl_option_names,
-                             err);
+  int rc = dprl_options_open_polled(&o, fn, text, len,
+                                    mech == DPRL_LSW ? dprl_lsw_option_names
+                                                     : dprl_lsl_option_names,
+                                    cancel, err);
   if (!rc) rc = parse_all(c, &o, from_stats);
   dprl_options_close(&o);
   c->cancel = NULL;
@@ -192,7 +191,7 @@ int dprl_pe_config_parse(dprl_pe_config *c, dprl_mechanism mech, const char *fn,
 }
 
 int dprl_pe_plan_parse(dprl_pe_config *c, const char *text, size_t len, int64_t **visits,
-                       int64_t length_limit, dprl_error *err) {
+                       int64_t length_limit, dprl_cancel *cancel, dprl_error *err) {
   static const char *const mechs[] = {"dp_lsw", "dp_lsl", NULL};
   const char *fn = "dp_plan";
   dprl_options o;
@@ -202,8 +201,9 @@ int dprl_pe_plan_parse(dprl_pe_config *c, const char *text, size_t len, int64_t 
   c->length_limit = length_limit;
   c->fn = fn;
   c->plan = 1;
+  c->cancel = cancel; /* while parsing only */
   *visits = NULL;
-  int rc = dprl_options_open(&o, fn, text, len, dprl_plan_option_names, err);
+  int rc = dprl_options_open_polled(&o, fn, text, len, dprl_plan_option_names, cancel, err);
   if (!rc) rc = dprl_opt_choice(&o, "mechanism", mechs, 0, &mech);
   if (!rc) {
     c->mech = (dprl_mechanism)mech;
@@ -221,6 +221,7 @@ int dprl_pe_plan_parse(dprl_pe_config *c, const char *text, size_t len, int64_t 
                                DPRL_CLOSED(0, (double)c->episodes), &v);
   if (!rc && !(*visits = dprl_malloc((size_t)c->n_states * sizeof **visits))) rc = dprl_nomem(err);
   for (int64_t s = 0; !rc && s < c->n_states; s++) {
+    if ((rc = dprl_cancel_poll(c->cancel, 2, err))) break;
     if (v[s] != floor(v[s]))
       rc = dprl_fail(err, DPRL_EINVAL, "%s: option visits must hold integers, got %.17g "
                      "(state %lld)", fn, v[s], (long long)s);
@@ -228,6 +229,7 @@ int dprl_pe_plan_parse(dprl_pe_config *c, const char *text, size_t len, int64_t 
   }
   dprl_free(v);
   dprl_options_close(&o);
+  c->cancel = NULL;
   if (rc) {
     dprl_free(*visits);
     *visits = NULL;
@@ -415,13 +417,7 @@ static void put_key(dprl_buf *b, const char *k) {
 ** result of 2e7 values takes seconds to write). */
 static void put_doubles(const dprl_pe_config *c, dprl_buf *b, const double *x, size_t n,
                         dprl_error *err) {
-  dprl_buf_puts(b, "[");
-  for (size_t i = 0; i < n; i++) {
-    if (i) dprl_buf_puts(b, ",");
-    dprl_json_put_double(b, x[i]);
-    if (dprl_cancel_poll(c->cancel, 150, err)) break;
-  }
-  dprl_buf_puts(b, "]");
+  dprl_json_put_double_array_polled(b, x, n, c->cancel, err);
 }
 
 static void put_ints(const dprl_pe_config *c, dprl_buf *b, const int64_t *x, size_t n,

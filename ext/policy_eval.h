@@ -59,12 +59,14 @@ void dprl_pe_config_free(dprl_pe_config *c);
 
 /* dp_plan's options: the mechanism ("dp_lsw" default, "dp_lsl"), the
 ** options of that mechanism (episodes = m required) and "visits", one
-** hypothetical count per state, into *visits (caller frees). */
+** hypothetical count per state, into *visits (caller frees).  Loops over
+** states poll cancel (may be NULL); c->cancel is NULL after. */
 int dprl_pe_plan_parse(dprl_pe_config *c, const char *text, size_t len, int64_t **visits,
-                       int64_t length_limit, dprl_error *err);
+                       int64_t length_limit, dprl_cancel *cancel, dprl_error *err);
 /* The plan: for hypothetical visits, sigma and the expected error (first-
 ** order standard deviation of each released value) under both
-** perturbations, as JSON appended to out.  Reads no data. */
+** perturbations, as JSON appended to out.  Reads no data.  Every loop
+** over states, the dense n_states^2 d sum and the JSON poll c->cancel. */
 int dprl_pe_plan(const dprl_pe_config *c, const int64_t *visits, dprl_buf *out,
                  dprl_error *err);
 

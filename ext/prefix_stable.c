@@ -596,43 +596,56 @@ void dprl_prefix_release_free(dprl_prefix_release *r) {
   memset(r, 0, sizeof *r);
 }
 
-/* Examine trajectories order[0..n_exam) (order NULL: 0..n_exam-1) in that
-** order: one prefix length each. */
+void dprl_prefix_draw(dprl_rng *rng, int64_t n, int64_t T, int64_t *draw) {
+  for (int64_t c = 0; c < T; c++)
+    draw[c] = n > 0 ? (int64_t)dprl_rng_below(rng, (uint64_t)n) : -1;
+}
+
+/* Assumption 3 and the trajectories checked before any noise. */
+static int release_prepare(const dprl_policy_table *pt, const dprl_trajectories *tr,
+                           const dprl_prefix_params *pp, dprl_prefix_release *out,
+                           dprl_error *err) {
+  memset(out, 0, sizeof *out);
+  int rc = dprl_policy_validate(pt, pp->p_min, err);
+  if (!rc) rc = dprl_trajectories_check(tr, pt, err);
+  return rc;
+}
+
+/* Run c examines trajectory draw[c] (-1: none, k = 0 with no noise drawn:
+** a run without a trajectory asks no query). */
 static int examine(const dprl_policy_table *pt, const dprl_trajectories *tr,
                    const dprl_prefix_params *pp, dprl_rng *rng,
-                   const uint32_t *order, int64_t n_exam,
-                   dprl_prefix_release *out, dprl_error *err) {
+                   const int64_t *draw, dprl_prefix_release *out, dprl_error *err) {
   int rc = DPRL_OK;
+  int64_t T = pp->T;
+  for (int64_t c = 0; draw && c < T; c++)
+    if (draw[c] < -1 || draw[c] >= tr->n || (draw[c] < 0) != (tr->n == 0))
+      return dprl_fail(err, DPRL_EINVAL, "run %lld: trajectory %lld is outside 0..%lld",
+                       (long long)c, (long long)draw[c], (long long)tr->n - 1);
+  if (!draw && tr->n > 0)
+    return dprl_fail(err, DPRL_EINVAL, "trajectories: %lld given but no draw",
+                     (long long)tr->n);
   double *prod = dprl_malloc((size_t)pt->n_experts * sizeof(double));
-  out->traj = dprl_malloc((size_t)n_exam * sizeof(int64_t));
-  out->k = dprl_malloc((size_t)n_exam * sizeof(int64_t));
+  out->traj = dprl_malloc((size_t)T * sizeof(int64_t));
+  out->k = dprl_malloc((size_t)T * sizeof(int64_t));
   if (!prod || !out->traj || !out->k) {
     rc = dprl_nomem(err);
     goto done;
   }
-  for (int64_t c = 0; c < n_exam; c++) {
-    int64_t j = order ? (int64_t)order[c] : c, lo = tr->offsets[j];
+  for (int64_t c = 0; c < T; c++) {
+    int64_t j = draw ? draw[c] : -1;
     out->traj[c] = j;
+    out->k[c] = 0;
+    if (j < 0) continue;
+    int64_t lo = tr->offsets[j];
     rc = release_one(pt, pp, rng, tr->states + lo, tr->actions + lo,
                      tr->offsets[j + 1] - lo, prod, &out->k[c], err);
     if (rc) goto done;
   }
-  out->n_examined = n_exam;
+  out->n_runs = T;
 done:
   dprl_free(prod);
   if (rc) dprl_prefix_release_free(out);
-  return rc;
-}
-
-/* Assumption 3 and the trajectories checked; *n_exam = min(T, n) (T > n
-** examines all n: an error there would reveal n). */
-static int release_prepare(const dprl_policy_table *pt, const dprl_trajectories *tr,
-                           const dprl_prefix_params *pp, dprl_prefix_release *out,
-                           int64_t *n_exam, dprl_error *err) {
-  memset(out, 0, sizeof *out);
-  int rc = dprl_policy_validate(pt, pp->p_min, err);
-  if (!rc) rc = dprl_trajectories_check(tr, pt, err);
-  *n_exam = pp->T < tr->n ? pp->T : tr->n;
   return rc;
 }
 
@@ -640,30 +653,23 @@ int dprl_prefix_release_run(const dprl_policy_table *pt,
                             const dprl_trajectories *tr,
                             const dprl_prefix_params *pp, dprl_rng *rng,
                             dprl_prefix_release *out, dprl_error *err) {
-  int64_t n_exam;
-  int rc = release_prepare(pt, tr, pp, out, &n_exam, err);
+  int rc = release_prepare(pt, tr, pp, out, err);
   if (rc) return rc;
-  if (n_exam <= 0) return DPRL_OK; /* nothing to examine, nothing released */
-  if ((uint64_t)tr->n > UINT32_MAX)
-    return dprl_fail(err, DPRL_EINVAL,
-                     "trajectories: at most %lu can be shuffled, got more",
-                     (unsigned long)UINT32_MAX);
-  uint32_t *order = dprl_malloc((size_t)tr->n * sizeof(uint32_t));
-  if (!order) return dprl_nomem(err);
-  for (int64_t j = 0; j < tr->n; j++) order[j] = (uint32_t)j;
-  dprl_rng_shuffle_u32(rng, order, (uint64_t)tr->n);
-  rc = examine(pt, tr, pp, rng, order, n_exam, out, err);
-  dprl_free(order);
+  int64_t *draw = NULL;
+  if (tr->n > 0) {
+    if (!(draw = dprl_malloc((size_t)pp->T * sizeof *draw))) return dprl_nomem(err);
+    dprl_prefix_draw(rng, tr->n, pp->T, draw);
+  }
+  rc = examine(pt, tr, pp, rng, draw, out, err);
+  dprl_free(draw);
   return rc;
 }
 
-int dprl_prefix_release_ordered(const dprl_policy_table *pt,
-                                const dprl_trajectories *tr,
-                                const dprl_prefix_params *pp, dprl_rng *rng,
-                                dprl_prefix_release *out, dprl_error *err) {
-  int64_t n_exam;
-  int rc = release_prepare(pt, tr, pp, out, &n_exam, err);
-  if (rc) return rc;
-  if (n_exam <= 0) return DPRL_OK;
-  return examine(pt, tr, pp, rng, NULL, n_exam, out, err);
+int dprl_prefix_release_drawn(const dprl_policy_table *pt,
+                              const dprl_trajectories *tr,
+                              const dprl_prefix_params *pp, dprl_rng *rng,
+                              const int64_t *draw, dprl_prefix_release *out,
+                              dprl_error *err) {
+  int rc = release_prepare(pt, tr, pp, out, err);
+  return rc ? rc : examine(pt, tr, pp, rng, draw, out, err);
 }

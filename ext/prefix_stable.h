@@ -9,9 +9,10 @@
 **      pi_i(.|s) sums to 1 within 1e-9)
 **   -> dprl_prefix_params_derive (eps' by the accountant, delta', c_min,
 **      theta from the public eps1, delta1, p_min, T, L)
-**   -> dprl_prefix_release (shuffle, then for each of the first T
-**      trajectories a noisy threshold and one PrefixQuery per step until
-**      the first "bottom") -> one prefix length k per examined trajectory.
+**   -> dprl_prefix_release_run (T runs, each drawing a trajectory
+**      uniformly with replacement, then a noisy threshold and one
+**      PrefixQuery per step until the first "bottom") -> one prefix length
+**      k per run.
 **
 ** count_tau(Pi) = sum_i prod_j pi_i(a_j|s_j) is kept incrementally: one
 ** running product per expert, updated in O(m) per step over a contiguous
@@ -162,8 +163,8 @@ typedef struct dprl_prefix_params {
 ** delta1; an eps1 so small that 4/eps' or theta overflows, or that
 ** eps' < 2^-25 (the noise grid for 2/eps' would be coarser than the count's
 ** sensitivity 1; theta is then > 2^25/p_min, beyond any realistic number
-** of experts). T may exceed the number of trajectories: the release
-** examines those that exist (dprl_prefix_release_run). */
+** of experts). T is the number of runs whatever the number of
+** trajectories (dprl_prefix_release_run). */
 int dprl_prefix_params_derive(double eps1, double delta1, double p_min,
                               int64_t n_actions, int64_t T, int64_t L,
                               dprl_prefix_accountant accountant,
@@ -211,34 +212,40 @@ int dprl_prefix_query(dprl_rng *rng, const dprl_prefix_params *pp,
 /* ---- The release (Algorithm 2) --------------------------------------- */
 
 typedef struct dprl_prefix_release {
-  int64_t n_examined; /* min(T, number of trajectories) */
-  int64_t *traj;      /* traj[c]: index of the c-th examined trajectory */
-  int64_t *k;         /* k[c]: released prefix length, 0..min(len, L) */
+  int64_t n_runs; /* T, whatever the data */
+  int64_t *traj;  /* traj[c]: the trajectory run c drew, -1 when there is none */
+  int64_t *k;     /* k[c]: released prefix length, 0..min(len, L) (0 if traj[c] < 0) */
 } dprl_prefix_release;
 
-/* Validate the policies (with pp->p_min) and trajectories, then shuffle
-** the trajectories with rng and, for each of the first min(T, n), release
-** the longest prefix tau_{1:k} whose PrefixQueries all returned "top"
-** (k = 0: nothing). T > n is not an error (its occurrence would reveal n):
-** all n are examined, and the missing runs release nothing, as a run with
-** k = 0 does (ALGORITHMS.md section 7). n = 0 examines nothing. A trajectory longer than L is examined on its first L
-** steps only (no count or query uses a later step; every step is still
-** range-checked); one shorter than L stops at its end as if that were L. The released rows for traj[c] are its steps
-** 0..k[c]-1, each with next state s_{j+1} where it exists. On error *out
-** is left empty. */
+/* The draw of T runs (ALGORITHMS.md section 7): draw[c] uniform on
+** 0..n-1, independent (with replacement), by dprl_rng_below in run order;
+** n = 0 gives -1 everywhere and uses no randomness. */
+void dprl_prefix_draw(dprl_rng *rng, int64_t n, int64_t T, int64_t *draw);
+
+/* Validate the policies (with pp->p_min) and trajectories, then run T
+** times: each run draws a trajectory uniformly with replacement
+** (dprl_prefix_draw, before any noise) and releases its longest prefix
+** tau_{1:k} whose PrefixQueries all returned "top" (k = 0: nothing). The
+** number of runs is T whatever n is; n = 0 (no trajectory to draw) gives T
+** runs that release nothing, an outcome every input can produce
+** (ALGORITHMS.md section 7). A trajectory longer than L is examined on its
+** first L steps only (no count or query uses a later step; every step is
+** still range-checked); one shorter than L stops at its end as if that
+** were L. The released rows of run c are steps 0..k[c]-1 of traj[c], each
+** with next state s_{j+1} where it exists. On error *out is left empty. */
 int dprl_prefix_release_run(const dprl_policy_table *pt,
                             const dprl_trajectories *tr,
                             const dprl_prefix_params *pp, dprl_rng *rng,
                             dprl_prefix_release *out, dprl_error *err);
-/* The same release over trajectories the caller has already drawn, in the
-** order of examination (the SQL layer reads only the trajectories it
-** examines: it draws them from the generator first, exactly as the shuffle
-** above would, ALGORITHMS.md section 7.1): no shuffle; the first
-** min(T, n) are examined in order (traj[c] = c). */
-int dprl_prefix_release_ordered(const dprl_policy_table *pt,
-                                const dprl_trajectories *tr,
-                                const dprl_prefix_params *pp, dprl_rng *rng,
-                                dprl_prefix_release *out, dprl_error *err);
+/* The same release with the draw already made (the SQL layer reads only
+** the trajectories drawn, ALGORITHMS.md section 7.1): draw[c] in
+** 0..tr->n-1 is run c's trajectory, for c < pp->T, or -1 for none (only
+** when tr->n = 0; draw may then be NULL). Refused: an index out of range. */
+int dprl_prefix_release_drawn(const dprl_policy_table *pt,
+                              const dprl_trajectories *tr,
+                              const dprl_prefix_params *pp, dprl_rng *rng,
+                              const int64_t *draw, dprl_prefix_release *out,
+                              dprl_error *err);
 void dprl_prefix_release_free(dprl_prefix_release *r);
 
 #endif

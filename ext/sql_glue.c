@@ -47,7 +47,15 @@ void dprl_sql_describe(sqlite3_value *v, char *out, size_t n) {
     case SQLITE_INTEGER: snprintf(out, n, "%lld", (long long)sqlite3_value_int64(v)); break;
     case SQLITE_FLOAT: snprintf(out, n, "%.17g", sqlite3_value_double(v)); break;
     case SQLITE_TEXT: snprintf(out, n, "text '%.40s'", (const char *)sqlite3_value_text(v)); break;
-    default: snprintf(out, n, "a blob"); break;
+    default: { /* a blob: its length and up to 16 bytes in SQL's x'..' form */
+      const unsigned char *b = sqlite3_value_blob(v);
+      int len = sqlite3_value_bytes(v), k = len < 16 ? len : 16;
+      char hex[33] = "";
+      for (int i = 0; b && i < k; i++) snprintf(hex + 2 * i, 3, "%02x", b[i]);
+      snprintf(out, n, "a blob of %d byte%s x'%s'%s", len, len == 1 ? "" : "s", hex,
+               len > k ? "..." : "");
+      break;
+    }
   }
 }
 

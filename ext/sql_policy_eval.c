@@ -131,10 +131,12 @@ static void pe_final(sqlite3_context *ctx) {
 
 static int dprl_register_policy_eval_stats(sqlite3 *db);
 
-/* dp_plan(options): deterministic, reads no data (plan.c). */
+/* dp_plan(options): deterministic, reads no data (plan.c); 10^7 states
+** take seconds, so every phase can be interrupted. */
 static void plan_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   dprl_error err = {0};
   dprl_pe_config c;
+  dprl_sql_cancel cancel;
   int64_t *visits = NULL;
   dprl_buf b = {0};
   (void)argc;
@@ -143,12 +145,18 @@ static void plan_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     sqlite3_result_error_nomem(ctx);
     return;
   }
-  int rc = dprl_pe_plan_parse(&c, text, (size_t)sqlite3_value_bytes(argv[0]), &visits,
-                              length_limit(ctx), &err);
+  int rc = dprl_sql_cancel_open(&cancel, sqlite3_context_db_handle(ctx), &err);
   if (!rc) {
-    rc = dprl_pe_plan(&c, visits, &b, &err);
-    dprl_pe_config_free(&c);
-    dprl_free(visits);
+    rc = dprl_pe_plan_parse(&c, text, (size_t)sqlite3_value_bytes(argv[0]), &visits,
+                            length_limit(ctx), &cancel.base, &err);
+    if (!rc) {
+      c.cancel = &cancel.base;
+      rc = dprl_pe_plan(&c, visits, &b, &err);
+      c.cancel = NULL;
+      dprl_pe_config_free(&c);
+      dprl_free(visits);
+    }
+    dprl_sql_cancel_close(&cancel);
   }
   if (rc) dprl_sql_result_error(ctx, "dp_plan", &err);
   else dprl_sql_result_json(ctx, b.data, (int)b.len);

@@ -17,11 +17,12 @@
 ** Glue only: the options become the public parameters before any row is
 ** read (so no option error depends on the data), the policies are read
 ** into a dense table (experts, states and actions interned to 0..n-1), the
-** trajectories' episode keys are read and T of them drawn, only those
-** trajectories' rows are read (ALGORITHMS.md section 7.1), the release
-** runs in prefix_stable.c, and the released prefixes come back numbered by
-** release and step: the caller's episode keys and t are used to draw,
-** group and order the steps and never leave this file.
+** trajectories' episode keys are read and each of the T runs draws one
+** (uniformly, with replacement), only the drawn trajectories' rows are read
+** (ALGORITHMS.md section 7.1), the release runs in prefix_stable.c, and the
+** released prefixes come back numbered by run and step: the caller's
+** episode keys and t are used to draw, group and order the steps and never
+** leave this file.
 */
 #include <stdio.h>
 #include <string.h>
@@ -58,10 +59,11 @@ typedef struct ps_state {
   dprl_episode_index experts, states, actions; /* ids -> dense indices */
   dprl_policy_table pt;
   dprl_episode_index ids;    /* every episode key of trajectories_sql */
-  dprl_episode_index chosen; /* the examined ones: 0..K-1 in examination order */
+  dprl_episode_index chosen; /* the K distinct drawn keys, in order of first draw */
+  int64_t *run;              /* run[c]: run c's trajectory in chosen (-1: none) */
   char *body;                /* trajectories_sql without what follows it, or NULL */
   dprl_step_buffer buf;      /* trajectories: action index kept in .reward */
-  int64_t *offsets, *st, *ac; /* the K examined trajectories, in order */
+  int64_t *offsets, *st, *ac; /* the K drawn trajectories, in order of first draw */
   int seeks;   /* pass 1 found the keys by index seeks */
   int picking; /* dprl_prefix_key: PS_COLLECT (pass 1), PS_PICK (pass 2), PS_SAMPLE (one pass) */
   /* the last integer key seen by dprl_prefix_key, and its id (rows of one
@@ -216,12 +218,13 @@ static int ps_lookup(dprl_episode_index *x, sqlite3_value *v, const char *what,
 }
 
 /* ---- which trajectories are read (ALGORITHMS.md section 7.1) ------------
-** The release examines the first T trajectories of a secure shuffle; the
-** others take no part in it.  So the call reads the distinct episode keys
-** first (pass 1), orders them as the grouped buffer used to (key order),
-** shuffles them with the generator exactly as dprl_prefix_release_run
-** does, and then reads the rows of the first K = min(T, n) only (pass 2):
-** the same law (and, seeded, the same release) as reading everything.
+** Each of the T runs examines a trajectory drawn uniformly with
+** replacement; the others take no part in it.  So the call reads the
+** distinct episode keys first (pass 1), orders them as the grouped buffer
+** used to (key order), draws the T runs' keys with the generator exactly
+** as dprl_prefix_release_run does, and then reads the rows of the K <= T
+** distinct drawn keys only (pass 2): the same law (and, seeded, the same
+** release) as reading everything.
 ** Pass 2 wraps the caller's query as
 **   WITH dprl_ps_rows(e, t, s, a) AS (<trajectories_sql>)
 **   SELECT e, t, s, a FROM dprl_ps_rows WHERE e COLLATE BINARY IN (?, ...)
@@ -232,9 +235,10 @@ static int ps_lookup(dprl_episode_index *x, sqlite3_value *v, const char *what,
 ** tells the drawn keys' rows (pass 2) in C: half the cost of SQL's
 ** DISTINCT and IN.  One pass ("read": "once", the default when the call
 ** is unseeded and no index seeks) does both in one scan: the same filter
-** samples each key at its first row (Algorithm R) and lets through the
-** rows of the keys in the sample, which is shuffled at the end: the same
-** law, half the reading.  The keys themselves never leave this file. */
+** samples each key at its first row (Algorithm R, without replacement) and
+** lets through the rows of the keys in the sample, which is shuffled at
+** the end and turned into T draws with replacement: the same law, half
+** the reading.  The keys themselves never leave this file. */
 
 #define PS_WITH "WITH dprl_ps_rows(e, t, s, a) AS (\n"
 
@@ -493,33 +497,30 @@ static int ps_keyed_cmp(const void *a, const void *b) {
 }
 
 /* The draw: the keys in key order (as the grouped buffer numbered its
-** episodes), shuffled with the generator as dprl_prefix_release_run
-** shuffles (the same words of the stream); the first K = min(T, n) go to
-** ps->chosen, in order.  Returns K. */
+** episodes), and each run's key drawn uniformly with replacement with the
+** generator as dprl_prefix_release_run draws (dprl_prefix_draw: the same
+** words of the stream); the K distinct drawn keys go to ps->chosen in
+** order of first draw, and ps->run[c] is run c's place there. */
 static int ps_choose(ps_state *ps, int64_t T, int64_t *K) {
   size_t n = ps->ids.n;
   *K = 0;
-  if (n == 0 || T <= 0) return DPRL_OK;
-  ps_keyed *k = dprl_calloc(n, sizeof *k);
-  uint32_t *order = dprl_calloc(n, sizeof *order);
+  ps_keyed *k = dprl_calloc(n ? n : 1, sizeof *k);
   int rc = DPRL_OK;
-  if (!k || !order) rc = dprl_nomem(&ps->err);
+  if (!k) rc = dprl_nomem(&ps->err);
   for (size_t i = 0; !rc && i < n; i++) {
     dprl_key_get(&ps->ids, (uint32_t)i, &k[i].key);
     k[i].i = (uint32_t)i;
   }
   if (!rc) rc = dprl_sort(k, n, sizeof *k, ps_keyed_cmp, &ps->cancel.base, &ps->err);
-  if (!rc) {
-    for (size_t j = 0; j < n; j++) order[j] = (uint32_t)j;
-    dprl_rng_shuffle_u32(&ps->rng, order, (uint64_t)n);
-    *K = T < (int64_t)n ? T : (int64_t)n;
-  }
-  for (int64_t c = 0; !rc && c < *K; c++) {
+  if (!rc) dprl_prefix_draw(&ps->rng, (int64_t)n, T, ps->run);
+  for (int64_t c = 0; !rc && c < T; c++) {
     uint32_t got;
-    rc = dprl_key_intern(&ps->chosen, &k[order[c]].key, &got, &ps->err);
+    if (ps->run[c] < 0) continue;
+    rc = dprl_key_intern(&ps->chosen, &k[ps->run[c]].key, &got, &ps->err);
+    ps->run[c] = got;
   }
+  if (!rc) *K = (int64_t)ps->chosen.n;
   dprl_free(k);
-  dprl_free(order);
   return rc;
 }
 
@@ -590,13 +591,17 @@ static int ps_take_once(sqlite3_value **v, ps_state *ps) {
   return DPRL_OK;
 }
 
-/* One pass, at the end: the first failed row (in the order read) of a key
-** still in the reservoir, which two passes would have met first too. */
+/* One pass, at the end: the first failed row (in the order read) of a
+** drawn key, which two passes would have met first too. */
 static int ps_bad_examined(ps_state *ps) {
   const ps_bad *first = NULL;
-  for (size_t i = 0; i < ps->n_bad; i++)
-    if ((ps->member[ps->bad[i].id] & PS_IN) && (!first || ps->bad[i].row < first->row))
+  for (size_t i = 0; i < ps->n_bad; i++) {
+    dprl_key k;
+    uint32_t c;
+    dprl_key_get(&ps->ids, ps->bad[i].id, &k);
+    if (dprl_key_find(&ps->chosen, &k, &c) && (!first || ps->bad[i].row < first->row))
       first = &ps->bad[i];
+  }
   return first ? dprl_fail(&ps->err, DPRL_EINVAL, "%s", first->msg) : DPRL_OK;
 }
 
@@ -668,8 +673,12 @@ static int ps_has_seeks(sqlite3 *db, const ps_state *ps, int *oom) {
 
 /* One pass (ALGORITHMS.md 7.1): every row's key is checked and sampled
 ** (ps_sample_row); the rows of keys in the reservoir at the time are read
-** into the buffer.  Then the K = min(T, n) members are shuffled with the
-** generator: that order is the order of examination (ps->chosen). */
+** into the buffer.  Then the min(T, n) members are shuffled with the
+** generator (S, a uniform ordered sample without replacement), and the T
+** runs drawn with replacement from it: run c repeats the u-th distinct key
+** drawn so far for u = dprl_rng_below(n) < d, and otherwise takes S[d], the
+** next fresh key (d of them so far).  The K = d fresh keys, in that order,
+** are ps->chosen. */
 static int ps_read_once(sqlite3 *db, sqlite3_value *sql, ps_state *ps, int64_t T, int64_t *K,
                         char **pzErr) {
   int oom = 0, rc;
@@ -700,22 +709,30 @@ static int ps_read_once(sqlite3 *db, sqlite3_value *sql, ps_state *ps, int64_t T
     if (rc == SQLITE_DONE) rc = SQLITE_OK;
   }
   if (rc) return rc;
-  if (ps_bad_examined(ps)) return dprl_sql_vtab_error(pzErr, FN, &ps->err);
   dprl_rng_shuffle_u32(&ps->rng, ps->res, (uint64_t)ps->res_n);
-  for (size_t c = 0; c < ps->res_n; c++) {
-    dprl_key k;
-    uint32_t got;
-    dprl_key_get(&ps->ids, ps->res[c], &k);
-    if (dprl_key_intern(&ps->chosen, &k, &got, &ps->err)) return dprl_sql_vtab_error(pzErr, FN, &ps->err);
+  uint64_t n = ps->ids.n, d = 0;
+  for (int64_t c = 0; c < T; c++) {
+    uint64_t u = n ? dprl_rng_below(&ps->rng, n) : 0;
+    if (!n) ps->run[c] = -1;
+    else if (u < d) ps->run[c] = (int64_t)u;
+    else {
+      dprl_key k;
+      uint32_t got;
+      dprl_key_get(&ps->ids, ps->res[d], &k); /* d < min(T, n) = res_n */
+      if (dprl_key_intern(&ps->chosen, &k, &got, &ps->err))
+        return dprl_sql_vtab_error(pzErr, FN, &ps->err);
+      ps->run[c] = (int64_t)d++;
+    }
   }
-  *K = (int64_t)ps->res_n;
+  if (ps_bad_examined(ps)) return dprl_sql_vtab_error(pzErr, FN, &ps->err);
+  *K = (int64_t)d;
   return SQLITE_OK;
 }
 
-/* The examined trajectories flattened into the core's arrays in the order
-** of examination (trajectory c = chosen key c), each sorted by t; an
-** examined key with no rows (a query that changed between the passes) is
-** an empty trajectory. */
+/* The K drawn trajectories flattened into the core's arrays in order of
+** first draw (trajectory c = chosen key c; ps->run maps runs to them),
+** each sorted by t; a drawn key with no rows (a query that changed between
+** the passes) is an empty trajectory. */
 static int ps_flatten(ps_state *ps, int64_t K, char **pzErr) {
   size_t E = dprl_step_buffer_episodes(&ps->buf), n = ps->buf.n;
   uint32_t *pos = dprl_calloc(E ? E : 1, sizeof *pos);
@@ -762,18 +779,17 @@ static void put_key(dprl_rows *out, int col, const dprl_key *k) {
 }
 
 /* One output row per released transition (s_j, a_j, s_{j+1}): release =
-** 1, 2, ... over the examined trajectories that released k >= 1 steps, in
-** the (secure, shuffled) order of examination; step = 1..k. Nothing the
-** caller chose to identify a trajectory (episode key, t) is output. */
+** the run, 1..T (a run that released nothing has no rows); step = 1..k.
+** Nothing the caller chose to identify a trajectory (episode key, t) is
+** output. */
 static int ps_emit(ps_state *ps, const dprl_prefix_release *rel, dprl_rows *out) {
-  int64_t release = 0;
-  for (int64_t c = 0; c < rel->n_examined && !out->oom; c++) {
+  for (int64_t c = 0; c < rel->n_runs && !out->oom; c++) {
+    if (rel->k[c] <= 0) continue;
     int64_t e = rel->traj[c], lo = ps->offsets[e], hi = ps->offsets[e + 1];
-    if (rel->k[c] > 0) release++;
     for (int64_t j = lo; j < lo + rel->k[c]; j++) {
       dprl_key sk, ak, nk;
       if (dprl_rows_add(out)) break;
-      dprl_rows_int(out, 0, release);
+      dprl_rows_int(out, 0, c + 1);
       dprl_rows_int(out, 1, j - lo + 1);
       dprl_key_get(&ps->states, (uint32_t)ps->st[j], &sk);
       dprl_key_get(&ps->actions, (uint32_t)ps->ac[j], &ak);
@@ -795,9 +811,9 @@ static int ps_release(sqlite3 *db, ps_state *ps, const ps_opts *o, int64_t K, dp
   dprl_prefix_params pp = o->pp;
   pp.cancel = &ps->cancel.base;
   int rc = SQLITE_OK;
-  /* T above the number of trajectories examines them all (no error: it
-  ** would reveal their number); none at all releases nothing. */
-  if (dprl_prefix_release_ordered(&ps->pt, &tr, &pp, &ps->rng, &rel, &ps->err))
+  /* T runs whatever the number of trajectories (ALGORITHMS.md 7); with
+  ** none at all, every run releases nothing. */
+  if (dprl_prefix_release_drawn(&ps->pt, &tr, &pp, &ps->rng, ps->run, &rel, &ps->err))
     rc = dprl_sql_vtab_error(pzErr, FN, &ps->err);
   else
     rc = ps_emit(ps, &rel, out);
@@ -832,15 +848,9 @@ static int ps_compute(sqlite3 *db, sqlite3_value **args, dprl_rows *out, char **
   else if (!(rc = ps_read_policies(db, args[1], &ps, pzErr))) {
     /* Assumption 3 is checked before any trajectory is read or released. */
     if (dprl_policy_validate(&ps.pt, o.pp.p_min, &ps.err)) rc = dprl_sql_vtab_error(pzErr, FN, &ps.err);
-    /* trajectories_sql checked as it is (one read-only SELECT, 4 columns)
-    ** before any of its wrapped forms runs */
-    else if (!(rc = dprl_query_open(&q, db, "trajectories_sql", args[0], 4, FN, pzErr)) &&
-             sqlite3_bind_parameter_count(q.stmt) > 0) {
-      /* nothing binds them, and inside the wrapper ?1 would be dprl's own */
-      dprl_query_close(&q);
-      dprl_fail(&ps.err, DPRL_EINVAL, "trajectories_sql must not contain parameters (?, :name)");
-      rc = dprl_sql_vtab_error(pzErr, FN, &ps.err);
-    } else if (!rc) {
+    /* trajectories_sql checked as it is (one read-only SELECT, 4 columns,
+    ** no parameters) before any of its wrapped forms runs */
+    else if (!(rc = dprl_query_open(&q, db, "trajectories_sql", args[0], 4, FN, pzErr))) {
       dprl_query_close(&q);
       ps.body = dprl_query_body(db, args[0]);
       ps.buf.cancel = &ps.cancel.base;
@@ -849,6 +859,7 @@ static int ps_compute(sqlite3 *db, sqlite3_value **args, dprl_rows *out, char **
       ** independent of the order of the rows; both have the same law). */
       int oom = 0, once = o.read == PS_READ_ONCE ||
                           (o.read == PS_READ_AUTO && !o.has_seed && !ps_has_seeks(db, &ps, &oom));
+      if (!oom && !(ps.run = dprl_malloc((size_t)o.pp.T * sizeof *ps.run))) oom = 1;
       if (oom) rc = SQLITE_NOMEM;
       else if (!(rc = ps_open(db, &ps, &o, pzErr))) {
         if (once) rc = ps_read_once(db, args[0], &ps, o.pp.T, &K, pzErr);
@@ -879,6 +890,7 @@ static int ps_compute(sqlite3 *db, sqlite3_value **args, dprl_rows *out, char **
   dprl_free(ps.st);
   dprl_free(ps.ac);
   dprl_free(ps.res);
+  dprl_free(ps.run);
   dprl_free(ps.member);
   for (size_t i = 0; i < ps.n_bad; i++) dprl_free(ps.bad[i].msg);
   dprl_free(ps.bad);

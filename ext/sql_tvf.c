@@ -91,9 +91,11 @@ int dprl_query_open(dprl_query *q, sqlite3 *db, const char *what, sqlite3_value 
                     int ncol, const char *fn, char **pzErr) {
   q->stmt = NULL;
   q->what = what;
-  if (sqlite3_value_type(sql) != SQLITE_TEXT)
-    return query_error(pzErr, fn, "%s: %s must be the text of a SELECT, got %s", what,
-                       sqlite3_value_type(sql) == SQLITE_NULL ? "NULL" : "a non-text value");
+  if (sqlite3_value_type(sql) != SQLITE_TEXT) {
+    char got[96];
+    dprl_sql_describe(sql, got, sizeof got);
+    return query_error(pzErr, fn, "%s: %s must be the text of a SELECT, got %s", what, got);
+  }
   const char *text = (const char *)sqlite3_value_text(sql), *tail = NULL;
   if (!text) return SQLITE_NOMEM;
   int rc = sqlite3_prepare_v2(db, text, -1, &q->stmt, &tail);
@@ -115,6 +117,10 @@ int dprl_query_open(dprl_query *q, sqlite3 *db, const char *what, sqlite3_value 
   const char *problem = NULL;
   char detail[96];
   if (more) problem = "must be a single statement, got more after the first";
+  /* nothing binds them (a ? would silently be NULL), and inside a wrapper
+  ** ?1 would be dprl's own */
+  else if (sqlite3_bind_parameter_count(q->stmt) > 0)
+    problem = "must not contain parameters (?, :name)";
   else if (!sqlite3_stmt_readonly(q->stmt)) problem = "must not write (a read-only SELECT)";
   else if (sqlite3_column_count(q->stmt) != ncol) {
     snprintf(detail, sizeof detail, "must return %d columns, got %d", ncol,
@@ -265,7 +271,7 @@ int dprl_query_rows(sqlite3 *db, sqlite3_value *sql, const char *what, int ncol,
                      DPRL_QUERY_MAX_COLS);
   int rc = dprl_query_open(&q, db, what, sql, ncol, fn, &qerr);
   if (rc) return query_failed(db, rc, &qerr, err);
-  if (sqlite3_bind_parameter_count(q.stmt) == 0 && (body = dprl_query_body(db, sql)))
+  if ((body = dprl_query_body(db, sql))) /* no parameters: dprl_query_open refused them */
     wrapped = wrap_rows(db, body, ncol, &oom);
   dprl_free(body);
   if (oom) {

@@ -44,8 +44,8 @@ SELECT e AS epsilon, n AS released_transitions,
        round(n / 100.0, 2) AS mean_prefix_length
 FROM released;
 
--- The released transitions at epsilon = 300: release numbers the released
--- prefixes in the (random) order they were examined, step is 1..k; no
+-- The released transitions at epsilon = 300: release is the run (1..100,
+-- each drawing a patient at random, with replacement), step is 1..k; no
 -- patient id or time comes out.
 SELECT * FROM dp_prefix_stable(
   'SELECT episode, t, state, action FROM steps',

@@ -34,7 +34,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     dprl_error e = {0};
     if (form == 4) {
       int64_t *visits = NULL;
-      if (dprl_pe_plan_parse(&c, text, size, &visits, 1000000000, &e) == DPRL_OK) {
+      if (dprl_pe_plan_parse(&c, text, size, &visits, 1000000000, NULL, &e) == DPRL_OK) {
         dprl_buf b = {0};
         dprl_pe_plan(&c, visits, &b, &e);
         dprl_buf_free(&b);

@@ -338,10 +338,10 @@ def test_schemas():
 
 def test_name_polish():
     con, _ = database()
-    check_error(con, "SELECT dprl_budget(x'6162', 1, 0)", "dprl_budget: name must be text, got a blob",
+    check_error(con, "SELECT dprl_budget(x'6162', 1, 0)", "dprl_budget: name must be text, got a blob of 2 bytes x'6162'",
                 "a BLOB name is refused")
     check_error(con, "SELECT dprl_budget_remaining(x'6162')",
-                "dprl_budget_remaining: name must be text, got a blob", "and by dprl_budget_remaining")
+                "dprl_budget_remaining: name must be text, got a blob of 2 bytes x'6162'", "and by dprl_budget_remaining")
     check_error(con, "SELECT dprl_budget('', 1, 0)", "dprl_budget: name must be 1 to 200 characters, got 0",
                 "empty name")
     long = "é" * 200  # 200 characters, 400 bytes

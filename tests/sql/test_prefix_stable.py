@@ -1,6 +1,6 @@
 """dp_prefix_stable through SQL: the released prefixes and their columns
-(no caller key or t), the required public L and T, T above the number of
-trajectories, tiny epsilon, the accountant against an independent
+(no caller key or t), the required public L and T, T runs drawn with
+replacement whatever the number of trajectories, tiny epsilon, the accountant against an independent
 computation (dp_prefix_calibrate), and every option / policy / input error."""
 import json
 import math
@@ -158,11 +158,12 @@ def test_cliff():
     check(all(hits), "released rows are exact prefixes of the input, next_state included")
     o2 = dict(o)
     del o2["seed"]
-    out2 = con.execute(Q, (json.dumps(o2),)).fetchall()
-
-    def canon(rows):  # the released prefixes, whatever their numbering
-        return sorted(tuple(v) for v in releases(rows).values())
-    check(canon(out2) == canon(out), "cliff: secure noise releases the same prefixes")
+    per2 = releases(con.execute(Q, (json.dumps(o2),)).fetchall())
+    # each run draws its own trajectory (with replacement): which ones
+    # differ between draws, the prefix length and the exactness do not
+    check(numbered_1_to_R(per2) and len(per2) == n and
+          all(len(v) == j0 - 1 and matches_prefix(v, trajs) for v in per2.values()),
+          "cliff: secure noise releases T prefixes of length j0 - 1, exact prefixes")
 
 
 def test_no_caller_ids():
@@ -204,7 +205,8 @@ def test_whole_trajectories_and_T():
 
 def test_T_above_n_and_none():
     # T above the number of trajectories is not an error (its occurrence or
-    # text would reveal that number): all of them are examined.
+    # text would reveal that number): there are T runs, each drawing a
+    # trajectory with replacement.
     m, n, L = 20000, 10, 4
     con, _ = setup(m, n, L, j0=99)
     o = {"epsilon": 20, "delta": 0.1, "p_min": 1e-3, "T": 100000, "L": L, "seed": 2}
@@ -213,11 +215,15 @@ def test_T_above_n_and_none():
     # eps' of the T = 100000 accounting is tiny: release at a large epsilon
     o = dict(o, epsilon=20000, T=1000)
     out = con.execute(Q, (json.dumps(o),)).fetchall()
-    check(len(releases(out)) == n and len(out) == n * L,
-          "T = 1000 > 10: every trajectory examined (and released)", len(out))
+    per = releases(out)
+    check(sorted(per) == list(range(1, 1001)) and len(out) == 1000 * L,
+          "T = 1000 > 10: 1000 runs, each releasing a whole trajectory", len(out))
     con.execute("DELETE FROM steps")
     check(con.execute(Q, (json.dumps(o),)).fetchall() == [],
           "no trajectories at all: nothing released, no error")
+    for read in ("once", "twice"):
+        check(con.execute(Q, (json.dumps({k: v for k, v in dict(o, read=read).items() if k != "seed"}),)).fetchall() == [],
+              f"no trajectories, read {read}, unseeded: nothing released, no error")
 
 
 def test_long_tail_changes_nothing():
@@ -355,17 +361,18 @@ def test_errors():
     check(sql_error(con, Q, (json.dumps(o),)) is None, "the repaired policy table is accepted")
     check(sql_error(con, Q, (json.dumps(dict(o, T=3)),)) is None,
           "T = 3 above the 2 trajectories is no error")
-    # T = 3 examines all 3 trajectories: only examined trajectories are read
-    # (test_unexamined_not_read)
+    # Only drawn trajectories are read (test_unexamined_not_read): T = 100
+    # runs drawing from 3 trajectories miss episode 7 with probability
+    # (2/3)^100 < 1e-17.
     con.execute("INSERT INTO steps VALUES (7, 0, 5, 0)")
     err("dp_prefix_stable: trajectories_sql: state 5 is not in the policy table (policies_sql)",
-        "a trajectory state not in the policies is an error", dict(o, T=3))
+        "a trajectory state not in the policies is an error", dict(o, T=100))
     con.execute("UPDATE steps SET state = 0, action = 9 WHERE episode = 7")
     err("dp_prefix_stable: trajectories_sql: action 9 is not in the policy table (policies_sql)",
-        "a trajectory action not in the policies is an error", dict(o, T=3))
+        "a trajectory action not in the policies is an error", dict(o, T=100))
     con.execute("UPDATE steps SET action = 0 WHERE episode = 7")
     con.execute("INSERT INTO steps VALUES (7, 0, 1, 0)")
-    msg = sql_error(con, Q, (json.dumps(dict(o, T=3)),))
+    msg = sql_error(con, Q, (json.dumps(dict(o, T=100)),))
     check(msg == "dp_prefix_stable: duplicate (episode, t) = (7, 0)",
           "a duplicate (episode, t) in an examined trajectory is an error", msg)
     con.execute("DELETE FROM steps WHERE episode = 7")
@@ -378,6 +385,9 @@ def test_errors():
     con.execute("DELETE FROM steps WHERE episode = 7")
     err("dp_prefix_stable: policies_sql must return 4 columns, got 3", "policies_sql columns",
         sql=Q.replace("expert, state, action, prob", "expert, state, action"))
+    err("dp_prefix_stable: policies_sql must not contain parameters (?, :name)",
+        "a parameter in policies_sql is refused (nothing would bind it)",
+        sql=Q.replace("FROM policies'", "FROM policies WHERE prob > ?'"))
     err("dp_prefix_stable: trajectories_sql must not write (a read-only SELECT)",
         "trajectories_sql that writes",
         sql=Q.replace("'SELECT episode, t, state, action FROM steps'", "'DELETE FROM steps'"))
@@ -444,7 +454,7 @@ def test_unexamined_not_read():
         ok_rep, want = True, {}
         for sd in seeds:
             got, e = examined(con, T, sd, read=read)
-            ok_rep &= e is None and len(got) == T and len(set(got)) == T
+            ok_rep &= e is None and len(got) == T
             want[sd] = bad in got
         check(ok_rep, f"{read}: every examined trajectory is released whole (the setup works)")
         for what, sql, msg in (
@@ -465,33 +475,78 @@ def test_unexamined_not_read():
                     agree &= not want[sd]
             check(agree, f"{read}, {what}: an error exactly when the bad trajectory is examined",
                   errors)
-            # T/n = 1/10 of 200 runs: 20 expected, 6 standard errors (4.2) either side
-            check(0 < errors < 200 and abs(errors - 20) <= 6 * math.sqrt(200 * 0.1 * 0.9),
-                  f"{read}, {what}: the bad trajectory is examined in about T/n of the runs",
-                  errors)
+            # drawn by one of T = 2 runs with p = 1 - (19/20)^2 = 0.0975: 19.5 of
+            # 200 expected, 6 standard errors (4.2) either side
+            p = 1 - (1 - 1 / n) ** T
+            check(0 < errors < 200 and abs(errors - 200 * p) <= 6 * math.sqrt(200 * p * (1 - p)),
+                  f"{read}, {what}: the bad trajectory is examined in 1 - (1 - 1/n)^T of "
+                  "the runs", errors)
     con.execute("UPDATE steps SET state = 99 WHERE state = ? AND t = 9", (bad,))
     msg = sql_error(con, QI, ("SELECT episode, t, state, action FROM steps",
                               json.dumps({"epsilon": 1e4, "delta": 0.1, "p_min": 0.3,
-                                          "T": n, "L": 2, "seed": 1})))
-    check(msg is not None and "state 99" in msg, "T = n examines (and checks) every trajectory")
+                                          "T": 400, "L": 2, "seed": 1})))
+    # 400 runs miss a given trajectory of 20 with probability (19/20)^400 < 1e-8
+    check(msg is not None and "state 99" in msg, "T = 400 draws (and checks) the bad trajectory")
 
 
 def test_sampling_uniform():
-    # T = 2 of n = 6: the ordered pair examined is uniform over the 30 pairs
-    # (the first T of a uniform shuffle), chi-square over 3000 seeds.
+    # T = 2 runs, n = 6: each run draws with replacement, so the pair of
+    # trajectories examined is uniform over all 36 ordered pairs, repeats
+    # included; chi-square over 3000 seeds.
     n, T, runs = 6, 2, 3000
     con = ident_setup(n)
     counts = {}
     for sd in range(runs):
         got, e = examined(con, T, 10000 + sd)
         counts[tuple(got or ())] = counts.get(tuple(got or ()), 0) + 1
-    pairs = [(a, b) for a in range(n) for b in range(n) if a != b]
-    check(sorted(counts) == sorted(pairs), "every ordered pair of distinct trajectories, no other",
+    pairs = [(a, b) for a in range(n) for b in range(n)]
+    check(sorted(counts) == sorted(pairs), "every ordered pair, repeats included, no other",
           sorted(counts)[:5])
     e = runs / len(pairs)
     chi2 = sum((counts.get(p, 0) - e) ** 2 / e for p in pairs)
-    # 29 degrees of freedom: P(chi2 > 80) < 1e-6
-    check(chi2 < 80, "the examined pair is uniform (chi-square, 29 df, < 80)", chi2)
+    # 35 degrees of freedom: P(chi2 > 90) < 1e-6
+    check(chi2 < 90, "the examined pair is uniform (chi-square, 35 df, < 90)", chi2)
+
+
+def test_count_hides_n():
+    # The attack: with T at or above the number of trajectories, every one
+    # was examined once, so at a large epsilon the number of releases was
+    # that number (T = 50: 41 releases in every run with an extra
+    # trajectory, 40 without).  Now each of the T runs draws its trajectory
+    # uniformly with replacement: 40 or 41 trajectories, seeded or not, one
+    # pass or two, exactly 50 releases numbered 1..50 by run.
+    T = 50
+    o = {"epsilon": 1e4, "delta": 0.1, "p_min": 0.3, "T": T, "L": 2}
+    sql = "SELECT episode, t, state, action FROM steps"
+    for n in (40, 41):
+        con = ident_setup(n)
+        shapes = set()
+        for read in ("once", "twice"):
+            for sd in list(range(1, 61)) + [None] * 5:
+                opts = dict(o, read=read) if sd is None else dict(o, read=read, seed=sd)
+                out = con.execute(QI, (sql, json.dumps(opts))).fetchall()
+                shapes.add((tuple(sorted({r[0] for r in out})), len(out)))
+        check(shapes == {(tuple(range(1, T + 1)), 2 * T)},
+              f"n = {n}: every call releases T = 50 prefixes, numbered 1..50 by run",
+              sorted(shapes)[:3])
+
+
+def test_draw_uniform():
+    # Each run's trajectory is uniform on the n trajectories: 60 seeds x
+    # T = 50 runs over n = 7, each way of reading.
+    n, T = 7, 50
+    con = ident_setup(n)
+    for read in ("once", "twice"):
+        counts = [0] * n
+        for sd in range(60):
+            got, _ = examined(con, T, 30000 + sd, read=read)
+            for x in got:
+                counts[x] += 1
+        e = 60 * T / n
+        chi2 = sum((c - e) ** 2 / e for c in counts)
+        # 6 degrees of freedom: P(chi2 > 40) < 1e-6
+        check(sum(counts) == 60 * T and chi2 < 40,
+              f"{read}: each run's trajectory is uniform (chi-square, 6 df, < 40)", (chi2, counts))
 
 
 def interleave(con, n):
@@ -502,14 +557,15 @@ def interleave(con, n):
 
 
 def test_one_pass_uniform():
-    # "read": "once" (Algorithm R over first occurrences, then a shuffle):
-    # the ordered pair examined is uniform over the 30 pairs, with every
-    # trajectory's rows together and with them far apart; each examined
-    # trajectory is released whole (both of its rows).
+    # "read": "once" (Algorithm R over first occurrences, a shuffle, then
+    # the runs drawn with replacement from it): the ordered pair examined
+    # is uniform over the 36 pairs, with every trajectory's rows together
+    # and with them far apart; each examined trajectory is released whole
+    # (both of its rows).
     n, T, runs = 6, 2, 3000
     con = ident_setup(n)
     interleave(con, n)
-    pairs = [(a, b) for a in range(n) for b in range(n) if a != b]
+    pairs = [(a, b) for a in range(n) for b in range(n)]
     for table in ("steps", "steps_mixed"):
         sql = f"SELECT episode, t, state, action FROM {table}"
         o = {"epsilon": 1e4, "delta": 0.1, "p_min": 0.3, "T": T, "L": 2, "read": "once"}
@@ -524,8 +580,8 @@ def test_one_pass_uniform():
               sorted(counts)[:5])
         e = runs / len(pairs)
         chi2 = sum((counts.get(p, 0) - e) ** 2 / e for p in pairs)
-        # 29 degrees of freedom: P(chi2 > 80) < 1e-6
-        check(chi2 < 80, f"one pass, {table}: the examined pair is uniform (chi-square < 80)", chi2)
+        # 35 degrees of freedom: P(chi2 > 90) < 1e-6
+        check(chi2 < 90, f"one pass, {table}: the examined pair is uniform (chi-square < 90)", chi2)
 
 
 def test_one_pass_is_default_unseeded():
@@ -567,11 +623,19 @@ def test_one_pass_is_default_unseeded():
                     read="once")[0] for sd in range(1, 6)]
     check(raw == a, "one pass over a text that cannot be wrapped (read row by row): the same",
           raw[:2])
-    # T >= n: every trajectory, in a uniform order (all 3! orders of 3)
+    # T >= n: still T runs, each uniform on the n trajectories: 200 seeds x
+    # 5 runs over 3 trajectories, every value at every run
     c3 = ident_setup(3)
-    orders = {tuple(examined(c3, 5, sd, read="once")[0]) for sd in range(200)}
-    check(orders == {(0, 1, 2), (0, 2, 1), (1, 0, 2), (1, 2, 0), (2, 0, 1), (2, 1, 0)},
-          "one pass, T >= n: all trajectories, every order", sorted(orders))
+    seqs = [tuple(examined(c3, 5, sd, read="once")[0]) for sd in range(200)]
+    cells = {(c, x): 0 for c in range(5) for x in range(3)}
+    for q in seqs:
+        for c, x in enumerate(q):
+            cells[(c, x)] += 1
+    # 200 runs in 3 cells per run position: 10 df over the 5 positions,
+    # P(chi2 > 50) < 1e-6
+    chi2 = sum((v - 200 / 3) ** 2 / (200 / 3) for v in cells.values())
+    check(all(len(q) == 5 for q in seqs) and sum(cells.values()) == 1000 and chi2 < 50,
+          "one pass, T = 5 >= n = 3: 5 runs, each uniform on the 3 trajectories", (chi2, seqs[:3]))
     # an episode column that changes each time it is read (SQLite reads it
     # once to sample the key and again to take the row)
     msg = sql_error(con, QI, ("SELECT abs(random()) % 1000000, t, state, action FROM steps",
@@ -588,10 +652,10 @@ def test_one_pass_is_default_unseeded():
 def test_only_the_callers_rows():
     # The keys drawn are those of the rows the caller's query returns, even
     # when SQLite could test a condition of the wrapper before the caller's
-    # join and WHERE: a cohort join keeps 5 of 10 trajectories, and with
-    # T = 5 all 5 are examined (keys left out by the join are not drawn as
-    # empty trajectories); a row whose key is a REAL, removed by the
-    # caller's WHERE after a join, is no error.
+    # join and WHERE: a cohort join keeps 5 of 10 trajectories, and each of
+    # T = 5 runs draws one of those 5 (a key left out by the join, drawn as
+    # an empty trajectory, would release nothing); a row whose key is a
+    # REAL, removed by the caller's WHERE after a join, is no error.
     n = 10
     con = ident_setup(n)
     con.execute("CREATE TABLE cohort(episode PRIMARY KEY)")
@@ -614,8 +678,9 @@ def test_only_the_callers_rows():
               msg)
         for name, sql in joins.items():
             got = [examined(con, 5, sd, sql, read=read) for sd in range(1, 21)]
-            check(all(e is None and sorted(g) == [0, 1, 2, 3, 4] for g, e in got),
-                  f"{read}, {name}: exactly the caller's 5 trajectories are drawn", got[:2])
+            check(all(e is None and len(g) == 5 and set(g) <= {0, 1, 2, 3, 4} for g, e in got)
+                  and set().union(*(g for g, _ in got)) == {0, 1, 2, 3, 4},
+                  f"{read}, {name}: every run draws one of the caller's 5 trajectories", got[:2])
 
 
 def test_read_paths_agree():
@@ -709,4 +774,5 @@ def test_policy_errors_name_caller_ids():
 run([test_policy_errors_name_caller_ids, test_cliff, test_no_caller_ids, test_whole_trajectories_and_T, test_T_above_n_and_none,
      test_long_tail_changes_nothing, test_tiny_epsilon, test_accountant, test_errors,
      test_unexamined_not_read, test_sampling_uniform, test_one_pass_uniform,
+     test_count_hides_n, test_draw_uniform,
      test_one_pass_is_default_unseeded, test_only_the_callers_rows, test_read_paths_agree])

@@ -891,7 +891,7 @@ def test_noise_errors():
         (src, dict(o, hi=0), "dp_q_noise: option hi must be > lo = 0, got 0"),
         (src, dict(o, path=""), 'dp_q_noise: option path must be a table name, got ""'),
         (src, dict(o, path=3), "dp_q_noise: option path must be a table name, got 3"),
-        (src, dict(o, seed=-1), "dp_q_noise: option seed must be in [0, 9.0072e+15], got -1"),
+        (src, dict(o, seed=-1), "dp_q_noise: option seed must be an integer in [0, 2^53], got -1"),
         (src, dict(o, sigmaa=1), 'dp_q_noise: unknown option "sigmaa" (known: n_actions, lo, hi, path, seed, '
          'sigma, beta, epsilon, delta, T, B, lr, k, L, J, accountant, K, features, rmin, rmax, budget)'),
         (None, o, "dp_q_noise: points_sql must be the text of a SELECT, got NULL"),
@@ -917,8 +917,8 @@ def test_noise_errors():
 def test_noise_read_path():
     # The points are read wrapped: one statement whose rows are arguments of
     # dprl_row inside count(), so only the rows the caller's query
-    # returns are read, in its order; with parameters, or when SQLite
-    # cannot wrap the text, row by row with the same checks.
+    # returns are read, in its order; when SQLite cannot wrap the text,
+    # row by row with the same checks; parameters are refused.
     con = connect()
     rows = [(0.1, 0, 1.0), (0.5, 1, 2.0), (0.9, 0, 0.3), (0.3, 1, -1.0)]
     pts_table(con, rows)
@@ -949,16 +949,17 @@ def test_noise_read_path():
     check_error(con, NOISE, "dp_q_noise: state must be in [lo, hi] = [0, 1], got 7.5 "
                 "(row 1 of points_sql)", "its row number follows the query's ORDER BY",
                 ("SELECT s, a, q FROM pts ORDER BY s DESC", J(**o)))
-    # with a parameter (never bound: NULL, as before), or a PRAGMA (which
-    # cannot be a CTE's body): read row by row, checked the same way
+    # a PRAGMA (which cannot be a CTE's body): read row by row, checked the
+    # same way; a parameter (which nothing binds) is refused
     con.execute("CREATE INDEX pts_all ON pts(s, a, q)")
     ran.clear()
     con.set_trace_callback(ran.append)
     check_error(con, NOISE, "dp_q_noise: q must be a number, got text 's' (row 1 of points_sql)",
                 "a text SQLite cannot wrap is read row by row, with the same checks",
                 ("PRAGMA index_info(pts_all)", J(**o)))
-    check_error(con, NOISE, "dp_q_noise: state must be a number, got NULL (row 1 of points_sql)",
-                "a parameter in points_sql is an unbound NULL", ("SELECT ?, 0, 1", J(**o)))
+    check_error(con, NOISE, "dp_q_noise: points_sql must not contain parameters (?, :name)",
+                "a parameter in points_sql is refused (nothing would bind it)",
+                ("SELECT ?, 0, 1", J(**o)))
     con.set_trace_callback(None)
     check(ran and not any("dprl_row" in r for r in ran),
           "neither the PRAGMA nor the query with a parameter went through dprl_row", ran)

@@ -39,6 +39,79 @@ def test_trailing_comments():
                 ("SELECT episode, t, state, reward FROM s; SELECT 1", o))
 
 
+def test_messages_name_the_value():
+    """The input sweep's unclear messages: each names the argument and shows
+    the value (a blob by its length and first bytes), and a parameter in a
+    caller's query is refused instead of reading as NULL."""
+    con = connect()
+    con.execute("CREATE TABLE s(episode, t, state, reward)")
+    con.execute("INSERT INTO s VALUES (1, 0, 0, 1), (1, 1, 1, 0)")
+    con.execute("CREATE TABLE pts(s, a, q)")
+    con.execute("INSERT INTO pts VALUES (0.5, 0, 1.0)")
+    plan = {"n_states": 3, "gamma": 0.9, "rmin": 0, "rmax": 1, "fmax": 9, "epsilon": 1, "delta": 1e-5, "episodes": 20}
+    fv = json.dumps({"n_states": 2, "gamma": 0.5, "rmin": 0, "rmax": 1})
+    qn = json.dumps({"n_actions": 1, "sigma": 0.5, "beta": 2.0, "seed": 1})
+    lsw = {"n_states": 3, "gamma": 0.9, "rmin": 0, "rmax": 1, "epsilon": 1, "delta": 1e-5}
+    FV = "SELECT * FROM dp_first_visit(?, ?)"
+    QN = "SELECT * FROM dp_q_noise(?, ?)"
+    LSW = "SELECT dp_lsw(1, 0, 0, 1.0, ?)"
+    cases = [
+        (PLAN, (json.dumps(dict(plan, visits="abc")),),
+         'dp_plan: option visits must be an array of 3 numbers (one per state), got "abc"',
+         "a string for visits is shown (not 'a string of 1')"),
+        (PLAN, (json.dumps(dict(plan, visits=5)),),
+         "dp_plan: option visits must be an array of 3 numbers (one per state), got 5",
+         "a number for visits is shown"),
+        (PLAN, (json.dumps(dict(plan, visits=[1, 2])),),
+         "dp_plan: option visits must be an array of 3 numbers (one per state), got an array of 2",
+         "an array of the wrong length says its length"),
+        (LSW, ('{"n_states": 3, "gamma": 0.9, "rmin": 0, "rmax": 1, "epsilon": 1, "delta": 1e-5, '
+               '"seed": 1152921504606846976}',),
+         "dp_lsw: option seed must be an integer in [0, 2^53], got 1152921504606846976",
+         "a 2^60 seed: the range is named and the value shown in full"),
+        (LSW, (json.dumps(dict(lsw, seed=-1)),),
+         "dp_lsw: option seed must be an integer in [0, 2^53], got -1", "a negative seed"),
+        (LSW, (json.dumps(dict(lsw, seed=0.5)),),
+         "dp_lsw: option seed must be an integer in [0, 2^53], got 0.5", "a fractional seed"),
+        (LSW, ('{"n_states": 1152921504606846976, "gamma": 0.9, "rmin": 0, "rmax": 1, "epsilon": 1, "delta": 1e-5}',),
+         None, "an integer option beyond 2^53 names its range"),
+        (FV, (5, fv), "dp_first_visit: trajectories_sql must be the text of a SELECT, got 5",
+         "an integer for the SQL is shown"),
+        (FV, (b"AB", fv), "dp_first_visit: trajectories_sql must be the text of a SELECT, got a "
+         "blob of 2 bytes x'4142'", "a blob for the SQL: its length and bytes"),
+        (FV, (bytes(range(40)), fv), "dp_first_visit: trajectories_sql must be the text of a "
+         "SELECT, got a blob of 40 bytes x'000102030405060708090a0b0c0d0e0f'...",
+         "a long blob: its first 16 bytes"),
+        (FV, ("SELECT * FROM s", 5), "dp_first_visit: options must be a JSON object, got 5",
+         "a number for the options is shown (not 'a number')"),
+        (LSW, ('[1, 2]',), "dp_lsw: options must be a JSON object, got an array",
+         "an array for the options"),
+        (FV, ("SELECT * FROM s WHERE t < ?", fv),
+         "dp_first_visit: trajectories_sql must not contain parameters (?, :name)",
+         "dp_first_visit: a ? in the SQL is refused (it read as NULL)"),
+        (FV, ("SELECT * FROM s WHERE t < :x", fv),
+         "dp_first_visit: trajectories_sql must not contain parameters (?, :name)",
+         "dp_first_visit: a :name in the SQL is refused"),
+        (QN, ("SELECT s, a, ? FROM pts", qn),
+         "dp_q_noise: points_sql must not contain parameters (?, :name)",
+         "dp_q_noise: a ? in the SQL is refused (it read as NULL)"),
+        (PLAN, (json.dumps(dict(plan, features=[[1], 5, [1]], visits=[1, 1, 1])),),
+         "dp_plan: option features[1] must be a non-empty array of numbers, got 5",
+         "a feature row that is a number is shown"),
+    ]
+    for sql, args, want, name in cases:
+        if want is None:
+            msg = sql_error(con, sql, args)
+            check(msg is not None and msg.startswith("dp_lsw: option n_states must be in [1, ") and
+                  msg.endswith("got 1152921504606846976"), name, msg)
+        else:
+            check_error(con, sql, want, name, args)
+    check(con.execute("SELECT count(*) FROM dp_first_visit('SELECT * FROM s WHERE t < 1', ?)",
+                      (fv,)).fetchone() == (1,) and
+          con.execute("SELECT count(*) FROM dp_q_noise('SELECT s, a, 1.0 FROM pts', ?)",
+                      (qn,)).fetchone() == (1,), "the same queries without the parameter work")
+
+
 def test_numbers_as_text():
     con = connect()
     con.execute("CREATE TABLE s(episode, t, state, reward)")
@@ -110,12 +183,17 @@ def test_json_subtype():
 
 
 def test_interrupts():
-    """Long calls of dp_lsw, dp_first_visit and dp_prefix_stable stop within
-    0.5 s of sqlite3_interrupt (from another thread) with SQLITE_INTERRUPT:
-    each runs for seconds uninterrupted (dp_lsw with 10^7 states and one
-    row: about a minute; dp_prefix_stable with one action that every expert
-    takes, so all 1,000 steps of the 300 trajectories count 20,000 experts: 5 s)."""
+    """Long calls of dp_lsw, dp_first_visit, dp_prefix_stable and dp_plan
+    stop within 0.5 s of sqlite3_interrupt (from another thread) with
+    SQLITE_INTERRUPT: each runs for seconds uninterrupted (dp_lsw with 10^7
+    states and one row: about a minute; dp_prefix_stable with one action
+    that every expert takes, so all 1,000 steps of the 300 trajectories
+    count 20,000 experts: 5 s; dp_plan with 5 x 10^6 states parses them
+    for 1 s and writes 10^7 numbers for 20 s; with a dense 30,000 x 1 feature matrix, n_states^2 d =
+    9 x 10^8 products: seconds).  A progress handler that says stop is
+    heard the same way."""
     import sqlite3
+    import time
     con = connect()
     con.execute("CREATE TABLE many AS WITH RECURSIVE i(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM i "
                 "WHERE n < 2999999) SELECT n / 3 AS episode, n % 3 AS t, n % 1000 AS state, "
@@ -139,10 +217,42 @@ def test_interrupts():
          "SELECT count(*) FROM dp_prefix_stable('SELECT * FROM traj', 'SELECT * FROM pol', ?)",
          (json.dumps({"epsilon": 1000, "delta": 0.5, "p_min": 0.5, "T": 300, "L": 1000}),), 1.0),
     ]
+    n_plan, n_dense = 5000000, 30000
+    plan = ('{"n_states": %d, "gamma": 0.9, "rmin": 0, "rmax": 1, "fmax": 9, "epsilon": 1, "delta": 1e-5, '
+            '"episodes": 20000, "visits": [%s]}' % (n_plan, ",".join(["3"] * n_plan)))
+    dense = json.dumps({"n_states": n_dense, "gamma": 0.9, "rmin": 0, "rmax": 1, "fmax": 9, "epsilon": 1, "delta": 1e-5,
+                        "episodes": 20000, "features": [[1 + (s % 7) / 7] for s in range(n_dense)],
+                        "visits": [3] * n_dense})
+    cases += [("dp_plan, 5 x 10^6 states, while its options are parsed (1 s)",
+               "SELECT length(dp_plan(?))", (plan,), 0.2),
+              ("dp_plan, 5 x 10^6 states (writing 10^7 numbers)",
+               "SELECT length(dp_plan(?))", (plan,), 4.0),
+              ("dp_plan, a dense 30,000 x 1 feature matrix",
+               "SELECT length(dp_plan(?))", (dense,), 0.5)]
     for name, sql, args, after in cases:
         late, err = interrupted(con, sql, args, after)
         check(err == ("interrupted", sqlite3.SQLITE_INTERRUPT) and late < 0.5,
               f"interrupt stops {name} within 0.5 s (CPU)", f"{late:.3f} s after the interrupt: {err}")
+    # a progress handler returning nonzero (CPU time from its first "stop"
+    # to the end of the call)
+    stop_cpu, deadline = [], [0.0]
+
+    def handler():
+        if time.monotonic() > deadline[0]:
+            if not stop_cpu:
+                stop_cpu.append(time.process_time())
+            return 1
+        return 0
+    for name, args in (("5 x 10^6 states", plan), ("a dense 30,000 x 1 matrix", dense)):
+        stop_cpu.clear()
+        deadline[0] = time.monotonic() + (4.0 if args is plan else 0.5)
+        con.set_progress_handler(handler, 100)
+        err = sql_error(con, "SELECT length(dp_plan(?))", (args,))
+        con.set_progress_handler(None, 0)
+        late = time.process_time() - stop_cpu[0] if stop_cpu else -1
+        check(err == "interrupted" and 0 <= late < 0.5,
+              f"a progress handler returning nonzero stops dp_plan, {name}, within 0.5 s (CPU)",
+              (err, late))
 
 
-run([test_json_subtype, test_interrupts, test_result_size_limits, test_options_parser, test_trailing_comments, test_numbers_as_text])
+run([test_messages_name_the_value, test_json_subtype, test_interrupts, test_result_size_limits, test_options_parser, test_trailing_comments, test_numbers_as_text])

@@ -604,16 +604,24 @@ static void test_trajectory_checks(void) {
   dprl_rng_init_seeded(&rng, 1, 0);
   dprl_error_clear(&err);
   dprl_prefix_params_derive(5, 1e-5, 0.1, A, 3, 3, DPRL_PREFIX_OPTIMAL, &pp, &err);
-  /* T = 3 > n = 2 is not an error (that would reveal n): both are examined. */
+  /* T = 3 > n = 2 is not an error (that would reveal n): 3 runs, each
+  ** drawing one of the 2. */
   CHECK(dprl_prefix_release_run(&pt, &tr, &pp, &rng, &rel, &err) == DPRL_OK &&
-            rel.n_examined == 2 && rel.traj != NULL,
-        "release: T above the number of trajectories examines them all");
+            rel.n_runs == 3 && rel.traj != NULL && rel.traj[0] >= 0 && rel.traj[0] < 2 &&
+            rel.traj[1] >= 0 && rel.traj[1] < 2 && rel.traj[2] >= 0 && rel.traj[2] < 2,
+        "release: T above the number of trajectories: T runs, each drawing one");
   dprl_prefix_release_free(&rel);
   dprl_trajectories none = {0, offsets, states, actions};
   dprl_error_clear(&err);
   CHECK(dprl_prefix_release_run(&pt, &none, &pp, &rng, &rel, &err) == DPRL_OK &&
-            rel.n_examined == 0 && rel.traj == NULL && rel.k == NULL,
-        "release: no trajectories, nothing examined, no error");
+            rel.n_runs == 3 && rel.traj[0] == -1 && rel.traj[2] == -1 && rel.k[0] == 0 &&
+            rel.k[1] == 0 && rel.k[2] == 0,
+        "release: no trajectories: T runs that release nothing, no error");
+  dprl_prefix_release_free(&rel);
+  int64_t bad_draw[3] = {0, 2, 1};
+  expect_msg(dprl_prefix_release_drawn(&pt, &tr, &pp, &rng, bad_draw, &rel, &err), &err,
+             "run 1: trajectory 2 is outside 0..1", "release_drawn: a draw out of range");
+  CHECK(rel.traj == NULL && rel.n_runs == 0, "release_drawn: output empty on error");
   states[2] = 4;
   dprl_error_clear(&err);
   dprl_prefix_params_derive(5, 1e-5, 0.1, A, 2, 3, DPRL_PREFIX_OPTIMAL, &pp, &err);
@@ -621,7 +629,7 @@ static void test_trajectory_checks(void) {
              "trajectory 0, step 2: state 4 is outside the policy table "
              "(states 0..3)",
              "release: out-of-range state refused");
-  CHECK(rel.traj == NULL && rel.k == NULL && rel.n_examined == 0,
+  CHECK(rel.traj == NULL && rel.k == NULL && rel.n_runs == 0,
         "release: output empty on error");
   states[2] = 2;
   pt.prob[dprl_policy_index(&pt, 4, 3, 2)] = NAN;
@@ -632,7 +640,7 @@ static void test_trajectory_checks(void) {
   pt.prob[dprl_policy_index(&pt, 4, 3, 2)] = 0.25;
   dprl_error_clear(&err);
   CHECK(dprl_prefix_release_run(&pt, &tr, &pp, &rng, &rel, &err) == DPRL_OK &&
-            rel.n_examined == 2,
+            rel.n_runs == 2,
         "release: runs once the data is valid");
   dprl_prefix_release_free(&rel);
   dprl_error_clear(&err);
@@ -750,10 +758,10 @@ static void test_cliff(void) {
     else CHECK(dprl_rng_init_secure(&rng, &err) == DPRL_OK, "cliff: secure rng");
     dprl_prefix_release rel;
     int rc = dprl_prefix_release_run(&pt, &tr, &pp, &rng, &rel, &err);
-    if (!CHECK(rc == DPRL_OK && rel.n_examined == n, "cliff: release runs"))
+    if (!CHECK(rc == DPRL_OK && rel.n_runs == n, "cliff: release runs"))
       printf("#   error: %s\n", err.msg);
     int all = rc == DPRL_OK;
-    for (int64_t c = 0; all && c < rel.n_examined; c++)
+    for (int64_t c = 0; all && c < rel.n_runs; c++)
       if (rel.k[c] != expect[rel.traj[c]]) {
         all = 0;
         printf("#   trajectory %lld: k = %lld, want %lld\n",
@@ -800,8 +808,8 @@ static void test_tiny_epsilon(void) {
   dprl_prefix_release rel;
   int rc = dprl_prefix_release_run(&pt, &tr, &pp, &rng, &rel, &err);
   int64_t released = 0;
-  for (int64_t c = 0; rc == DPRL_OK && c < rel.n_examined; c++) released += rel.k[c];
-  if (!CHECK(rc == DPRL_OK && rel.n_examined == T && released == 0,
+  for (int64_t c = 0; rc == DPRL_OK && c < rel.n_runs; c++) released += rel.k[c];
+  if (!CHECK(rc == DPRL_OK && rel.n_runs == T && released == 0,
              "tiny eps: nothing is released"))
     printf("#   rc %d (%s), %lld steps released\n", rc, err.msg, (long long)released);
   dprl_prefix_release_free(&rel);
@@ -820,7 +828,7 @@ static void test_tiny_epsilon(void) {
   rc = dprl_prefix_release_run(&pt, &tr, &pp, &rng, &rel, &err);
   int all = rc == DPRL_OK;
   released = 0;
-  for (int64_t c = 0; all && c < rel.n_examined; c++) {
+  for (int64_t c = 0; all && c < rel.n_runs; c++) {
     released += rel.k[c];
     if (rel.k[c] < 1) all = 0;
   }
@@ -833,7 +841,7 @@ static void test_tiny_epsilon(void) {
   dprl_policy_free(&pt);
 }
 
-/* ---- 7. T examined, distinct; exact prefixes; replay ------------------- */
+/* ---- 7. T runs drawn with replacement; exact prefixes; replay ---------- */
 
 static double mostly_zero_policy(int64_t i, int64_t s, int64_t a, void *ctx) {
   (void)ctx;
@@ -841,9 +849,9 @@ static double mostly_zero_policy(int64_t i, int64_t s, int64_t a, void *ctx) {
   return a == 0 ? 0.9 - x : 0.1 + x; /* A = 2, p_min = 0.05 */
 }
 
-/* Algorithm 2 replayed from the public primitives on the same seed: the
-** same shuffle, then per trajectory one threshold draw and one query per
-** step until the first bottom. */
+/* Algorithm 2 replayed from the public primitives on the same seed: T
+** uniform draws with replacement (dprl_rng_below), then per run one
+** threshold draw and one query per step until the first bottom. */
 static int replay_matches(const dprl_policy_table *pt,
                           const dprl_trajectories *tr,
                           const dprl_prefix_params *pp, uint64_t seed,
@@ -851,9 +859,8 @@ static int replay_matches(const dprl_policy_table *pt,
   dprl_error err = {0};
   dprl_rng rng;
   dprl_rng_init_seeded(&rng, seed, 3);
-  uint32_t *order = malloc((size_t)tr->n * sizeof *order);
-  for (int64_t j = 0; j < tr->n; j++) order[j] = (uint32_t)j;
-  dprl_rng_shuffle_u32(&rng, order, (uint64_t)tr->n);
+  int64_t *order = malloc((size_t)pp->T * sizeof *order);
+  for (int64_t c = 0; c < pp->T; c++) order[c] = (int64_t)dprl_rng_below(&rng, (uint64_t)tr->n);
   int ok = 1;
   for (int64_t c = 0; c < pp->T; c++) {
     int64_t j = order[c], len = traj_len(tr, j);
@@ -899,21 +906,19 @@ static void test_T_and_prefixes(void) {
       dprl_rng_init_seeded(&rng, seed, 3);
       dprl_prefix_release rel;
       int rc = dprl_prefix_release_run(&pt, &tr, &pp, &rng, &rel, &err);
-      int ok = rc == DPRL_OK && rel.n_examined == Ts[c];
-      char seen[50] = {0};
-      int distinct = ok, prefix = ok;
-      for (int64_t e = 0; ok && e < rel.n_examined; e++) {
+      int ok = rc == DPRL_OK && rel.n_runs == Ts[c];
+      int distinct = ok, prefix = ok; /* distinct: every draw in range */
+      for (int64_t e = 0; ok && e < rel.n_runs; e++) {
         int64_t j = rel.traj[e];
-        if (j < 0 || j >= n || seen[j]) distinct = 0;
-        else seen[j] = 1;
+        if (j < 0 || j >= n) distinct = 0;
         int64_t len = traj_len(&tr, j), cap = len < L ? len : L;
         if (rel.k[e] < 0 || rel.k[e] > cap) prefix = 0;
         else k_hist[rel.k[e]]++;
       }
       if (seed == 1) {
-        if (!CHECK(ok, "T: exactly T trajectories examined"))
+        if (!CHECK(ok, "T: exactly T runs"))
           printf("#   error: %s\n", err.msg);
-        CHECK(distinct, "T: examined indices are distinct and in range");
+        CHECK(distinct, "T: every run's trajectory is in range");
         CHECK(prefix, "T: 0 <= k <= min(length, L)");
         CHECK(replay_matches(&pt, &tr, &pp, seed, &rel),
               "T: release = step-by-step replay with the public primitives");
@@ -924,24 +929,34 @@ static void test_T_and_prefixes(void) {
                   memcmp(again.k, rel.k, (size_t)Ts[c] * sizeof(int64_t)) == 0,
               "T: the same seed gives the same release");
         dprl_prefix_release_free(&again);
-        /* The SQL layer's form: the caller shuffles (the same words of the
-        ** stream) and passes the trajectories in examination order. */
+        /* The SQL layer's form: the caller draws (the same words of the
+        ** stream), keeps only the distinct drawn trajectories, in order of
+        ** first draw, and passes each run's place among them. */
         dprl_rng_init_seeded(&rng, seed, 3);
-        uint32_t order[50];
-        for (uint32_t j = 0; j < 50; j++) order[j] = j;
-        dprl_rng_shuffle_u32(&rng, order, 50);
+        int64_t draw[50], place[50], first[50], K = 0;
+        dprl_prefix_draw(&rng, n, Ts[c], draw);
+        for (int64_t j = 0; j < n; j++) place[j] = -1;
+        for (int64_t c2 = 0; c2 < Ts[c]; c2++) {
+          if (place[draw[c2]] < 0) {
+            first[K] = draw[c2];
+            place[draw[c2]] = K++;
+          }
+          draw[c2] = place[draw[c2]];
+        }
         traj_buf tb2 = {0};
-        for (int64_t c2 = 0; c2 < n; c2++) {
+        for (int64_t c2 = 0; c2 < K; c2++) {
           tb_begin(&tb2);
-          for (int64_t p = tr.offsets[order[c2]]; p < tr.offsets[order[c2] + 1]; p++)
+          for (int64_t p = tr.offsets[first[c2]]; p < tr.offsets[first[c2] + 1]; p++)
             tb_step(&tb2, tr.states[p], tr.actions[p]);
         }
         dprl_trajectories tr2 = tb_view(&tb2);
-        int same = dprl_prefix_release_ordered(&pt, &tr2, &pp, &rng, &again, &err) == DPRL_OK &&
-                   again.n_examined == rel.n_examined;
-        for (int64_t e = 0; same && e < rel.n_examined; e++)
-          same = again.traj[e] == e && again.k[e] == rel.k[e] && rel.traj[e] == order[e];
-        CHECK(same, "T: release_ordered over the shuffled trajectories = release_run");
+        int same = dprl_prefix_release_drawn(&pt, &tr2, &pp, &rng, draw, &again, &err) ==
+                       DPRL_OK &&
+                   again.n_runs == rel.n_runs;
+        for (int64_t e = 0; same && e < rel.n_runs; e++)
+          same = again.traj[e] == draw[e] && again.k[e] == rel.k[e] &&
+                 rel.traj[e] == first[draw[e]];
+        CHECK(same, "T: release_drawn over the distinct drawn trajectories = release_run");
         dprl_prefix_release_free(&again);
         tb_free(&tb2);
       } else if (!(ok && distinct && prefix && replay_matches(&pt, &tr, &pp, seed, &rel))) {
@@ -1039,7 +1054,7 @@ static void time_release(const char *label, const dprl_policy_table *pt,
   int rc = dprl_prefix_release_run(pt, tr, &pp, &rng, &rel, &err);
   double t1 = now_ms();
   int64_t steps = 0;
-  for (int64_t c = 0; rc == DPRL_OK && c < rel.n_examined; c++) steps += rel.k[c];
+  for (int64_t c = 0; rc == DPRL_OK && c < rel.n_runs; c++) steps += rel.k[c];
   printf("# timing %s: %.1f ms for release (validation included); %lld of "
          "%lld steps released; %s\n",
          label, t1 - t0, (long long)steps, (long long)(T * L),
