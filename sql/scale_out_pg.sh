@@ -65,7 +65,7 @@ for s in a:0:3 b:4:7; do
     echo "  rmax double precision, fmin double precision, fmax double precision,"
     echo "  n_states bigint, max_states bigint, buckets bigint, bucket_lo bigint,"
     echo "  bucket_hi bigint);"
-    echo "INSERT INTO dprl_params VALUES (0.9, NULL, NULL, NULL, 9, 10, NULL, $K, $lo, $hi);"
+    echo "INSERT INTO dprl_params VALUES (0.9, 0, 1, NULL, 9, 10, NULL, $K, $lo, $hi);"
     echo "CREATE VIEW shard_stats AS"
     cat sql/postgres/first_visit_stats.sql
     echo "CREATE VIEW shard_check AS"
@@ -94,7 +94,7 @@ sqlite3 -bail -csv "$TMP/log.db" ".read samples/clinic.sql" \
   echo "  SERVER shard_b OPTIONS (table_name 'steps');"
   echo "CREATE TEMP TABLE steps(episode bigint, t bigint, state int, reward double precision);"
   printf "%s\n" "\\copy steps FROM '$TMP/log.csv' WITH (FORMAT csv)"
-  echo "CREATE TEMP TABLE dprl_params AS SELECT 0.9 AS gamma, NULL AS rmin, NULL AS rmax,"
+  echo "CREATE TEMP TABLE dprl_params AS SELECT 0.9 AS gamma, 0 AS rmin, 1 AS rmax,"
   echo "  NULL AS fmin, 9 AS fmax, 10 AS n_states, NULL::bigint AS max_states, $K AS buckets,"
   echo "  0 AS bucket_lo, $((K - 1)) AS bucket_hi;"
   echo "CREATE TEMP VIEW episode_bucket AS"

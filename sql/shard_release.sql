@@ -16,7 +16,7 @@
 CREATE TEMP TABLE dprl_params(gamma REAL, rmin REAL, rmax REAL, fmin REAL, fmax REAL,
                               n_states INTEGER, max_states INTEGER, buckets INTEGER,
                               bucket_lo INTEGER, bucket_hi INTEGER);
-INSERT INTO dprl_params VALUES (0.9, NULL, NULL, NULL, 9, 10, NULL, 8, 0, 7);
+INSERT INTO dprl_params VALUES (0.9, 0, 1, NULL, 9, 10, NULL, 8, 0, 7);
 -- The files are single SELECTs; the shell makes views of them.
 .read '|{ echo "CREATE TEMP VIEW episode_bucket AS"; cat sql/sqlite/episode_bucket.sql; }'
 .read '|{ echo "CREATE TEMP VIEW shard_check AS"; cat sql/sqlite/first_visit_check.sql; }'
