@@ -16,8 +16,10 @@
 #   make tag      tag the release v$(VERSION) (clean tree, CHANGELOG entry)
 #   make docs     REFERENCE.md from docs/reference.in.md, every example run
 #
-# Core modules (plain C, no SQLite) are ext/*.c except the glue: dprl.c and
-# sql_*.c.  Unit tests link the core only.
+# ext/ has one folder per layer or mechanism (ARCHITECTURE.md): base/, dp/,
+# rows/, policy_eval/, prefix_stable/, q_learning/, sqlite/, and the entry
+# point dprl.c.  The core (plain C, no SQLite) is every ext/*/*.c but the
+# glue, sql_*.c; unit tests link the core only.
 
 CC      ?= cc
 PYTHON  ?= /usr/bin/python3
@@ -28,7 +30,9 @@ WARN     = -Wall -Wextra -Wshadow -Wstrict-prototypes -Wno-unused-parameter
 BLAS_INC = -I/usr/include/x86_64-linux-gnu/openblas-pthread
 # -fvisibility=hidden: dprl.so exports only sqlite3_dprl_init (ext/dprl.c
 # marks it visible; tests/packaging/test_symbols.sh checks with nm).
-ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -fPIC -fvisibility=hidden $(WARN) $(BLAS_INC) $(CFLAGS)
+EXT_DIRS  = $(sort $(dir $(wildcard ext/*/*.c)))
+EXT_INC   = -Iext $(patsubst %/,-I%,$(EXT_DIRS))
+ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -fPIC -fvisibility=hidden $(WARN) $(BLAS_INC) $(EXT_INC) $(CFLAGS)
 LIBS     = -llapacke -lopenblas -lm
 
 # Sanitizer build (a separate tree under build/san).
@@ -40,8 +44,8 @@ SAN_FLAGS = -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
 MULTIARCH := $(shell $(CC) -print-multiarch 2>/dev/null)
 LIBDIR  ?= /usr/lib/$(MULTIARCH)
 
-# The version, from ext/sql_glue.h (the one place it is written).
-VERSION := $(shell sed -n 's/^\#define DPRL_VERSION "\(.*\)"/\1/p' ext/sql_glue.h)
+# The version, from ext/dprl.h (the one place it is written).
+VERSION := $(shell sed -n 's/^\#define DPRL_VERSION "\(.*\)"/\1/p' ext/dprl.h)
 # The commit dprl_debug() reports: HEAD of this checkout, "unknown" outside
 # git (or when this directory is not the top of the repository it is in).
 GIT_COMMIT := $(shell [ "$$(git rev-parse --show-toplevel 2>/dev/null)" = "$(CURDIR)" ] && \
@@ -52,9 +56,9 @@ GIT_COMMIT := $(shell [ "$$(git rev-parse --show-toplevel 2>/dev/null)" = "$(CUR
 DEB_PKGS = libsqlite3-dev sqlite3 liblapacke-dev libopenblas-dev python3 gnuplot-nox \
            python3-build python3-setuptools python3-wheel python3-venv python3-apsw
 
-GLUE_SRC  = $(wildcard ext/sql_*.c) ext/dprl.c
-CORE_SRC  = $(filter-out $(GLUE_SRC),$(wildcard ext/*.c))
-HDRS      = $(wildcard ext/*.h)
+GLUE_SRC  = $(wildcard ext/*/sql_*.c) ext/dprl.c
+CORE_SRC  = $(filter-out $(GLUE_SRC),$(wildcard ext/*/*.c))
+HDRS      = $(wildcard ext/*.h ext/*/*.h)
 UNIT_SRC  = $(wildcard tests/unit/test_*.c)
 
 B ?= build
@@ -103,6 +107,7 @@ dprl.so: $(CORE_OBJ) $(GLUE_OBJ)
 	$(CC) -shared -o $@ $^ $(LIBS) $(LDFLAGS)
 
 $(B)/%.o: ext/%.c $(HDRS) | $(B)
+	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(COMMIT_DEF) -c -o $@ $<
 
 # dprl_debug() names the commit: dprl.o (of every build tree) is compiled
@@ -124,6 +129,7 @@ libdprl.a: $(STATIC_OBJ)
 	ar rcs $@ $^
 
 build/static/%.o: ext/%.c $(HDRS) | build/static
+	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -DSQLITE_CORE $(COMMIT_DEF) -c -o $@ $<
 
 build/static:
@@ -238,7 +244,7 @@ fuzz: deps
 	@$(MAKE) --no-print-directory B=build/fuzz CC=$(FUZZ_CC) \
 	  CFLAGS="$(FUZZ_FLAGS) -fsanitize=fuzzer-no-link" LDFLAGS="-fsanitize=address,undefined" build/fuzz/dprl.so
 	@for h in $(FUZZ_NAMES); do \
-	  $(FUZZ_CC) -std=c11 -D_GNU_SOURCE $(BLAS_INC) -Iext $(FUZZ_FLAGS) -fsanitize=fuzzer \
+	  $(FUZZ_CC) -std=c11 -D_GNU_SOURCE $(BLAS_INC) $(EXT_INC) $(FUZZ_FLAGS) -fsanitize=fuzzer \
 	    -DDPRL_SO_PATH='"build/fuzz/dprl.so"' -o build/fuzz/fuzz_$$h tests/fuzz/fuzz_$$h.c \
 	    $(filter-out build/fuzz/dprl.o build/fuzz/sql_%,$(patsubst ext/%.c,build/fuzz/%.o,$(CORE_SRC))) \
 	    $(LIBS) -lsqlite3 || exit 1; \
@@ -314,7 +320,7 @@ wheel: all
 # whose npm package has the same version; never moves an existing tag.
 # Push it with: git push origin v$(VERSION)
 tag:
-	@[ -n "$(VERSION)" ] || { echo "make tag: no DPRL_VERSION in ext/sql_glue.h"; exit 1; }
+	@[ -n "$(VERSION)" ] || { echo "make tag: no DPRL_VERSION in ext/dprl.h"; exit 1; }
 	@[ -z "$$(git status --porcelain)" ] || \
 	  { echo "make tag: the tree is not clean (git status); commit or stash first"; exit 1; }
 	@grep -Eq '^## \[$(subst .,\.,$(VERSION))\] - [0-9]{4}-[0-9]{2}-[0-9]{2}' CHANGELOG.md || \

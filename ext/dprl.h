@@ -14,6 +14,10 @@
 
 #include <sqlite3.h>
 
+/* The version (semantic versioning; CHANGELOG.md).  The one place it is
+** written: the Makefile, the Python and the npm packages read it here. */
+#define DPRL_VERSION "0.2.0"
+
 #ifdef __cplusplus
 extern "C" {
 #endif

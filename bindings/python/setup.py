@@ -2,7 +2,7 @@
 
 pyproject.toml has the metadata; this file only adds what setuptools cannot
 say declaratively:
-- the version, read from ext/sql_glue.h (DPRL_VERSION);
+- the version, read from ext/dprl.h (DPRL_VERSION);
 - build_py runs `make dprl.so` and copies the library next to __init__.py;
 - the wheel is tagged py3-none-<platform>: it holds no Python extension
   module, only a shared library for this platform;
@@ -31,7 +31,7 @@ def source_dir():
     """Where ext/ and the Makefile are: csrc/ in an sdist, else the checkout."""
     for d in (os.path.join(HERE, "csrc"), os.path.normpath(os.path.join(HERE, "..", ".."))):
         if os.path.isfile(os.path.join(d, "Makefile")) and os.path.isfile(
-                os.path.join(d, "ext", "sql_glue.h")):
+                os.path.join(d, "ext", "dprl.h")):
             return d
     raise SystemExit(
         "dprl: cannot find the C sources (ext/ and the Makefile). Build from a "
@@ -39,10 +39,10 @@ def source_dir():
 
 
 def version():
-    with open(os.path.join(source_dir(), "ext", "sql_glue.h")) as f:
+    with open(os.path.join(source_dir(), "ext", "dprl.h")) as f:
         m = re.search(r'^#define DPRL_VERSION "([^"]+)"', f.read(), re.M)
     if not m:
-        raise SystemExit("dprl: no DPRL_VERSION in ext/sql_glue.h")
+        raise SystemExit("dprl: no DPRL_VERSION in ext/dprl.h")
     return m.group(1)
 
 

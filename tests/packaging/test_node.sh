@@ -9,7 +9,7 @@ cd "$(dirname "$0")/../.."
 root=$(pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-version=$(sed -n 's/^#define DPRL_VERSION "\(.*\)"/\1/p' ext/sql_glue.h)
+version=$(sed -n 's/^#define DPRL_VERSION "\(.*\)"/\1/p' ext/dprl.h)
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then

@@ -15,7 +15,7 @@ root=$(pwd)
 PY=${PYTHON:-/usr/bin/python3}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-version=$(sed -n 's/^#define DPRL_VERSION "\(.*\)"/\1/p' ext/sql_glue.h)
+version=$(sed -n 's/^#define DPRL_VERSION "\(.*\)"/\1/p' ext/dprl.h)
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 whl=dprl-$version-py3-none-linux_x86_64.whl
 
@@ -62,7 +62,7 @@ fi
 $PY -m build --sdist --no-isolation --outdir "$tmp/sdist" bindings/python >"$tmp/sdist.log" 2>&1
 say $? "python3 -m build --sdist --no-isolation bindings/python" "$tmp/sdist.log"
 tar -tzf "$tmp/sdist/dprl-$version.tar.gz" >"$tmp/sdist.list" 2>&1
-for f in csrc/Makefile csrc/ext/dprl.c csrc/ext/sql_glue.h LICENSE; do
+for f in csrc/Makefile csrc/ext/dprl.c csrc/ext/dprl.h LICENSE; do
   grep -qx "dprl-$version/$f" "$tmp/sdist.list"
   say $? "the sdist has $f"
 done

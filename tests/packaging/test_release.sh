@@ -7,7 +7,7 @@ cd "$(dirname "$0")/../.."
 root=$(pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-version=$(sed -n 's/^#define DPRL_VERSION "\(.*\)"/\1/p' ext/sql_glue.h)
+version=$(sed -n 's/^#define DPRL_VERSION "\(.*\)"/\1/p' ext/dprl.h)
 
 ok() { if [ "$1" -eq 0 ]; then echo "ok $2"; else echo "not ok $2"; [ -n "${3:-}" ] && sed 's/^/#   /' "$3"; fi; }
 
@@ -20,7 +20,7 @@ ok $? "LICENSE: MIT, Copyright (c) 2026 the dprl authors"
 s=$tmp/repo
 mkdir -p "$s/ext" "$s/bindings/node"
 cp Makefile CHANGELOG.md "$s/"
-cp ext/sql_glue.h "$s/ext/"
+cp ext/dprl.h "$s/ext/"
 cp bindings/node/package.json "$s/bindings/node/"
 g() { git -C "$s" -c user.name=t -c user.email=t@example.invalid "$@"; }
 g init -q && g add -A && g commit -q -m scratch

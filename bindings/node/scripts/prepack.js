@@ -1,6 +1,6 @@
 // npm pack / npm publish: build dprl.so with the project's Makefile and put
 // it, with the LICENSE, into the package.  Refuses when package.json's
-// version is not DPRL_VERSION (ext/sql_glue.h).  Make's output goes to
+// version is not DPRL_VERSION (ext/dprl.h).  Make's output goes to
 // stderr, so npm pack's stdout stays the tarball's name.
 'use strict';
 const { execFileSync } = require('node:child_process');
@@ -9,11 +9,11 @@ const path = require('node:path');
 
 const pkgDir = path.resolve(__dirname, '..');
 const root = path.resolve(pkgDir, '..', '..');
-const header = fs.readFileSync(path.join(root, 'ext', 'sql_glue.h'), 'utf8');
+const header = fs.readFileSync(path.join(root, 'ext', 'dprl.h'), 'utf8');
 const m = /^#define DPRL_VERSION "([^"]+)"/m.exec(header);
 const { version } = require(path.join(pkgDir, 'package.json'));
 if (!m || m[1] !== version) {
-  console.error(`prepack: package.json has version ${version}, ext/sql_glue.h ${m ? m[1] : 'none'}`);
+  console.error(`prepack: package.json has version ${version}, ext/dprl.h ${m ? m[1] : 'none'}`);
   process.exit(1);
 }
 execFileSync('make', ['--no-print-directory', '-C', root, 'all'],

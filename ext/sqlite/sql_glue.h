@@ -15,7 +15,6 @@
 SQLITE_EXTENSION_INIT3
 #endif
 
-#define DPRL_VERSION "0.2.0"
 
 /* Report err as the SQL error of ctx, prefixed "fn: " unless the message
 ** already names fn; out of memory becomes SQLITE_NOMEM, DPRL_EINTR
