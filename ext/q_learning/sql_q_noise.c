@@ -313,11 +313,13 @@ static int noise_rows(const dprl_q_noise_cfg *c, const qn_points *p, const doubl
 ** again, never charge less. */
 static int noise_charge(sqlite3 *db, const dprl_q_noise_cfg *c, dprl_q_store *st,
                         const char *text, size_t len, dprl_error *err) {
-  int spends = c->sigma > 0 && c->cal.epsilon > 0 && !c->has_seed;
+  /* J < T/B reuses paths, which the accountant does not cover */
+  int fresh = c->cal.epsilon <= 0 || dprl_q_fresh_paths(&c->cal);
+  int spends = c->sigma > 0 && c->cal.epsilon > 0 && !c->has_seed && fresh;
   int paid = c->path && st->charged; /* this path's release is charged already */
   dprl_spend sp = {c->budget, "dp_q_noise", spends && !paid ? c->cal.epsilon : 0,
                    spends && !paid ? c->cal.out.delta_total : 0, spends, text, len,
-                   c->has_seed ? "seed" : "sigma"};
+                   c->has_seed ? "seed" : !fresh ? "J (below T/B)" : "sigma"};
   int rc = dprl_budget_charge(db, &sp, err);
   if (!rc && c->budget && c->path && spends && !paid) rc = dprl_q_store_mark_charged(st, err);
   return rc;

@@ -52,9 +52,14 @@
 #include "json.h"
 #include "options.h"
 
-#define BUDGETS_SQL                                                                     \
+/* BUDGETS_SQL is BUDGETS_SQL_0 after ALTER TABLE ... ADD COLUMN in_memory
+** (SQLite appends the column to the stored text): dprl_budget() upgrades a
+** table of the old definition that way. */
+#define BUDGETS_SQL_0                                                                   \
   "CREATE TABLE dprl_budgets(name TEXT PRIMARY KEY, epsilon REAL NOT NULL, delta REAL " \
-  "NOT NULL, accountant TEXT NOT NULL, created TEXT NOT NULL)"
+  "NOT NULL, accountant TEXT NOT NULL, created TEXT NOT NULL"
+#define BUDGETS_SQL BUDGETS_SQL_0 ", in_memory INTEGER NOT NULL DEFAULT 0)"
+#define BUDGETS_ADD_COLUMN "in_memory INTEGER NOT NULL DEFAULT 0"
 #define LEDGER_SQL                                                                        \
   "CREATE TABLE dprl_ledger(id INTEGER PRIMARY KEY, time TEXT NOT NULL, budget TEXT NOT " \
   "NULL, function TEXT NOT NULL, epsilon REAL NOT NULL, delta REAL NOT NULL, options_hash " \
@@ -69,9 +74,18 @@ typedef struct ledger_at {
   int ephemeral;                       /* in-memory or temporary database */
 } ledger_at;
 
+/* The number of characters of valid UTF-8, or (size_t)-1. */
 static size_t utf8_chars(const char *s, size_t n) {
   size_t c = 0;
-  for (size_t i = 0; i < n; i++) c += ((unsigned char)s[i] & 0xC0) != 0x80;
+  for (size_t i = 0; i < n; c++) {
+    unsigned char b = (unsigned char)s[i];
+    size_t k = b < 0x80 ? 1 : (b & 0xE0) == 0xC0 && b >= 0xC2 ? 2 : (b & 0xF0) == 0xE0 ? 3
+               : (b & 0xF8) == 0xF0 && b <= 0xF4 ? 4 : 0;
+    if (!k || i + k > n) return (size_t)-1;
+    for (size_t j = 1; j < k; j++)
+      if (((unsigned char)s[i + j] & 0xC0) != 0x80) return (size_t)-1;
+    i += k;
+  }
   return c;
 }
 
@@ -79,6 +93,8 @@ static size_t utf8_chars(const char *s, size_t n) {
 ** characters (not bytes), without NUL. */
 static int ledger_locate(sqlite3 *db, const char *fn, const char *what, const char *text,
                          ledger_at *at, dprl_error *err) {
+  if (utf8_chars(text, strlen(text)) == (size_t)-1)
+    return dprl_fail(err, DPRL_EINVAL, "%s: %s must be valid UTF-8", fn, what);
   const char *dot = strchr(text, '.');
   size_t sn = dot ? (size_t)(dot - text) : 0;
   at->name = dot ? dot + 1 : text;
@@ -86,21 +102,26 @@ static int ledger_locate(sqlite3 *db, const char *fn, const char *what, const ch
   if (dot && (sn == 0 || nn == 0 || utf8_chars(text, sn) > NAME_MAX_CHARS))
     return dprl_fail(err, DPRL_EINVAL,
                      "%s: %s \"%.200s\": a dot separates the schema from the name "
-                     "(\"clinic.icu\": budget \"icu\" in the attached database \"clinic\"), "
-                     "and neither may be empty", fn, what, text);
+                     "(\"clinic.icu\": budget \"icu\" in the attached database \"clinic\"; "
+                     "\"main.v1.2\": budget \"v1.2\" in main), and neither may be empty",
+                     fn, what, text);
   if (nn == 0 || utf8_chars(at->name, nn) > NAME_MAX_CHARS)
     return dprl_fail(err, DPRL_EINVAL, "%s: %s must be 1 to %d characters, got %zu", fn, what,
                      NAME_MAX_CHARS, utf8_chars(at->name, nn));
+  /* at most 200 characters of at most 4 bytes each: fits at->schema */
   memcpy(at->schema, dot ? text : "main", dot ? sn : 4);
   at->schema[dot ? sn : 4] = 0;
+  if (sqlite3_stricmp(at->schema, "main") == 0) memcpy(at->schema, "main", 5);
   if (sqlite3_stricmp(at->schema, "temp") == 0) {
     at->ephemeral = 1;
     return DPRL_OK;
   }
   const char *file = sqlite3_db_filename(db, at->schema);
   if (!file)
-    return dprl_fail(err, DPRL_EINVAL, "%s: %s \"%.200s\": no attached database named \"%s\"",
-                     fn, what, text, at->schema);
+    return dprl_fail(err, DPRL_EINVAL,
+                     "%s: %s \"%.200s\": no attached database named \"%s\" (a dot separates "
+                     "the schema from the name: write \"main.%.200s\" for a name with a dot)",
+                     fn, what, text, at->schema, text);
   sqlite3_vfs *vfs = NULL;
   sqlite3_file_control(db, at->schema, SQLITE_FCNTL_VFS_POINTER, &vfs);
   at->ephemeral = file[0] == 0 || (vfs && vfs->zName && strcmp(vfs->zName, "memdb") == 0);
@@ -136,8 +157,8 @@ static int db_error(sqlite3 *db, const char *fn, const char *what, dprl_error *e
 /* The text of table t in the schema ("" if none; NULL only out of memory). */
 static char *table_sql(sqlite3 *db, const char *schema, const char *t, const char **type) {
   sqlite3_stmt *st = NULL;
-  char *sql = sqlite3_mprintf("SELECT type, sql FROM \"%w\".sqlite_schema WHERE name = ?1",
-                              schema);
+  char *sql = sqlite3_mprintf("SELECT type, sql FROM \"%w\".sqlite_schema WHERE name = ?1 "
+                              "COLLATE NOCASE", schema);
   char *out = NULL;
   *type = "";
   if (sql && sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK) {
@@ -165,7 +186,13 @@ static int tables_check(sqlite3 *c, const char *where, const char *fn, const cha
     char *sql = table_sql(c, where, names[i], &type);
     if (!sql) return dprl_nomem(err);
     int missing = sql[0] == 0 && type[0] == 0, differs = !missing && strcmp(sql, want[i]) != 0;
+    int old = i == 0 && strcmp(sql, BUDGETS_SQL_0 ")") == 0;
     sqlite3_free(sql);
+    if (old)
+      return dprl_fail(err, DPRL_EINVAL,
+                       "%s: %s \"%s\": %s.dprl_budgets was made by an older dprl: declare the "
+                       "budget again with dprl_budget(name, epsilon, delta), which upgrades the "
+                       "table", fn, what, budget, shown);
     if (missing && i == 0)
       return dprl_fail(err, DPRL_EINVAL,
                        "%s: %s: no budget named \"%s\" (no dprl_budgets table in %s): declare "
@@ -187,7 +214,7 @@ static int tables_check(sqlite3 *c, const char *where, const char *fn, const cha
     int found;
     int rc = query_numbers(c, t ? "temp" : where,
                            "SELECT count(*) FROM \"%w\".sqlite_schema WHERE type = 'trigger' "
-                           "AND tbl_name IN ('dprl_budgets', 'dprl_ledger')", NULL, &n, 1, &found);
+                           "AND lower(tbl_name) IN ('dprl_budgets', 'dprl_ledger')", NULL, &n, 1, &found);
     if (rc == SQLITE_NOMEM) return dprl_nomem(err);
     if (rc != SQLITE_OK) return db_error(c, fn, "reading its triggers", err);
     if (n > 0)
@@ -214,6 +241,7 @@ typedef struct ledger_wait {
   dprl_sql_cancel *cancel; /* a probe on the caller's connection */
   int interrupted;
   int nested; /* the row is written through the caller's connection */
+  int waited; /* calls of ledger_busy */
 } ledger_wait;
 
 static int64_t now_ns(void) {
@@ -225,6 +253,7 @@ static int64_t now_ns(void) {
 /* A busy handler: sleep a little, up to the timeout; stop on interrupt. */
 static int ledger_busy(void *p, int n) {
   ledger_wait *w = p;
+  w->waited++;
   if (w->cancel && w->cancel->base.check(w->cancel->base.ctx)) {
     w->interrupted = 1;
     return 0;
@@ -243,7 +272,7 @@ static int busy_timeout(sqlite3 *db) {
   double ms = 0;
   int found;
   if (query_numbers(db, "", "PRAGMA busy_timeout", NULL, &ms, 1, &found) != SQLITE_OK) return 0;
-  return ms > 0 && ms < 2147483647 ? (int)ms : 0;
+  return ms > 0 && ms <= 2147483647 ? (int)ms : 0;
 }
 
 /* ---- the charge ---------------------------------------------------------- */
@@ -257,16 +286,18 @@ static int ledger_write(sqlite3 *c, const char *where, const char *shown, const 
       "INSERT INTO \"%w\".dprl_ledger(time, budget, function, epsilon, delta, options_hash, "
       "spent) SELECT strftime('%%Y-%%m-%%dT%%H:%%M:%%fZ', 'now'), ?1, ?2, ?3, ?4, ?5, 1 "
       "FROM \"%w\".dprl_budgets AS b WHERE b.name = ?1 "
-      "AND (SELECT sql FROM \"%w\".sqlite_schema WHERE name = 'dprl_budgets') = ?6 "
-      "AND (SELECT sql FROM \"%w\".sqlite_schema WHERE name = 'dprl_ledger') = ?7 "
-      "AND NOT EXISTS (SELECT 1 FROM \"%w\".sqlite_schema WHERE type = 'trigger' AND tbl_name "
-      "IN ('dprl_budgets', 'dprl_ledger')) "
-      "AND NOT EXISTS (SELECT 1 FROM temp.sqlite_schema WHERE type = 'trigger' AND tbl_name "
-      "IN ('dprl_budgets', 'dprl_ledger')) "
+      "AND (SELECT sql FROM \"%w\".sqlite_schema WHERE name = 'dprl_budgets' COLLATE NOCASE) "
+      "= ?6 "
+      "AND (SELECT sql FROM \"%w\".sqlite_schema WHERE name = 'dprl_ledger' COLLATE NOCASE) "
+      "= ?7 "
+      "AND NOT EXISTS (SELECT 1 FROM \"%w\".sqlite_schema WHERE type = 'trigger' AND "
+      "lower(tbl_name) IN ('dprl_budgets', 'dprl_ledger')) "
+      "AND NOT EXISTS (SELECT 1 FROM temp.sqlite_schema WHERE type = 'trigger' AND "
+      "lower(tbl_name) IN ('dprl_budgets', 'dprl_ledger')) "
       "AND (SELECT total(epsilon) FROM \"%w\".dprl_ledger WHERE budget = ?1 AND spent = 1) + ?3 "
       "<= b.epsilon * (1 + 1e-12) "
       "AND (SELECT total(delta) FROM \"%w\".dprl_ledger WHERE budget = ?1 AND spent = 1) + ?4 "
-      "<= b.delta * (1 + 1e-12)",
+      "<= b.delta * (1 + 1e-12) AND (b.in_memory = 1 OR ?8 = 0)",
       where, where, where, where, where, where, where);
   if (!sql) return dprl_nomem(err);
   sqlite3_stmt *st = NULL;
@@ -286,6 +317,7 @@ static int ledger_write(sqlite3 *c, const char *where, const char *shown, const 
   sqlite3_bind_text(st, 5, hash, -1, SQLITE_STATIC);
   sqlite3_bind_text(st, 6, BUDGETS_SQL, -1, SQLITE_STATIC);
   sqlite3_bind_text(st, 7, LEDGER_SQL, -1, SQLITE_STATIC);
+  sqlite3_bind_int(st, 8, at->ephemeral);
   rc = sqlite3_step(st);
   int stored = rc == SQLITE_DONE ? sqlite3_changes(c) : 0;
   sqlite3_finalize(st);
@@ -294,22 +326,32 @@ static int ledger_write(sqlite3 *c, const char *where, const char *shown, const 
     return dprl_fail(err, DPRL_EBUSY,
                      "%s: budget \"%s\": the ledger is locked by another connection (%s); "
                      "nothing was released: retry", s->fn, s->budget,
-                     !w->nested ? "waited for the busy timeout"
-                     : "this statement reads the ledger's database in rollback-journal mode, "
-                       "so it cannot wait for a writer; WAL (PRAGMA journal_mode = WAL) lets "
-                       "releases wait as the busy timeout says");
+                     w->timeout_ms == 0 ? "this connection has no busy timeout: PRAGMA "
+                                          "busy_timeout = 5000 makes a release wait up to 5 s"
+                     : !w->nested || w->waited ? "waited for the busy timeout"
+                     : "another connection writes, and this statement reads the ledger's "
+                       "database in rollback-journal mode, so it cannot wait for it; WAL "
+                       "(PRAGMA journal_mode = WAL) lets releases wait as the busy timeout says");
   if (rc != SQLITE_DONE) return db_error(c, s->fn, "appending to dprl_ledger", err);
   if (stored == 1) return DPRL_OK;
   /* Nothing stored: say why (the same checks, one at a time). */
   if (tables_check(c, where, s->fn, "option budget", shown, s->budget, err)) return err->code;
-  double have[2], used[2];
+  double have[3], used[2];
   int found;
-  rc = query_numbers(c, where, "SELECT epsilon, delta FROM \"%w\".dprl_budgets WHERE name = ?1",
-                     at->name, have, 2, &found);
+  rc = query_numbers(c, where,
+                     "SELECT epsilon, delta, in_memory FROM \"%w\".dprl_budgets WHERE name = ?1",
+                     at->name, have, 3, &found);
   if (rc == SQLITE_OK && !found)
     return dprl_fail(err, DPRL_EINVAL,
                      "%s: option budget: no budget named \"%s\": declare it with "
                      "dprl_budget(name, epsilon, delta)", s->fn, s->budget);
+  if (rc == SQLITE_OK && at->ephemeral && have[2] != 1)
+    return dprl_fail(err, DPRL_EINVAL,
+                     "%s: option budget \"%s\": the budget was declared in a file, and this "
+                     "copy of it is in memory (a backup or a deserialized database?): what it "
+                     "charges would vanish with the connection. Release against the file, or "
+                     "declare an in-memory budget with '{\"in_memory\": true}'",
+                     s->fn, s->budget);
   if (rc == SQLITE_OK)
     rc = query_numbers(c, where,
                        "SELECT total(epsilon), total(delta) FROM \"%w\".dprl_ledger WHERE "
@@ -328,7 +370,7 @@ static int ledger_open(sqlite3 *db, const char *fn, const char *schema, ledger_w
   sqlite3_vfs *vfs = NULL;
   sqlite3_file_control(db, schema, SQLITE_FCNTL_VFS_POINTER, &vfs);
   int rc = sqlite3_open_v2(sqlite3_db_filename(db, schema), out,
-                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
+                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_PRIVATECACHE,
                            vfs ? vfs->zName : NULL);
   if (rc != SQLITE_OK) {
     if (!*out || rc == SQLITE_NOMEM) {
@@ -369,6 +411,56 @@ static int writing_statement(sqlite3 *db) {
   return 0;
 }
 
+/* The strongest transaction state of this connection on the file of the
+** ledger, whichever of its names (the same file may be attached twice);
+** the ledger is then written through that name, whose pager holds the
+** lock (another name's pager would wait for it). */
+static int file_txn_state(sqlite3 *db, ledger_at *at) {
+  const char *file = sqlite3_db_filename(db, at->schema);
+  int state = sqlite3_txn_state(db, at->schema);
+  for (int i = 0; file && file[0]; i++) {
+    const char *name = sqlite3_db_name(db, i);
+    if (!name) break;
+    const char *f = sqlite3_db_filename(db, name);
+    if (f && strcmp(f, file) == 0 && sqlite3_txn_state(db, name) > state &&
+        strlen(name) < sizeof at->schema) {
+      state = sqlite3_txn_state(db, name);
+      memcpy(at->schema, name, strlen(name) + 1);
+    }
+  }
+  return state;
+}
+
+/* The ledger row through the caller's connection: a nested statement that
+** commits when it ends.  Its commit waits for other readers through
+** ledger_busy (where the connection's handler is SQLite's own, which can
+** be put back), and is synchronous = FULL whatever the connection chose. */
+static int nested_write(sqlite3 *db, const ledger_at *at, const dprl_spend *s, ledger_wait *w,
+                        const char *journal, dprl_error *err) {
+  if (strcmp(journal, "off") == 0 || strcmp(journal, "memory") == 0)
+    return dprl_fail(err, DPRL_EINVAL,
+                     "%s: option budget \"%s\": the database \"%s\" has journal_mode %s, and a "
+                     "crash could then lose or corrupt the ledger: use WAL (PRAGMA journal_mode = "
+                     "WAL) or DELETE", s->fn, s->budget, at->schema, journal);
+  char sync[8] = "";
+  if (!at->ephemeral) pragma_text(db, at->schema, "synchronous", sync, sizeof sync);
+  char *full = sqlite3_mprintf("PRAGMA \"%w\".synchronous = FULL", at->schema);
+  char *back = sqlite3_mprintf("PRAGMA \"%w\".synchronous = %s", at->schema, sync[0] ? sync : "2");
+  if (!full || !back) {
+    sqlite3_free(full);
+    sqlite3_free(back);
+    return dprl_nomem(err);
+  }
+  if (sync[0]) sqlite3_exec(db, full, NULL, NULL, NULL);
+  if (w->timeout_ms > 0) sqlite3_busy_handler(db, ledger_busy, w);
+  int rc = ledger_write(db, at->schema, at->schema, at, s, w, err);
+  if (w->timeout_ms > 0) sqlite3_busy_timeout(db, w->timeout_ms);
+  if (sync[0]) sqlite3_exec(db, back, NULL, NULL, NULL);
+  sqlite3_free(full);
+  sqlite3_free(back);
+  return rc;
+}
+
 int dprl_budget_charge(sqlite3 *db, const dprl_spend *s, dprl_error *err) {
   if (!s->budget) return DPRL_OK;
   ledger_at at;
@@ -381,14 +473,21 @@ int dprl_budget_charge(sqlite3 *db, const dprl_spend *s, dprl_error *err) {
                      s->why_not ? s->why_not : "seed");
   if (!sqlite3_get_autocommit(db))
     return dprl_fail(err, DPRL_EINVAL,
-                     "%s: option budget: a budgeted release cannot run inside an explicit "
-                     "transaction (a ROLLBACK would erase the ledger row of a release already "
-                     "seen); run it on its own", s->fn);
+                     "%s: option budget: a budgeted release cannot run inside a transaction (a "
+                     "ROLLBACK would erase the ledger row of a release already seen); run it on "
+                     "its own, in autocommit mode (Python's sqlite3 opens transactions itself "
+                     "unless isolation_level = None or autocommit = True)", s->fn);
   if (sqlite3_db_readonly(db, at.schema) == 1)
     return dprl_fail(err, DPRL_EINVAL,
                      "%s: option budget \"%s\": the database \"%s\" that holds the ledger is "
                      "read-only", s->fn, s->budget, at.schema);
-  int state = sqlite3_txn_state(db, at.schema);
+  char query_only[8] = "";
+  pragma_text(db, "main", "query_only", query_only, sizeof query_only);
+  if (strcmp(query_only, "1") == 0)
+    return dprl_fail(err, DPRL_EINVAL,
+                     "%s: option budget \"%s\": PRAGMA query_only is on, and a budgeted release "
+                     "writes its ledger row", s->fn, s->budget);
+  int state = file_txn_state(db, &at);
   if (state == SQLITE_TXN_WRITE)
     return dprl_fail(err, DPRL_EINVAL,
                      "%s: option budget \"%s\": this statement (or another one open on the "
@@ -399,16 +498,17 @@ int dprl_budget_charge(sqlite3 *db, const dprl_spend *s, dprl_error *err) {
                      at.schema);
   dprl_sql_cancel cancel;
   if (dprl_sql_cancel_open(&cancel, db, err)) return err->code;
-  ledger_wait w = {busy_timeout(db), now_ns(), &cancel, 0, 0};
+  ledger_wait w = {busy_timeout(db), now_ns(), &cancel, 0, 0, 0};
   char journal[16] = "", locking[16] = "";
   if (!at.ephemeral) {
     pragma_text(db, at.schema, "journal_mode", journal, sizeof journal);
     pragma_text(db, at.schema, "locking_mode", locking, sizeof locking);
   }
+  int wal = strcmp(journal, "wal") == 0;
   /* Its own connection where that one can commit while this statement
   ** runs: WAL, or a file this statement does not read. */
   int own = !at.ephemeral && strcmp(locking, "exclusive") != 0 &&
-            (strcmp(journal, "wal") == 0 || state == SQLITE_TXN_NONE);
+            (wal || state == SQLITE_TXN_NONE);
   int rc;
   if (own) {
     sqlite3 *c = NULL;
@@ -423,12 +523,14 @@ int dprl_budget_charge(sqlite3 *db, const dprl_spend *s, dprl_error *err) {
                    "nothing was released. Release with a plain SELECT and store what it "
                    "returns%s", s->fn, s->budget,
                    at.ephemeral ? "the ledger's database is in memory"
-                                : "rollback-journal or exclusive locking mode",
-                   at.ephemeral ? "" : " (in WAL mode, CREATE TEMP TABLE r AS SELECT ... works "
-                                       "too: PRAGMA journal_mode = WAL)");
+                   : wal        ? "exclusive locking mode"
+                                : "rollback-journal mode",
+                   at.ephemeral || wal ? ""
+                                       : " (in WAL mode, CREATE TEMP TABLE r AS SELECT ... "
+                                         "works too: PRAGMA journal_mode = WAL)");
   } else {
     w.nested = 1;
-    rc = ledger_write(db, at.schema, at.schema, &at, s, &w, err);
+    rc = nested_write(db, &at, s, &w, journal, err);
   }
   dprl_sql_cancel_close(&cancel);
   return rc;
@@ -450,7 +552,7 @@ static int read_name(sqlite3 *db, sqlite3_value *v, const char *fn, ledger_at *a
   return ledger_locate(db, fn, "name", text, at, err);
 }
 
-static int declare(sqlite3 *db, const ledger_at *at, double eps, double delta,
+static int declare(sqlite3 *db, const ledger_at *at, double eps, double delta, int in_memory,
                    dprl_error *err) {
   const char *fn = "dprl_budget";
   double have[2];
@@ -463,6 +565,18 @@ static int declare(sqlite3 *db, const ledger_at *at, double eps, double delta,
   int rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
   sqlite3_free(sql);
   if (rc != SQLITE_OK) return db_error(db, fn, "creating its tables", err);
+  const char *type;
+  char *have_sql = table_sql(db, at->schema, "dprl_budgets", &type);
+  if (!have_sql) return dprl_nomem(err);
+  int old = strcmp(have_sql, BUDGETS_SQL_0 ")") == 0;
+  sqlite3_free(have_sql);
+  if (old) { /* a table of the previous definition: add the column */
+    sql = sqlite3_mprintf("ALTER TABLE \"%w\".dprl_budgets ADD COLUMN " BUDGETS_ADD_COLUMN,
+                          at->schema);
+    rc = sql ? sqlite3_exec(db, sql, NULL, NULL, NULL) : SQLITE_NOMEM;
+    sqlite3_free(sql);
+    if (rc != SQLITE_OK) return db_error(db, fn, "upgrading dprl_budgets", err);
+  }
   if (tables_check(db, at->schema, fn, "budget", at->schema, at->name, err)) return err->code;
   rc = query_numbers(db, at->schema, "SELECT epsilon, delta FROM \"%w\".dprl_budgets WHERE name = ?1",
                      at->name, have, 2, &found);
@@ -474,7 +588,7 @@ static int declare(sqlite3 *db, const ledger_at *at, double eps, double delta,
   if (found) return DPRL_OK;
   sqlite3_stmt *st = NULL;
   sql = sqlite3_mprintf("INSERT INTO \"%w\".dprl_budgets VALUES (?1, ?2, ?3, "
-                        "'basic composition', strftime('%%Y-%%m-%%dT%%H:%%M:%%fZ', 'now'))",
+                        "'basic composition', strftime('%%Y-%%m-%%dT%%H:%%M:%%fZ', 'now'), ?4)",
                         at->schema);
   rc = sql ? sqlite3_prepare_v2(db, sql, -1, &st, NULL) : SQLITE_NOMEM;
   sqlite3_free(sql);
@@ -482,6 +596,7 @@ static int declare(sqlite3 *db, const ledger_at *at, double eps, double delta,
     sqlite3_bind_text(st, 1, at->name, -1, SQLITE_STATIC);
     sqlite3_bind_double(st, 2, eps);
     sqlite3_bind_double(st, 3, delta);
+    sqlite3_bind_int(st, 4, in_memory && at->ephemeral);
     rc = sqlite3_step(st) == SQLITE_DONE ? SQLITE_OK : SQLITE_ERROR;
   }
   sqlite3_finalize(st);
@@ -521,7 +636,7 @@ static void budget_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
                    "true}' as the fourth argument if a budget for this connection only is "
                    "what you want", at.schema,
                    sqlite3_stricmp(at.schema, "temp") == 0 ? "temporary" : "in memory", at.name);
-  if (!rc) rc = declare(db, &at, eps, delta, &err);
+  if (!rc) rc = declare(db, &at, eps, delta, in_memory, &err);
   if (rc) {
     dprl_sql_result_error(ctx, fn, &err);
     return;
