@@ -34,8 +34,15 @@ typedef struct dprl_rng {
 
 /* Key from getrandom(); DPRL_EINVAL with a message if the kernel refuses. */
 int dprl_rng_init_secure(dprl_rng *rng, dprl_error *err);
-/* Reproducible stream from a user seed; stream separates independent uses
-** of one seed (e.g. one per GROUP BY group or per action path). */
+/* The seeded streams: one per use of a seed, so that two mechanisms (or
+** two parts of one) given the same seed never share a keystream.  A use
+** with several independent parts adds its part number below bit 56. */
+#define DPRL_STREAM_LSW ((uint64_t)0)     /* dp_lsw */
+#define DPRL_STREAM_LSL ((uint64_t)1)     /* dp_lsl */
+#define DPRL_STREAM_PREFIX ((uint64_t)3)  /* dp_prefix_stable */
+#define DPRL_STREAM_Q_LEARN ((uint64_t)1 << 56)
+#define DPRL_STREAM_Q_NOISE ((uint64_t)2 << 56) /* | action | paths so far << 21 */
+/* Reproducible stream from a user seed; stream is one of DPRL_STREAM_*. */
 void dprl_rng_init_seeded(dprl_rng *rng, uint64_t seed, uint64_t stream);
 /* Wipe key material. */
 void dprl_rng_wipe(dprl_rng *rng);

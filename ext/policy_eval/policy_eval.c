@@ -521,7 +521,7 @@ int dprl_pe_release(const dprl_pe_config *c, const dprl_fv_stats *st,
   pe_result r = {0};
   dprl_rng rng;
   int rc;
-  if (c->has_seed) dprl_rng_init_seeded(&rng, c->seed, (uint64_t)c->mech);
+  if (c->has_seed) dprl_rng_init_seeded(&rng, c->seed, c->mech == DPRL_LSW ? DPRL_STREAM_LSW : DPRL_STREAM_LSL);
   else if ((rc = dprl_rng_init_secure(&rng, err))) return rc;
   int stats = c->perturb == DPRL_PERTURB_STATISTICS;
   size_t n = (size_t)c->n_states;

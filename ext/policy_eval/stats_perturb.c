@@ -3,7 +3,7 @@
 
 #include <math.h>
 
-#include "q_calibrate.h" /* the analytic Gaussian requirement (GDP delta) */
+#include "accountant.h" /* the analytic Gaussian requirement (GDP delta) */
 
 int dprl_sp_calibrate(const dprl_sp_params *p, dprl_sp_noise *out,
                       dprl_error *err) {
@@ -25,7 +25,7 @@ int dprl_sp_calibrate(const dprl_sp_params *p, dprl_sp_noise *out,
   out->sens = sqrt((double)out->n_eff * (B * B + out->c * out->c));
   /* Theorem 8 of Balle & Wang for sensitivity 1 is the GDP condition at
   ** mu = 1/sigma1: delta(eps; 1/sigma1) <= delta. */
-  out->sigma1 = dprl_q_sigma_gdp(p->epsilon, p->delta, 1.0, 1.0);
+  out->sigma1 = dprl_gdp_sigma(p->epsilon, p->delta, 1.0);
   out->sigma = out->sens * out->sigma1;
   if (!(isfinite(out->sigma) && out->sigma > 0x1p-900 && out->sigma < 0x1p900))
     return dprl_fail(err, DPRL_EINVAL,

@@ -29,6 +29,7 @@
 #include <stdint.h>
 
 #include "core.h"
+#include "accountant.h"
 #include "noise.h"
 
 /* Tolerance on sum_a pi_i(a|s) = 1. */
@@ -89,23 +90,6 @@ int dprl_policy_set(dprl_policy_table *pt, int64_t expert, int64_t state,
 **    (tolerance 1e-9)" */
 int dprl_policy_validate(const dprl_policy_table *pt, double p_min,
                          dprl_error *err);
-
-/* ---- Composition (ALGORITHMS.md section 10) --------------------------- */
-
-/* The exact privacy profile of the k-fold adaptive composition of
-** (eps0, delta0)-DP mechanisms (Kairouz, Oh, Viswanath 2015, Theorem 3.3):
-** the composition is (eps, delta)-DP for
-**   delta = 1 - (1 - delta0)^k (1 - delta_k(eps)),
-**   delta_k(eps) = sum_{l=0..k} C(k,l) max(0, e^{(k-l) eps0} - e^{eps + l eps0})
-**                  / (1 + e^{eps0})^k,
-** and no smaller delta holds for every choice of such mechanisms. The sum
-** is taken in log space over the terms that matter (they are log-concave
-** in l: a binary search finds the largest, the tails stop once provably
-** below 2^-66 of the total); relative error ~1e-13 for k <= 1000, ~1e-9 at
-** k = 10^6 (lgamma's rounding). k in 1..DPRL_PREFIX_MAX_T, eps0 > 0 finite,
-** delta0 in [0, 1), eps >= 0 finite; NaN otherwise. */
-double dprl_composition_delta(int64_t k, double eps0, double delta0,
-                              double eps);
 
 /* ---- Parameters (Algorithm 2, line 2-3 and 7) ------------------------- */
 

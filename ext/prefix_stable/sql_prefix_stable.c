@@ -830,7 +830,7 @@ static int ps_release(sqlite3 *db, ps_state *ps, const ps_opts *o, int64_t K, dp
 static int ps_open(sqlite3 *db, ps_state *ps, const ps_opts *o, char **pzErr) {
   if (dprl_sql_cancel_open(&ps->cancel, db, &ps->err)) return dprl_sql_vtab_error(pzErr, FN, &ps->err);
   ps->cancel_open = 1;
-  if (o->has_seed) dprl_rng_init_seeded(&ps->rng, o->seed, 3);
+  if (o->has_seed) dprl_rng_init_seeded(&ps->rng, o->seed, DPRL_STREAM_PREFIX);
   else if (dprl_rng_init_secure(&ps->rng, &ps->err)) return dprl_sql_vtab_error(pzErr, FN, &ps->err);
   return SQLITE_OK;
 }

@@ -7,6 +7,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "accountant.h"
 #include "noise.h"
 
 #ifndef M_E
@@ -58,40 +59,10 @@ double dprl_q_sigma_paper(double eps, double delta, double nb, double C) {
   return sqrt(2.0 * nb * log(M_E + eps / delta)) * C / eps;
 }
 
-double dprl_normal_cdf(double x) { return 0.5 * erfc(-x / M_SQRT2); }
-
-double dprl_gdp_delta(double eps, double mu) {
-  double a = -eps / mu + mu / 2, b = -eps / mu - mu / 2;
-  double pb = dprl_normal_cdf(b), second;
-  if (eps < 700)
-    second = exp(eps) * pb;
-  else /* e^eps would overflow; pb == 0 means the term is below term 1 */
-    second = pb > 0 ? exp(eps + log(pb)) : 0;
-  double d = dprl_normal_cdf(a) - second;
-  return d > 0 ? d : 0;
-}
-
-static int gdp_ok(double eps, double delta, double sens, double sigma) {
-  return dprl_gdp_delta(eps, sens / sigma) <= delta;
-}
-
-/* delta(eps) grows with mu = sens / sigma, so it falls as sigma grows:
-** bracket [lo, hi] with lo failing and hi passing, then bisect on log
-** sigma; hi is returned (the passing end: sigma rounded up). */
+/* The smallest sigma for T/B steps of sensitivity sqrt(C) (ALGORITHMS.md
+** section 10): one mu-GDP mechanism of sensitivity sqrt(T/B) sqrt(C). */
 double dprl_q_sigma_gdp(double eps, double delta, double nb, double C) {
-  double sens = sqrt(nb * C); /* sqrt(T/B) * sqrt(C) */
-  double hi = sens / eps, lo = hi;
-  for (int i = 0; i < 2100 && !gdp_ok(eps, delta, sens, hi); i++) hi *= 2;
-  for (int i = 0; i < 2100 && gdp_ok(eps, delta, sens, lo); i++) lo /= 2;
-  while (hi / lo > 1 + 1e-12) {
-    double mid = sqrt(lo) * sqrt(hi);
-    if (mid <= lo || mid >= hi) break;
-    if (gdp_ok(eps, delta, sens, mid))
-      hi = mid;
-    else
-      lo = mid;
-  }
-  return hi;
+  return dprl_gdp_sigma(eps, delta, sqrt(nb * C));
 }
 
 static int is_int_at_least(double x, double min) {

@@ -25,6 +25,7 @@
 #ifndef DPRL_Q_CALIBRATE_H
 #define DPRL_Q_CALIBRATE_H
 
+#include "accountant.h"
 #include "core.h"
 
 typedef enum {
@@ -87,9 +88,5 @@ double dprl_q_sigma_paper(double eps, double delta, double nb, double C);
 /* Smallest sigma (to relative 1e-12, rounded up) with
 ** dprl_gdp_delta(eps, sqrt(nb C) / sigma) <= delta. */
 double dprl_q_sigma_gdp(double eps, double delta, double nb, double C);
-/* Standard normal CDF through erfc (accurate in the lower tail). */
-double dprl_normal_cdf(double x);
-/* delta(eps) of a mu-GDP mechanism (Balle & Wang 2018, Theorem 8). */
-double dprl_gdp_delta(double eps, double mu);
 
 #endif

@@ -223,7 +223,7 @@ static void learn_result(sqlite3_context *ctx, ql_agg *g) {
   if (!rc) rc = dprl_sql_cancel_open(&cancel, sqlite3_context_db_handle(ctx), &err);
   g->cfg.lo.cancel = &cancel.base;
   if (!rc) {
-    if (g->cfg.has_seed) dprl_rng_init_seeded(&rng, g->cfg.seed, 0);
+    if (g->cfg.has_seed) dprl_rng_init_seeded(&rng, g->cfg.seed, DPRL_STREAM_Q_LEARN);
     else rc = dprl_rng_init_secure(&rng, &err);
   }
   dprl_q_transitions d = {g->s, g->r, g->sn, g->a, g->n};

@@ -260,7 +260,7 @@ static int sample_action(qn_work *w, size_t a, double *vals, dprl_error *err) {
   if (w->st && (rc = dprl_q_store_load(w->st, (int64_t)a, w->path, &old, &nold, err)))
     return rc;
   if (c->has_seed) /* one stream per action and per size of the stored path */
-    dprl_rng_init_seeded(&w->rng, c->seed, (uint64_t)a | (uint64_t)nold << 21);
+    dprl_rng_init_seeded(&w->rng, c->seed, DPRL_STREAM_Q_NOISE | (uint64_t)a | (uint64_t)nold << 21);
   for (size_t j = 0; j < cnt; j++)
     w->xs[j] = (w->p->s[w->order[lo + j]] - c->lo) / (c->hi - c->lo);
   rc = dprl_cancel_poll(w->cancel, 4 * (uint64_t)cnt, err);
