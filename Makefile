@@ -30,8 +30,7 @@ WARN     = -Wall -Wextra -Wshadow -Wstrict-prototypes -Wno-unused-parameter
 BLAS_INC = -I/usr/include/x86_64-linux-gnu/openblas-pthread
 # -fvisibility=hidden: dprl.so exports only sqlite3_dprl_init (ext/dprl.c
 # marks it visible; tests/packaging/test_symbols.sh checks with nm).
-EXT_DIRS  = $(sort $(dir $(wildcard ext/*/*.c)))
-EXT_INC   = -Iext $(patsubst %/,-I%,$(EXT_DIRS))
+EXT_INC   = -Iext
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -fPIC -fvisibility=hidden $(WARN) $(BLAS_INC) $(EXT_INC) $(CFLAGS)
 LIBS     = -llapacke -lopenblas -lm
 
@@ -140,8 +139,23 @@ build/static/test_embed: tests/packaging/test_embed.c tests/unit/check.h ext/dpr
 	$(CC) $(ALL_CFLAGS) -Iext -Itests/unit -DWANT_VERSION='"$(VERSION)"' -o $@ $< \
 	  libdprl.a -lsqlite3 $(LIBS) $(LDFLAGS)
 
-$(B)/tests/%: tests/unit/%.c tests/unit/check.h $(CORE_OBJ) | $(B)/tests
-	$(CC) $(ALL_CFLAGS) -Iext -o $@ $< $(CORE_OBJ) $(LIBS) $(LDFLAGS)
+# Each unit test links only the folders of the core it tests (and those
+# below them): a new link from one mechanism to another fails to build.
+core_objs = $(patsubst ext/%.c,$(B)/%.o,$(filter-out $(GLUE_SRC),$(foreach d,$(1),$(wildcard ext/$(d)/*.c))))
+LINK_test_noise        = base dp
+LINK_test_prefix       = base dp prefix_stable
+LINK_test_gpq          = base dp q_learning
+LINK_test_stats        = base dp rows policy_eval
+LINK_test_core         = base dp rows policy_eval
+LINK_test_oom          = base dp rows policy_eval
+LINK_test_cancel       = base dp rows policy_eval q_learning
+LINK_test_fuzz_noise   = base dp rows policy_eval q_learning
+LINK_test_fuzz_options = base dp rows policy_eval
+LINK_test_fuzz_sql     = base
+.SECONDEXPANSION:
+$(B)/tests/%: tests/unit/%.c tests/unit/check.h $$(call core_objs,$$(LINK_$$*)) | $(B)/tests
+	$(if $(LINK_$*),,$(error Makefile: no LINK_$* (the folders $* links)))
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(call core_objs,$(LINK_$*)) $(LIBS) $(LDFLAGS)
 
 $(B) $(B)/tests:
 	mkdir -p $@
@@ -150,10 +164,10 @@ unit: $(UNIT_BIN) $(FUZZ_REPLAY)
 
 # The replay binary of harness X runs LLVMFuzzerTestOneInput over
 # tests/fuzz/corpus/X; fuzz_sql loads the dprl.so of the same build.
-$(B)/tests/test_fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(CORE_OBJ) | $(B)/tests
-	$(CC) $(ALL_CFLAGS) -Iext -DFUZZ_CORPUS='"tests/fuzz/corpus/$*"' \
+$(B)/tests/test_fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $$(call core_objs,$$(LINK_test_fuzz_$$*)) | $(B)/tests
+	$(CC) $(ALL_CFLAGS) -DFUZZ_CORPUS='"tests/fuzz/corpus/$*"' \
 	  -DDPRL_SO_PATH='"$(if $(filter build,$(B)),./dprl.so,$(B)/dprl.so)"' \
-	  -o $@ $< tests/fuzz/replay.c $(CORE_OBJ) $(LIBS) -lsqlite3 $(LDFLAGS)
+	  -o $@ $< tests/fuzz/replay.c $(call core_objs,$(LINK_test_fuzz_$*)) $(LIBS) -lsqlite3 $(LDFLAGS)
 
 # The whole suite: unit tests and SQL tests against this build, then the same
 # against a sanitizer build.  tests/run.sh prints the "N passed, M failed".

@@ -35,10 +35,10 @@
 #include <sqlite3ext.h>
 SQLITE_EXTENSION_INIT1
 
-#include "core.h"
+#include "base/core.h"
 #include "dprl.h"
-#include "linalg.h"
-#include "sql_glue.h"
+#include "base/linalg.h"
+#include "sqlite/sql_glue.h"
 
 /* The commit the Makefile compiled in (git rev-parse --short HEAD). */
 #ifndef DPRL_GIT_COMMIT

@@ -1,5 +1,5 @@
 /* core.c: errors, allocation hooks and the growable buffer (see core.h). */
-#include "core.h"
+#include "base/core.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /* json.c: strict JSON reader and writer helpers (see json.h). */
-#include "json.h"
+#include "base/json.h"
 
 #include <math.h>
 #include <stdio.h>

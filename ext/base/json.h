@@ -9,7 +9,7 @@
 #ifndef DPRL_JSON_H
 #define DPRL_JSON_H
 
-#include "core.h"
+#include "base/core.h"
 
 typedef enum {
   DPRL_JSON_NULL,

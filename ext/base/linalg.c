@@ -1,5 +1,5 @@
 /* linalg.c: LAPACKE wrappers (see linalg.h). */
-#include "linalg.h"
+#include "base/linalg.h"
 
 #include <lapacke.h>
 #include <string.h>

@@ -6,7 +6,7 @@
 #ifndef DPRL_LINALG_H
 #define DPRL_LINALG_H
 
-#include "core.h"
+#include "base/core.h"
 
 /* Singular values (descending) of the n x d row-major matrix a, into
 ** sv[min(n,d)].  a is not modified. (dgesdd, values only) */

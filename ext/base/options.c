@@ -1,5 +1,5 @@
 /* options.c: typed reading of the JSON options argument (see options.h). */
-#include "options.h"
+#include "base/options.h"
 
 #include <math.h>
 #include <stdio.h>

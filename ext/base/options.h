@@ -11,8 +11,8 @@
 
 #include <math.h>
 
-#include "core.h"
-#include "json.h"
+#include "base/core.h"
+#include "base/json.h"
 
 typedef struct dprl_options {
   const char *fn; /* function name used in messages */

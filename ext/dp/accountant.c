@@ -1,5 +1,5 @@
 /* accountant.c: Gaussian DP and the exact composition (accountant.h). */
-#include "accountant.h"
+#include "dp/accountant.h"
 
 #include <math.h>
 

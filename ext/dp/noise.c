@@ -8,7 +8,7 @@
 ** integer arithmetic only: no floating point touches a released sample, so
 ** no rounding artefact can leak the data (Mironov 2012).
 */
-#include "noise.h"
+#include "dp/noise.h"
 
 #include <errno.h>
 #include <math.h>

@@ -17,7 +17,7 @@
 
 #include <stdint.h>
 
-#include "core.h"
+#include "base/core.h"
 
 /* Bits of resolution below the public upper bound of the noise scale:
 ** g = 2^(ceil(log2(scale_upper)) - DPRL_GRID_BITS). */

@@ -1,5 +1,5 @@
 /* sensitivity.c: calibration constants and psi (see sensitivity.h). */
-#include "sensitivity.h"
+#include "dp/sensitivity.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -12,7 +12,7 @@
 #ifndef DPRL_SENSITIVITY_H
 #define DPRL_SENSITIVITY_H
 
-#include "core.h"
+#include "base/core.h"
 
 typedef enum { DPRL_CALIB_NRS, DPRL_CALIB_ELEMENTARY } dprl_calibration;
 

@@ -1,10 +1,10 @@
 /* estimator.c: theta_w and theta_lambda (see estimator.h). */
-#include "estimator.h"
+#include "policy_eval/estimator.h"
 
 #include <math.h>
 #include <string.h>
 
-#include "linalg.h"
+#include "base/linalg.h"
 
 /* The per-state inputs of an estimator: exact statistics, or (statistics
 ** perturbation, ALGORITHMS.md §9) noisy means and counts. */

@@ -13,8 +13,8 @@
 #ifndef DPRL_ESTIMATOR_H
 #define DPRL_ESTIMATOR_H
 
-#include "feature_matrix.h"
-#include "first_visit.h"
+#include "policy_eval/feature_matrix.h"
+#include "rows/first_visit.h"
 
 /* Every loop over states polls cancel (may be NULL); LAPACK's part (an
 ** explicit Phi only) cannot be interrupted. */

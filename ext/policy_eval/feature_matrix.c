@@ -1,12 +1,12 @@
 /* feature_matrix.c: the public feature matrix (see feature_matrix.h). */
-#include "feature_matrix.h"
+#include "policy_eval/feature_matrix.h"
 
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "linalg.h"
+#include "base/linalg.h"
 
 static int parse_dense(const dprl_options *o, const dprl_json *v, int64_t n,
                        dprl_features *f) {

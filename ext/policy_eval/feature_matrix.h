@@ -14,8 +14,8 @@
 #ifndef DPRL_FEATURES_H
 #define DPRL_FEATURES_H
 
-#include "core.h"
-#include "options.h"
+#include "base/core.h"
+#include "base/options.h"
 
 typedef enum {
   DPRL_FEAT_TABULAR,

@@ -24,10 +24,10 @@
 #include <math.h>
 #include <string.h>
 
-#include "json.h"
-#include "linalg.h"
-#include "policy_eval.h"
-#include "stats_perturb.h"
+#include "base/json.h"
+#include "base/linalg.h"
+#include "policy_eval/policy_eval.h"
+#include "policy_eval/stats_perturb.h"
 
 /* g_t of the statistics estimator and its ridge r (see above). */
 static double plan_weight(const dprl_pe_config *c, const int64_t *v, int64_t t) {

@@ -1,13 +1,13 @@
 /* policy_eval.c: DP-LSW / DP-LSL from statistics to JSON (policy_eval.h). */
-#include "policy_eval.h"
+#include "policy_eval/policy_eval.h"
 
 #include <math.h>
 #include <string.h>
 
-#include "estimator.h"
-#include "json.h"
-#include "options.h"
-#include "stats_perturb.h"
+#include "policy_eval/estimator.h"
+#include "base/json.h"
+#include "base/options.h"
+#include "policy_eval/stats_perturb.h"
 
 /* "episodes" is only for the from-statistics form; "grouped" only for rows. */
 const char *const dprl_lsw_option_names[] = {

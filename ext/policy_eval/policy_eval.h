@@ -7,10 +7,10 @@
 #ifndef DPRL_POLICY_EVAL_H
 #define DPRL_POLICY_EVAL_H
 
-#include "feature_matrix.h"
-#include "first_visit.h"
-#include "noise.h"
-#include "sensitivity.h"
+#include "policy_eval/feature_matrix.h"
+#include "rows/first_visit.h"
+#include "dp/noise.h"
+#include "dp/sensitivity.h"
 
 typedef enum { DPRL_LSW, DPRL_LSL } dprl_mechanism;
 /* Where the noise goes: on theta (the paper's output perturbation, §2-4)

@@ -22,11 +22,11 @@
 */
 #include <string.h>
 
-#include "first_visit.h"
-#include "json.h"
-#include "options.h"
-#include "sql_fv_agg.h"
-#include "sql_tvf.h"
+#include "rows/first_visit.h"
+#include "base/json.h"
+#include "base/options.h"
+#include "policy_eval/sql_fv_agg.h"
+#include "sqlite/sql_tvf.h"
 
 static const char *const fv_options[] = {"n_states", "gamma", "rmin", "rmax", "fmin", "fmax",
                                          "max_states", NULL};

@@ -1,5 +1,5 @@
 /* sql_fv_agg.c: the row half of the aggregates (see sql_fv_agg.h). */
-#include "sql_fv_agg.h"
+#include "policy_eval/sql_fv_agg.h"
 
 #include <string.h>
 

@@ -10,8 +10,8 @@
 #ifndef DPRL_SQL_FV_AGG_H
 #define DPRL_SQL_FV_AGG_H
 
-#include "first_visit.h"
-#include "sql_glue.h"
+#include "rows/first_visit.h"
+#include "sqlite/sql_glue.h"
 
 typedef struct dprl_fv_agg {
   int64_t n_states;

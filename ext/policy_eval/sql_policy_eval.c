@@ -17,10 +17,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "policy_eval.h"
-#include "sql_budget.h"
-#include "sql_fv_agg.h"
-#include "sql_glue.h"
+#include "policy_eval/policy_eval.h"
+#include "sqlite/sql_budget.h"
+#include "policy_eval/sql_fv_agg.h"
+#include "sqlite/sql_glue.h"
 
 typedef struct pe_agg {
   int failed;

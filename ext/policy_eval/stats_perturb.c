@@ -1,9 +1,9 @@
 /* stats_perturb.c: noise on the per-state statistics (stats_perturb.h). */
-#include "stats_perturb.h"
+#include "policy_eval/stats_perturb.h"
 
 #include <math.h>
 
-#include "accountant.h" /* the analytic Gaussian requirement (GDP delta) */
+#include "dp/accountant.h" /* the analytic Gaussian requirement (GDP delta) */
 
 int dprl_sp_calibrate(const dprl_sp_params *p, dprl_sp_noise *out,
                       dprl_error *err) {

@@ -21,8 +21,8 @@
 #ifndef DPRL_STATS_PERTURB_H
 #define DPRL_STATS_PERTURB_H
 
-#include "first_visit.h"
-#include "noise.h"
+#include "rows/first_visit.h"
+#include "dp/noise.h"
 
 typedef struct dprl_sp_params {
   double epsilon, delta;

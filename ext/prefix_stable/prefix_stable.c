@@ -10,7 +10,7 @@
 ** and this file turns dense arrays into one prefix length per examined
 ** trajectory.
 */
-#include "prefix_stable.h"
+#include "prefix_stable/prefix_stable.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -28,9 +28,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core.h"
-#include "accountant.h"
-#include "noise.h"
+#include "base/core.h"
+#include "dp/accountant.h"
+#include "dp/noise.h"
 
 /* Tolerance on sum_a pi_i(a|s) = 1. */
 #define DPRL_POLICY_SUM_TOL 1e-9

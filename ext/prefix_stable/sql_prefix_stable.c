@@ -27,12 +27,12 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "json.h"
-#include "noise.h"
-#include "options.h"
-#include "prefix_stable.h"
-#include "sql_budget.h"
-#include "sql_tvf.h"
+#include "base/json.h"
+#include "dp/noise.h"
+#include "base/options.h"
+#include "prefix_stable/prefix_stable.h"
+#include "sqlite/sql_budget.h"
+#include "sqlite/sql_tvf.h"
 
 #define FN "dp_prefix_stable"
 #define FN_CAL "dp_prefix_calibrate"

@@ -16,7 +16,7 @@
 ** loses every digit at beta d ~ 1e-12) and no overflow for large beta d
 ** (sinh(beta D) overflows beyond ~710).
 */
-#include "gp_path.h"
+#include "q_learning/gp_path.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -20,8 +20,8 @@
 
 #include <stddef.h>
 
-#include "core.h"
-#include "noise.h"
+#include "base/core.h"
+#include "dp/noise.h"
 
 typedef struct dprl_gp_point {
   double x, g;

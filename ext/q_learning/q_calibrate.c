@@ -2,13 +2,13 @@
 ** q_calibrate.c: sigma for Q-learning with functional noise (see
 ** q_calibrate.h; ALGORITHMS.md §8, Wang & Hegde 2019 Theorem 5).
 */
-#include "q_calibrate.h"
+#include "q_learning/q_calibrate.h"
 
 #include <math.h>
 #include <string.h>
 
-#include "accountant.h"
-#include "noise.h"
+#include "dp/accountant.h"
+#include "dp/noise.h"
 
 #ifndef M_E
 #define M_E 2.718281828459045235360287471352662498

@@ -25,8 +25,8 @@
 #ifndef DPRL_Q_CALIBRATE_H
 #define DPRL_Q_CALIBRATE_H
 
-#include "accountant.h"
-#include "core.h"
+#include "dp/accountant.h"
+#include "base/core.h"
 
 typedef enum {
   DPRL_QACC_PROOF = 0,

@@ -2,7 +2,7 @@
 ** q_learn.c: Algorithm 1 of Wang & Hegde 2019 on a public linear
 ** approximator (see q_learn.h; ALGORITHMS.md §8).
 */
-#include "q_learn.h"
+#include "q_learning/q_learn.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -26,9 +26,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core.h"
-#include "gp_path.h"
-#include "noise.h"
+#include "base/core.h"
+#include "q_learning/gp_path.h"
+#include "dp/noise.h"
 
 typedef enum { DPRL_QFEAT_TENT = 0, DPRL_QFEAT_RBF = 1 } dprl_qfeat_kind;
 

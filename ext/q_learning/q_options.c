@@ -6,13 +6,13 @@
 **       "k": 60, "epsilon": 1, "delta": 1e-5}') FROM transitions;
 **   -- the options text -> dprl_q_learn_options -> dprl_q_learn_cfg
 */
-#include "q_options.h"
+#include "q_learning/q_options.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "json.h"
+#include "base/json.h"
 
 const char *const dprl_q_feature_names[] = {"tent", "rbf", NULL};
 static const char *const acc_choices[] = {"proof", "gdp", "paper", NULL};

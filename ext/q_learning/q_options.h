@@ -17,10 +17,10 @@
 
 #include <stdint.h>
 
-#include "core.h"
-#include "options.h"
-#include "q_calibrate.h"
-#include "q_learn.h"
+#include "base/core.h"
+#include "base/options.h"
+#include "q_learning/q_calibrate.h"
+#include "q_learning/q_learn.h"
 
 /* ---- size limits ------------------------------------------------------------
 ** Checked when the options (or the rows) are read, before anything of

@@ -12,9 +12,9 @@
 */
 #include <string.h>
 
-#include "json.h"
-#include "q_options.h"
-#include "sql_glue.h"
+#include "base/json.h"
+#include "q_learning/q_options.h"
+#include "sqlite/sql_glue.h"
 
 static void calibrate_json(const dprl_q_cal *c, dprl_buf *b) {
   dprl_buf_puts(b, "{\"mechanism\":\"dp_q_calibrate\"");

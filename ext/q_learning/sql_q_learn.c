@@ -14,11 +14,11 @@
 */
 #include <string.h>
 
-#include "json.h"
-#include "q_learn.h"
-#include "q_options.h"
-#include "sql_budget.h"
-#include "sql_glue.h"
+#include "base/json.h"
+#include "q_learning/q_learn.h"
+#include "q_learning/q_options.h"
+#include "sqlite/sql_budget.h"
+#include "sqlite/sql_glue.h"
 
 typedef struct ql_agg {
   int failed;

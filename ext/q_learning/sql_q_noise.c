@@ -19,11 +19,11 @@
 #include <math.h>
 #include <string.h>
 
-#include "gp_path.h"
-#include "q_options.h"
-#include "sql_q_path.h"
-#include "sql_budget.h"
-#include "sql_tvf.h"
+#include "q_learning/gp_path.h"
+#include "q_learning/q_options.h"
+#include "q_learning/sql_q_path.h"
+#include "sqlite/sql_budget.h"
+#include "sqlite/sql_tvf.h"
 
 typedef struct qn_points {
   double *s, *q;

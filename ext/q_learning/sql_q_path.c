@@ -7,7 +7,7 @@
 **                              --   the q on the grid it was released with)
 **   SELECT * FROM gp_params;   -- sigma | beta | lo | hi | seeded | budget
 */
-#include "sql_q_path.h"
+#include "q_learning/sql_q_path.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json.h"
-#include "q_options.h"
+#include "base/json.h"
+#include "q_learning/q_options.h"
 
 /* Called before any write: refused when the SAVEPOINT could not be opened
 ** (the calling statement writes itself, e.g. CREATE TABLE ... AS SELECT). */

@@ -20,8 +20,8 @@
 #ifndef DPRL_SQL_Q_PATH_H
 #define DPRL_SQL_Q_PATH_H
 
-#include "gp_path.h"
-#include "sql_glue.h"
+#include "q_learning/gp_path.h"
+#include "sqlite/sql_glue.h"
 
 /* The law of the path, the public grid of its values, and the budget the
 ** call names (NULL: none). */

@@ -13,8 +13,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "json.h"
-#include "sql_q_path.h"
+#include "base/json.h"
+#include "q_learning/sql_q_path.h"
 
 /* ---- the two tables' schemas ------------------------------------------------ */
 

@@ -12,10 +12,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "json.h"
-#include "q_learn.h"
-#include "q_options.h"
-#include "sql_glue.h"
+#include "base/json.h"
+#include "q_learning/q_learn.h"
+#include "q_learning/q_options.h"
+#include "sqlite/sql_glue.h"
 
 typedef struct q_model {
   dprl_q_features feat;

@@ -1,5 +1,5 @@
 /* first_visit.c: first-visit returns and the signature (see first_visit.h). */
-#include "first_visit.h"
+#include "rows/first_visit.h"
 
 #include <math.h>
 #include <string.h>

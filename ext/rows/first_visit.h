@@ -10,9 +10,9 @@
 #ifndef DPRL_FIRST_VISIT_H
 #define DPRL_FIRST_VISIT_H
 
-#include "core.h"
-#include "options.h"
-#include "steps.h"
+#include "base/core.h"
+#include "base/options.h"
+#include "rows/steps.h"
 
 /* How returns are computed and clamped; all public constants.  Rewards
 ** are clamped to [rmin, rmax]; first-visit returns to [fmin, fmax], by

@@ -1,5 +1,5 @@
 /* steps.c: rows -> episodes, buffered or streaming (see steps.h). */
-#include "steps.h"
+#include "rows/steps.h"
 
 #include <stdio.h>
 #include <stdlib.h>

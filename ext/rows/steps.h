@@ -16,7 +16,7 @@
 #ifndef DPRL_STEPS_H
 #define DPRL_STEPS_H
 
-#include "core.h"
+#include "base/core.h"
 
 typedef struct dprl_step {
   int64_t t;

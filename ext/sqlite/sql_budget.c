@@ -42,15 +42,15 @@
 ** an honest analyst from overspending, it is not a defence against the
 ** database's owner.
 */
-#include "sql_budget.h"
+#include "sqlite/sql_budget.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
-#include "json.h"
-#include "options.h"
+#include "base/json.h"
+#include "base/options.h"
 
 /* BUDGETS_SQL is BUDGETS_SQL_0 after ALTER TABLE ... ADD COLUMN in_memory
 ** (SQLite appends the column to the stored text): dprl_budget() upgrades a

@@ -5,7 +5,7 @@
 #ifndef DPRL_SQL_BUDGET_H
 #define DPRL_SQL_BUDGET_H
 
-#include "sql_glue.h"
+#include "sqlite/sql_glue.h"
 
 /* One release about to be returned. */
 typedef struct dprl_spend {

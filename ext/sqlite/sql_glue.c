@@ -1,5 +1,5 @@
 /* sql_glue.c: errors and typed value reads for the SQL layer (sql_glue.h). */
-#include "sql_glue.h"
+#include "sqlite/sql_glue.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -8,8 +8,8 @@
 
 #include <sqlite3ext.h>
 
-#include "core.h"
-#include "steps.h"
+#include "base/core.h"
+#include "rows/steps.h"
 
 #ifndef SQLITE_CORE
 SQLITE_EXTENSION_INIT3

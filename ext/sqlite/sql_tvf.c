@@ -1,5 +1,5 @@
 /* sql_tvf.c: table-valued functions and caller queries (see sql_tvf.h). */
-#include "sql_tvf.h"
+#include "sqlite/sql_tvf.h"
 
 #include <ctype.h>
 #include <stdio.h>

@@ -21,7 +21,7 @@
 #ifndef DPRL_SQL_TVF_H
 #define DPRL_SQL_TVF_H
 
-#include "sql_glue.h"
+#include "sqlite/sql_glue.h"
 
 /* Table-valued function calls running inside one another's caller SQL. */
 #define DPRL_TVF_MAX_DEPTH 8

@@ -9,10 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gp_path.h"
-#include "noise.h"
-#include "q_calibrate.h"
-#include "stats_perturb.h"
+#include "q_learning/gp_path.h"
+#include "dp/noise.h"
+#include "q_learning/q_calibrate.h"
+#include "policy_eval/stats_perturb.h"
 
 typedef struct reader {
   const uint8_t *p;

@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json.h"
-#include "options.h"
-#include "policy_eval.h"
+#include "base/json.h"
+#include "base/options.h"
+#include "policy_eval/policy_eval.h"
 
 static void *cap_alloc(size_t n) { return n > ((size_t)64 << 20) ? NULL : malloc(n); }
 static void *cap_resize(void *p, size_t n) {

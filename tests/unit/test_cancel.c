@@ -8,11 +8,11 @@
 #include <string.h>
 
 #include "check.h"
-#include "core.h"
-#include "gp_path.h"
-#include "noise.h"
-#include "policy_eval.h"
-#include "q_learn.h"
+#include "base/core.h"
+#include "q_learning/gp_path.h"
+#include "dp/noise.h"
+#include "policy_eval/policy_eval.h"
+#include "q_learning/q_learn.h"
 
 static char line[256];
 #define LABEL(...) (snprintf(line, sizeof line, __VA_ARGS__), line)

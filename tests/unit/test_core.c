@@ -4,13 +4,13 @@
 #include <string.h>
 
 #include "check.h"
-#include "estimator.h"
-#include "feature_matrix.h"
-#include "first_visit.h"
-#include "json.h"
-#include "options.h"
-#include "sensitivity.h"
-#include "steps.h"
+#include "policy_eval/estimator.h"
+#include "policy_eval/feature_matrix.h"
+#include "rows/first_visit.h"
+#include "base/json.h"
+#include "base/options.h"
+#include "dp/sensitivity.h"
+#include "rows/steps.h"
 
 static uint64_t lcg_state = 12345;
 static double urand(void) { /* test-only generator, fixed sequence */

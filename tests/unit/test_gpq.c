@@ -11,10 +11,10 @@
 #include <string.h>
 
 #include "check.h"
-#include "gp_path.h"
-#include "noise.h"
-#include "q_calibrate.h"
-#include "q_learn.h"
+#include "q_learning/gp_path.h"
+#include "dp/noise.h"
+#include "q_learning/q_calibrate.h"
+#include "q_learning/q_learn.h"
 
 static char line[256]; /* check labels */
 #define LABEL(...) (snprintf(line, sizeof line, __VA_ARGS__), line)

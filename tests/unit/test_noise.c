@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "noise.h"
+#include "dp/noise.h"
 #include "check.h"
 
 /* Test-only hooks defined in noise.c (RFC 8439 block function; the

@@ -7,9 +7,9 @@
 #include <string.h>
 
 #include "check.h"
-#include "first_visit.h"
-#include "policy_eval.h"
-#include "steps.h"
+#include "rows/first_visit.h"
+#include "policy_eval/policy_eval.h"
+#include "rows/steps.h"
 
 static long budget = -1; /* allocations left before one fails; -1 = no limit */
 static long failures = 0;

@@ -11,7 +11,7 @@
 #include <time.h>
 
 #include "check.h"
-#include "prefix_stable.h"
+#include "prefix_stable/prefix_stable.h"
 
 /* ---- helpers ------------------------------------------------------------ */
 

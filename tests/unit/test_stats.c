@@ -15,8 +15,8 @@
 #include <string.h>
 
 #include "check.h"
-#include "estimator.h"
-#include "stats_perturb.h"
+#include "policy_eval/estimator.h"
+#include "policy_eval/stats_perturb.h"
 
 static dprl_sp_params params(double eps, double delta, int64_t n, int64_t max_states) {
   dprl_sp_params p = {eps, delta, -2.0, 7.0, n, max_states, 1000};

@@ -1,0 +1,67 @@
+"""The layer rule of ext/ (ARCHITECTURE.md): each folder includes only the
+folders below it, only the SQLite glue (sql_*.c, sql_*.h, dprl.c) includes
+SQLite, and no file grows past 600 lines without saying why at its top.
+
+  base             <- dp, rows <- policy_eval, prefix_stable, q_learning
+                   <- sqlite (the glue every mechanism shares) <- dprl.c
+A mechanism's core may use base, dp and rows; its sql_*.c glue also
+sqlite/.  Mechanisms never include one another."""
+import os
+import re
+
+from harness import check, run
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+EXT = os.path.join(ROOT, "ext")
+MECHANISMS = {"policy_eval", "prefix_stable", "q_learning"}
+ALLOWED = {
+    "base": {"base"},
+    "dp": {"base", "dp"},
+    "rows": {"base", "rows"},
+    "sqlite": {"base", "dp", "rows", "sqlite"},
+}
+for m in MECHANISMS:
+    ALLOWED[m] = {"base", "dp", "rows", m}
+MAX_LINES = 600
+LONG_REASON = "Longer than 600 lines because"
+
+
+def files():
+    for folder in sorted(os.listdir(EXT)):
+        d = os.path.join(EXT, folder)
+        if os.path.isdir(d):
+            for f in sorted(os.listdir(d)):
+                if f.endswith((".c", ".h")):
+                    yield folder, f, os.path.join(d, f)
+
+
+def test_layers():
+    seen = 0
+    folders = set()
+    for folder, name, path in files():
+        seen += 1
+        folders.add(folder)
+        text = open(path, encoding="utf-8").read()
+        glue = name.startswith("sql_")
+        allowed = ALLOWED.get(folder, set()) | ({"sqlite"} if glue else set())
+        bad = [inc for inc in re.findall(r'#include "([a-z_]+)/[a-z_]+\.h"', text)
+               if inc not in allowed]
+        check(not bad, f"{folder}/{name} includes only {sorted(allowed)}", f"includes {bad}")
+        flat = re.findall(r'#include "([a-z_]+\.h)"', text)
+        check(not flat or (folder == "" and name.startswith("dprl")),
+              f"{folder}/{name}: every include names its folder", flat)
+        sqlite = re.findall(r"#include <(sqlite3(?:ext)?\.h)>", text)
+        check(glue or not sqlite, f"{folder}/{name}: only the glue includes SQLite", sqlite)
+        lines = text.count("\n")
+        check(lines <= MAX_LINES or LONG_REASON in "\n".join(text.splitlines()[:40]),
+              f"{folder}/{name}: {lines} lines, at most {MAX_LINES} or the reason at its top")
+    check(folders == set(ALLOWED), "ext/ has exactly the folders of the layer rule", folders)
+    check(seen > 40, "the check saw the sources", seen)
+    # the rule can fail: a mechanism including another is caught
+    probe = '#include "q_learning/q_calibrate.h"\n'
+    bad = [inc for inc in re.findall(r'#include "([a-z_]+)/[a-z_]+\.h"', probe)
+           if inc not in ALLOWED["policy_eval"]]
+    check(bad == ["q_learning"], "a mechanism's include of another mechanism is caught")
+
+
+run([test_layers])
