@@ -43,6 +43,7 @@
 ** database's owner.
 */
 #include "sqlite/sql_budget.h"
+#include "sqlite/sql_ledger.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -51,180 +52,6 @@
 
 #include "base/json.h"
 #include "base/options.h"
-
-/* BUDGETS_SQL is BUDGETS_SQL_0 after ALTER TABLE ... ADD COLUMN in_memory
-** (SQLite appends the column to the stored text): dprl_budget() upgrades a
-** table of the old definition that way. */
-#define BUDGETS_SQL_0                                                                   \
-  "CREATE TABLE dprl_budgets(name TEXT PRIMARY KEY, epsilon REAL NOT NULL, delta REAL " \
-  "NOT NULL, accountant TEXT NOT NULL, created TEXT NOT NULL"
-#define BUDGETS_SQL BUDGETS_SQL_0 ", in_memory INTEGER NOT NULL DEFAULT 0)"
-#define BUDGETS_ADD_COLUMN "in_memory INTEGER NOT NULL DEFAULT 0"
-#define LEDGER_SQL                                                                        \
-  "CREATE TABLE dprl_ledger(id INTEGER PRIMARY KEY, time TEXT NOT NULL, budget TEXT NOT " \
-  "NULL, function TEXT NOT NULL, epsilon REAL NOT NULL, delta REAL NOT NULL, options_hash " \
-  "TEXT NOT NULL, spent INTEGER NOT NULL)"
-#define NAME_MAX_CHARS 200
-
-/* ---- where a budget lives ------------------------------------------------ */
-
-typedef struct ledger_at {
-  char schema[NAME_MAX_CHARS * 4 + 1]; /* "main" when the budget has no dot */
-  const char *name;                    /* the budget's name, inside the text */
-  int ephemeral;                       /* in-memory or temporary database */
-} ledger_at;
-
-/* The number of characters of valid UTF-8, or (size_t)-1. */
-static size_t utf8_chars(const char *s, size_t n) {
-  size_t c = 0;
-  for (size_t i = 0; i < n; c++) {
-    unsigned char b = (unsigned char)s[i];
-    size_t k = b < 0x80 ? 1 : (b & 0xE0) == 0xC0 && b >= 0xC2 ? 2 : (b & 0xF0) == 0xE0 ? 3
-               : (b & 0xF8) == 0xF0 && b <= 0xF4 ? 4 : 0;
-    if (!k || i + k > n) return (size_t)-1;
-    for (size_t j = 1; j < k; j++)
-      if (((unsigned char)s[i + j] & 0xC0) != 0x80) return (size_t)-1;
-    i += k;
-  }
-  return c;
-}
-
-/* "[schema.]name": the schema must be attached; names are 1 to 200
-** characters (not bytes), without NUL. */
-static int ledger_locate(sqlite3 *db, const char *fn, const char *what, const char *text,
-                         ledger_at *at, dprl_error *err) {
-  if (utf8_chars(text, strlen(text)) == (size_t)-1)
-    return dprl_fail(err, DPRL_EINVAL, "%s: %s must be valid UTF-8", fn, what);
-  const char *dot = strchr(text, '.');
-  size_t sn = dot ? (size_t)(dot - text) : 0;
-  at->name = dot ? dot + 1 : text;
-  size_t nn = strlen(at->name);
-  if (dot && (sn == 0 || nn == 0 || utf8_chars(text, sn) > NAME_MAX_CHARS))
-    return dprl_fail(err, DPRL_EINVAL,
-                     "%s: %s \"%.200s\": a dot separates the schema from the name "
-                     "(\"clinic.icu\": budget \"icu\" in the attached database \"clinic\"; "
-                     "\"main.v1.2\": budget \"v1.2\" in main), and neither may be empty",
-                     fn, what, text);
-  if (nn == 0 || utf8_chars(at->name, nn) > NAME_MAX_CHARS)
-    return dprl_fail(err, DPRL_EINVAL, "%s: %s must be 1 to %d characters, got %zu", fn, what,
-                     NAME_MAX_CHARS, utf8_chars(at->name, nn));
-  /* at most 200 characters of at most 4 bytes each: fits at->schema */
-  memcpy(at->schema, dot ? text : "main", dot ? sn : 4);
-  at->schema[dot ? sn : 4] = 0;
-  if (sqlite3_stricmp(at->schema, "main") == 0) memcpy(at->schema, "main", 5);
-  if (sqlite3_stricmp(at->schema, "temp") == 0) {
-    at->ephemeral = 1;
-    return DPRL_OK;
-  }
-  const char *file = sqlite3_db_filename(db, at->schema);
-  if (!file)
-    return dprl_fail(err, DPRL_EINVAL,
-                     "%s: %s \"%.200s\": no attached database named \"%s\" (a dot separates "
-                     "the schema from the name: write \"main.%.200s\" for a name with a dot)",
-                     fn, what, text, at->schema, text);
-  sqlite3_vfs *vfs = NULL;
-  sqlite3_file_control(db, at->schema, SQLITE_FCNTL_VFS_POINTER, &vfs);
-  at->ephemeral = file[0] == 0 || (vfs && vfs->zName && strcmp(vfs->zName, "memdb") == 0);
-  return DPRL_OK;
-}
-
-/* One row of numbers from sql (with %w for the schema) and the text
-** parameter p; *found = 0 if none. */
-static int query_numbers(sqlite3 *db, const char *schema, const char *fmt, const char *p,
-                         double *out, int n, int *found) {
-  sqlite3_stmt *st = NULL;
-  char *sql = sqlite3_mprintf(fmt, schema);
-  int rc = sql ? sqlite3_prepare_v2(db, sql, -1, &st, NULL) : SQLITE_NOMEM;
-  sqlite3_free(sql);
-  *found = 0;
-  if (rc != SQLITE_OK) return rc;
-  if (p) sqlite3_bind_text(st, 1, p, -1, SQLITE_STATIC);
-  rc = sqlite3_step(st);
-  *found = rc == SQLITE_ROW;
-  for (int i = 0; *found && i < n; i++) out[i] = sqlite3_column_double(st, i);
-  sqlite3_finalize(st);
-  return rc == SQLITE_ROW || rc == SQLITE_DONE ? SQLITE_OK : rc;
-}
-
-static int db_error(sqlite3 *db, const char *fn, const char *what, dprl_error *err) {
-  int code = sqlite3_errcode(db);
-  if (code == SQLITE_NOMEM) return dprl_nomem(err);
-  if (code == SQLITE_INTERRUPT) return dprl_fail(err, DPRL_EINTR, "interrupted");
-  return dprl_fail(err, code == SQLITE_BUSY ? DPRL_EBUSY : DPRL_EINVAL,
-                   "%s: privacy ledger: %s: %s", fn, what, sqlite3_errmsg(db));
-}
-
-/* The text of table t in the schema ("" if none; NULL only out of memory). */
-static char *table_sql(sqlite3 *db, const char *schema, const char *t, const char **type) {
-  sqlite3_stmt *st = NULL;
-  char *sql = sqlite3_mprintf("SELECT type, sql FROM \"%w\".sqlite_schema WHERE name = ?1 "
-                              "COLLATE NOCASE", schema);
-  char *out = NULL;
-  *type = "";
-  if (sql && sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK) {
-    sqlite3_bind_text(st, 1, t, -1, SQLITE_STATIC);
-    if (sqlite3_step(st) == SQLITE_ROW) {
-      const char *ty = (const char *)sqlite3_column_text(st, 0);
-      *type = ty && strcmp(ty, "table") == 0 ? "table" : ty && strcmp(ty, "view") == 0 ? "view"
-                                                                                       : "other";
-      out = sqlite3_mprintf("%s", sqlite3_column_text(st, 1) ? (const char *)sqlite3_column_text(st, 1) : "");
-    }
-  }
-  sqlite3_free(sql);
-  sqlite3_finalize(st);
-  return out ? out : sqlite3_mprintf("%s", "");
-}
-
-/* Why the tables of the ledger cannot be used, or DPRL_OK.  `where` is the
-** schema on the connection c, `shown` the name the user knows it by. */
-static int tables_check(sqlite3 *c, const char *where, const char *fn, const char *what,
-                        const char *shown, const char *budget, dprl_error *err) {
-  static const char *const names[] = {"dprl_budgets", "dprl_ledger"};
-  static const char *const want[] = {BUDGETS_SQL, LEDGER_SQL};
-  for (int i = 0; i < 2; i++) {
-    const char *type;
-    char *sql = table_sql(c, where, names[i], &type);
-    if (!sql) return dprl_nomem(err);
-    int missing = sql[0] == 0 && type[0] == 0, differs = !missing && strcmp(sql, want[i]) != 0;
-    int old = i == 0 && strcmp(sql, BUDGETS_SQL_0 ")") == 0;
-    sqlite3_free(sql);
-    if (old)
-      return dprl_fail(err, DPRL_EINVAL,
-                       "%s: %s \"%s\": %s.dprl_budgets was made by an older dprl: declare the "
-                       "budget again with dprl_budget(name, epsilon, delta), which upgrades the "
-                       "table", fn, what, budget, shown);
-    if (missing && i == 0)
-      return dprl_fail(err, DPRL_EINVAL,
-                       "%s: %s: no budget named \"%s\" (no dprl_budgets table in %s): declare "
-                       "it with dprl_budget(name, epsilon, delta)", fn, what, budget, shown);
-    if (missing)
-      return dprl_fail(err, DPRL_EINVAL,
-                       "%s: %s \"%s\": the table %s.dprl_ledger is missing (dropped?): dprl "
-                       "will not charge a budget whose ledger is gone", fn, what, budget, shown);
-    if (differs)
-      return dprl_fail(err, DPRL_EINVAL,
-                       "%s: %s \"%s\": %s.%s is not the table dprl created (its "
-                       "definition differs): dprl will not charge a ledger it does not know",
-                       fn, what, budget, shown, names[i]);
-  }
-  /* A trigger (here, or a TEMP one of this connection) could rewrite what a
-  ** release spends. */
-  for (int t = 0; t < 2; t++) {
-    double n = 0;
-    int found;
-    int rc = query_numbers(c, t ? "temp" : where,
-                           "SELECT count(*) FROM \"%w\".sqlite_schema WHERE type = 'trigger' "
-                           "AND lower(tbl_name) IN ('dprl_budgets', 'dprl_ledger')", NULL, &n, 1, &found);
-    if (rc == SQLITE_NOMEM) return dprl_nomem(err);
-    if (rc != SQLITE_OK) return db_error(c, fn, "reading its triggers", err);
-    if (n > 0)
-      return dprl_fail(err, DPRL_EINVAL,
-                       "%s: %s \"%s\": %s on dprl_budgets or dprl_ledger: a trigger "
-                       "could change what a release spends; drop it (dprl will not charge such "
-                       "a ledger)", fn, what, budget, t ? "a TEMP trigger of this connection" : "a trigger");
-  }
-  return DPRL_OK;
-}
 
 /* FNV-1a of the options text, so a ledger row says which call it was. */
 static void options_hash(const char *s, size_t n, char out[17]) {
@@ -271,7 +98,7 @@ static int ledger_busy(void *p, int n) {
 static int busy_timeout(sqlite3 *db) {
   double ms = 0;
   int found;
-  if (query_numbers(db, "", "PRAGMA busy_timeout", NULL, &ms, 1, &found) != SQLITE_OK) return 0;
+  if (dprl_ledger_query(db, "", "PRAGMA busy_timeout", NULL, &ms, 1, &found) != SQLITE_OK) return 0;
   return ms > 0 && ms <= 2147483647 ? (int)ms : 0;
 }
 
@@ -306,9 +133,9 @@ static int ledger_write(sqlite3 *c, const char *where, const char *shown, const 
   if (rc != SQLITE_OK) {
     if (rc == SQLITE_NOMEM) return dprl_nomem(err);
     if (w->interrupted || rc == SQLITE_INTERRUPT) return dprl_fail(err, DPRL_EINTR, "interrupted");
-    if (rc != SQLITE_BUSY && tables_check(c, where, s->fn, "option budget", shown, s->budget, err))
+    if (rc != SQLITE_BUSY && dprl_ledger_tables_check(c, where, s->fn, "option budget", shown, s->budget, err))
       return err->code;
-    return db_error(c, s->fn, "reading it", err);
+    return dprl_ledger_db_error(c, s->fn, "reading it", err);
   }
   sqlite3_bind_text(st, 1, at->name, -1, SQLITE_STATIC);
   sqlite3_bind_text(st, 2, s->fn, -1, SQLITE_STATIC);
@@ -332,13 +159,13 @@ static int ledger_write(sqlite3 *c, const char *where, const char *shown, const 
                      : "another connection writes, and this statement reads the ledger's "
                        "database in rollback-journal mode, so it cannot wait for it; WAL "
                        "(PRAGMA journal_mode = WAL) lets releases wait as the busy timeout says");
-  if (rc != SQLITE_DONE) return db_error(c, s->fn, "appending to dprl_ledger", err);
+  if (rc != SQLITE_DONE) return dprl_ledger_db_error(c, s->fn, "appending to dprl_ledger", err);
   if (stored == 1) return DPRL_OK;
   /* Nothing stored: say why (the same checks, one at a time). */
-  if (tables_check(c, where, s->fn, "option budget", shown, s->budget, err)) return err->code;
+  if (dprl_ledger_tables_check(c, where, s->fn, "option budget", shown, s->budget, err)) return err->code;
   double have[3], used[2];
   int found;
-  rc = query_numbers(c, where,
+  rc = dprl_ledger_query(c, where,
                      "SELECT epsilon, delta, in_memory FROM \"%w\".dprl_budgets WHERE name = ?1",
                      at->name, have, 3, &found);
   if (rc == SQLITE_OK && !found)
@@ -353,10 +180,10 @@ static int ledger_write(sqlite3 *c, const char *where, const char *shown, const 
                      "declare an in-memory budget with '{\"in_memory\": true}'",
                      s->fn, s->budget);
   if (rc == SQLITE_OK)
-    rc = query_numbers(c, where,
+    rc = dprl_ledger_query(c, where,
                        "SELECT total(epsilon), total(delta) FROM \"%w\".dprl_ledger WHERE "
                        "budget = ?1 AND spent = 1", at->name, used, 2, &found);
-  if (rc != SQLITE_OK) return db_error(c, s->fn, "reading it", err);
+  if (rc != SQLITE_OK) return dprl_ledger_db_error(c, s->fn, "reading it", err);
   return dprl_fail(err, DPRL_EINVAL,
                    "%s: budget \"%s\" exceeded: this release needs epsilon %.6g, delta %.6g; "
                    "already spent epsilon %.6g of %.6g and delta %.6g of %.6g (basic "
@@ -464,7 +291,7 @@ static int nested_write(sqlite3 *db, const ledger_at *at, const dprl_spend *s, l
 int dprl_budget_charge(sqlite3 *db, const dprl_spend *s, dprl_error *err) {
   if (!s->budget) return DPRL_OK;
   ledger_at at;
-  if (ledger_locate(db, s->fn, "option budget", s->budget, &at, err)) return err->code;
+  if (dprl_ledger_locate(db, s->fn, "option budget", s->budget, &at, err)) return err->code;
   if (!s->spends)
     return dprl_fail(err, DPRL_EINVAL,
                      "%s: option budget: option %s makes this release not private, and a budget "
@@ -549,7 +376,7 @@ static int read_name(sqlite3 *db, sqlite3_value *v, const char *fn, ledger_at *a
   if (!text) return dprl_nomem(err);
   if ((int)strlen(text) != sqlite3_value_bytes(v))
     return dprl_fail(err, DPRL_EINVAL, "%s: name must not contain NUL", fn);
-  return ledger_locate(db, fn, "name", text, at, err);
+  return dprl_ledger_locate(db, fn, "name", text, at, err);
 }
 
 static int declare(sqlite3 *db, const ledger_at *at, double eps, double delta, int in_memory,
@@ -564,9 +391,9 @@ static int declare(sqlite3 *db, const ledger_at *at, double eps, double delta, i
   if (!sql) return dprl_nomem(err);
   int rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
   sqlite3_free(sql);
-  if (rc != SQLITE_OK) return db_error(db, fn, "creating its tables", err);
+  if (rc != SQLITE_OK) return dprl_ledger_db_error(db, fn, "creating its tables", err);
   const char *type;
-  char *have_sql = table_sql(db, at->schema, "dprl_budgets", &type);
+  char *have_sql = dprl_ledger_table_sql(db, at->schema, "dprl_budgets", &type);
   if (!have_sql) return dprl_nomem(err);
   int old = strcmp(have_sql, BUDGETS_SQL_0 ")") == 0;
   sqlite3_free(have_sql);
@@ -575,12 +402,12 @@ static int declare(sqlite3 *db, const ledger_at *at, double eps, double delta, i
                           at->schema);
     rc = sql ? sqlite3_exec(db, sql, NULL, NULL, NULL) : SQLITE_NOMEM;
     sqlite3_free(sql);
-    if (rc != SQLITE_OK) return db_error(db, fn, "upgrading dprl_budgets", err);
+    if (rc != SQLITE_OK) return dprl_ledger_db_error(db, fn, "upgrading dprl_budgets", err);
   }
-  if (tables_check(db, at->schema, fn, "budget", at->schema, at->name, err)) return err->code;
-  rc = query_numbers(db, at->schema, "SELECT epsilon, delta FROM \"%w\".dprl_budgets WHERE name = ?1",
+  if (dprl_ledger_tables_check(db, at->schema, fn, "budget", at->schema, at->name, err)) return err->code;
+  rc = dprl_ledger_query(db, at->schema, "SELECT epsilon, delta FROM \"%w\".dprl_budgets WHERE name = ?1",
                      at->name, have, 2, &found);
-  if (rc != SQLITE_OK) return db_error(db, fn, "reading it", err);
+  if (rc != SQLITE_OK) return dprl_ledger_db_error(db, fn, "reading it", err);
   if (found && (have[0] != eps || have[1] != delta))
     return dprl_fail(err, DPRL_EINVAL,
                      "budget \"%s\" is already declared with epsilon %.17g, delta %.17g; a "
@@ -600,7 +427,7 @@ static int declare(sqlite3 *db, const ledger_at *at, double eps, double delta, i
     rc = sqlite3_step(st) == SQLITE_DONE ? SQLITE_OK : SQLITE_ERROR;
   }
   sqlite3_finalize(st);
-  return rc == SQLITE_OK ? DPRL_OK : db_error(db, fn, "declaring the budget", err);
+  return rc == SQLITE_OK ? DPRL_OK : dprl_ledger_db_error(db, fn, "declaring the budget", err);
 }
 
 static const char *const budget_keys[] = {"in_memory", NULL};
@@ -669,25 +496,25 @@ static void remaining_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   int rc = read_name(db, argv[0], fn, &at, &err);
   if (!rc) {
     const char *type;
-    char *sql = table_sql(db, at.schema, "dprl_budgets", &type);
+    char *sql = dprl_ledger_table_sql(db, at.schema, "dprl_budgets", &type);
     if (!sql) rc = dprl_nomem(&err);
     else if (!type[0])
       rc = dprl_fail(&err, DPRL_EINVAL, "no budget named \"%s\" (no dprl_budgets table in %s)",
                      at.name, at.schema);
     sqlite3_free(sql);
   }
-  if (!rc && tables_check(db, at.schema, fn, "budget", at.schema, at.name, &err)) rc = err.code;
-  if (!rc && query_numbers(db, at.schema,
+  if (!rc && dprl_ledger_tables_check(db, at.schema, fn, "budget", at.schema, at.name, &err)) rc = err.code;
+  if (!rc && dprl_ledger_query(db, at.schema,
                            "SELECT epsilon, delta FROM \"%w\".dprl_budgets WHERE name = ?1",
                            at.name, have, 2, &found) != SQLITE_OK)
-    rc = db_error(db, fn, "reading it", &err);
+    rc = dprl_ledger_db_error(db, fn, "reading it", &err);
   if (!rc && !found) rc = dprl_fail(&err, DPRL_EINVAL, "no budget named \"%s\"", at.name);
-  if (!rc && query_numbers(db, at.schema,
+  if (!rc && dprl_ledger_query(db, at.schema,
                            "SELECT total(epsilon) FILTER (WHERE spent), total(delta) FILTER "
                            "(WHERE spent), count(*) FILTER (WHERE spent) FROM "
                            "\"%w\".dprl_ledger WHERE budget = ?1",
                            at.name, used, 3, &found) != SQLITE_OK)
-    rc = db_error(db, fn, "reading it", &err);
+    rc = dprl_ledger_db_error(db, fn, "reading it", &err);
   if (rc) {
     dprl_sql_result_error(ctx, fn, &err);
     return;

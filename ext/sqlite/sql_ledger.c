@@ -1,0 +1,157 @@
+/* sql_ledger.c: the ledger's tables and where a budget lives (sql_ledger.h). */
+#include "sqlite/sql_ledger.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* The number of characters of valid UTF-8, or (size_t)-1. */
+static size_t utf8_chars(const char *s, size_t n) {
+  size_t c = 0;
+  for (size_t i = 0; i < n; c++) {
+    unsigned char b = (unsigned char)s[i];
+    size_t k = b < 0x80 ? 1 : (b & 0xE0) == 0xC0 && b >= 0xC2 ? 2 : (b & 0xF0) == 0xE0 ? 3
+               : (b & 0xF8) == 0xF0 && b <= 0xF4 ? 4 : 0;
+    if (!k || i + k > n) return (size_t)-1;
+    for (size_t j = 1; j < k; j++)
+      if (((unsigned char)s[i + j] & 0xC0) != 0x80) return (size_t)-1;
+    i += k;
+  }
+  return c;
+}
+
+/* "[schema.]name": the schema must be attached; names are 1 to 200
+** characters (not bytes), without NUL. */
+int dprl_ledger_locate(sqlite3 *db, const char *fn, const char *what, const char *text,
+                         ledger_at *at, dprl_error *err) {
+  if (utf8_chars(text, strlen(text)) == (size_t)-1)
+    return dprl_fail(err, DPRL_EINVAL, "%s: %s must be valid UTF-8", fn, what);
+  const char *dot = strchr(text, '.');
+  size_t sn = dot ? (size_t)(dot - text) : 0;
+  at->name = dot ? dot + 1 : text;
+  size_t nn = strlen(at->name);
+  if (dot && (sn == 0 || nn == 0 || utf8_chars(text, sn) > NAME_MAX_CHARS))
+    return dprl_fail(err, DPRL_EINVAL,
+                     "%s: %s \"%.200s\": a dot separates the schema from the name "
+                     "(\"clinic.icu\": budget \"icu\" in the attached database \"clinic\"; "
+                     "\"main.v1.2\": budget \"v1.2\" in main), and neither may be empty",
+                     fn, what, text);
+  if (nn == 0 || utf8_chars(at->name, nn) > NAME_MAX_CHARS)
+    return dprl_fail(err, DPRL_EINVAL, "%s: %s must be 1 to %d characters, got %zu", fn, what,
+                     NAME_MAX_CHARS, utf8_chars(at->name, nn));
+  /* at most 200 characters of at most 4 bytes each: fits at->schema */
+  memcpy(at->schema, dot ? text : "main", dot ? sn : 4);
+  at->schema[dot ? sn : 4] = 0;
+  if (sqlite3_stricmp(at->schema, "main") == 0) memcpy(at->schema, "main", 5);
+  if (sqlite3_stricmp(at->schema, "temp") == 0) {
+    at->ephemeral = 1;
+    return DPRL_OK;
+  }
+  const char *file = sqlite3_db_filename(db, at->schema);
+  if (!file)
+    return dprl_fail(err, DPRL_EINVAL,
+                     "%s: %s \"%.200s\": no attached database named \"%s\" (a dot separates "
+                     "the schema from the name: write \"main.%.200s\" for a name with a dot)",
+                     fn, what, text, at->schema, text);
+  sqlite3_vfs *vfs = NULL;
+  sqlite3_file_control(db, at->schema, SQLITE_FCNTL_VFS_POINTER, &vfs);
+  at->ephemeral = file[0] == 0 || (vfs && vfs->zName && strcmp(vfs->zName, "memdb") == 0);
+  return DPRL_OK;
+}
+
+/* One row of numbers from sql (with %w for the schema) and the text
+** parameter p; *found = 0 if none. */
+int dprl_ledger_query(sqlite3 *db, const char *schema, const char *fmt, const char *p,
+                         double *out, int n, int *found) {
+  sqlite3_stmt *st = NULL;
+  char *sql = sqlite3_mprintf(fmt, schema);
+  int rc = sql ? sqlite3_prepare_v2(db, sql, -1, &st, NULL) : SQLITE_NOMEM;
+  sqlite3_free(sql);
+  *found = 0;
+  if (rc != SQLITE_OK) return rc;
+  if (p) sqlite3_bind_text(st, 1, p, -1, SQLITE_STATIC);
+  rc = sqlite3_step(st);
+  *found = rc == SQLITE_ROW;
+  for (int i = 0; *found && i < n; i++) out[i] = sqlite3_column_double(st, i);
+  sqlite3_finalize(st);
+  return rc == SQLITE_ROW || rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+int dprl_ledger_db_error(sqlite3 *db, const char *fn, const char *what, dprl_error *err) {
+  int code = sqlite3_errcode(db);
+  if (code == SQLITE_NOMEM) return dprl_nomem(err);
+  if (code == SQLITE_INTERRUPT) return dprl_fail(err, DPRL_EINTR, "interrupted");
+  return dprl_fail(err, code == SQLITE_BUSY ? DPRL_EBUSY : DPRL_EINVAL,
+                   "%s: privacy ledger: %s: %s", fn, what, sqlite3_errmsg(db));
+}
+
+/* The text of table t in the schema ("" if none; NULL only out of memory). */
+char *dprl_ledger_table_sql(sqlite3 *db, const char *schema, const char *t, const char **type) {
+  sqlite3_stmt *st = NULL;
+  char *sql = sqlite3_mprintf("SELECT type, sql FROM \"%w\".sqlite_schema WHERE name = ?1 "
+                              "COLLATE NOCASE", schema);
+  char *out = NULL;
+  *type = "";
+  if (sql && sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK) {
+    sqlite3_bind_text(st, 1, t, -1, SQLITE_STATIC);
+    if (sqlite3_step(st) == SQLITE_ROW) {
+      const char *ty = (const char *)sqlite3_column_text(st, 0);
+      *type = ty && strcmp(ty, "table") == 0 ? "table" : ty && strcmp(ty, "view") == 0 ? "view"
+                                                                                       : "other";
+      out = sqlite3_mprintf("%s", sqlite3_column_text(st, 1) ? (const char *)sqlite3_column_text(st, 1) : "");
+    }
+  }
+  sqlite3_free(sql);
+  sqlite3_finalize(st);
+  return out ? out : sqlite3_mprintf("%s", "");
+}
+
+/* Why the tables of the ledger cannot be used, or DPRL_OK.  `where` is the
+** schema on the connection c, `shown` the name the user knows it by. */
+int dprl_ledger_tables_check(sqlite3 *c, const char *where, const char *fn, const char *what,
+                        const char *shown, const char *budget, dprl_error *err) {
+  static const char *const names[] = {"dprl_budgets", "dprl_ledger"};
+  static const char *const want[] = {BUDGETS_SQL, LEDGER_SQL};
+  for (int i = 0; i < 2; i++) {
+    const char *type;
+    char *sql = dprl_ledger_table_sql(c, where, names[i], &type);
+    if (!sql) return dprl_nomem(err);
+    int missing = sql[0] == 0 && type[0] == 0, differs = !missing && strcmp(sql, want[i]) != 0;
+    int old = i == 0 && strcmp(sql, BUDGETS_SQL_0 ")") == 0;
+    sqlite3_free(sql);
+    if (old)
+      return dprl_fail(err, DPRL_EINVAL,
+                       "%s: %s \"%s\": %s.dprl_budgets was made by an older dprl: declare the "
+                       "budget again with dprl_budget(name, epsilon, delta), which upgrades the "
+                       "table", fn, what, budget, shown);
+    if (missing && i == 0)
+      return dprl_fail(err, DPRL_EINVAL,
+                       "%s: %s: no budget named \"%s\" (no dprl_budgets table in %s): declare "
+                       "it with dprl_budget(name, epsilon, delta)", fn, what, budget, shown);
+    if (missing)
+      return dprl_fail(err, DPRL_EINVAL,
+                       "%s: %s \"%s\": the table %s.dprl_ledger is missing (dropped?): dprl "
+                       "will not charge a budget whose ledger is gone", fn, what, budget, shown);
+    if (differs)
+      return dprl_fail(err, DPRL_EINVAL,
+                       "%s: %s \"%s\": %s.%s is not the table dprl created (its "
+                       "definition differs): dprl will not charge a ledger it does not know",
+                       fn, what, budget, shown, names[i]);
+  }
+  /* A trigger (here, or a TEMP one of this connection) could rewrite what a
+  ** release spends. */
+  for (int t = 0; t < 2; t++) {
+    double n = 0;
+    int found;
+    int rc = dprl_ledger_query(c, t ? "temp" : where,
+                           "SELECT count(*) FROM \"%w\".sqlite_schema WHERE type = 'trigger' "
+                           "AND lower(tbl_name) IN ('dprl_budgets', 'dprl_ledger')", NULL, &n, 1, &found);
+    if (rc == SQLITE_NOMEM) return dprl_nomem(err);
+    if (rc != SQLITE_OK) return dprl_ledger_db_error(c, fn, "reading its triggers", err);
+    if (n > 0)
+      return dprl_fail(err, DPRL_EINVAL,
+                       "%s: %s \"%s\": %s on dprl_budgets or dprl_ledger: a trigger "
+                       "could change what a release spends; drop it (dprl will not charge such "
+                       "a ledger)", fn, what, budget, t ? "a TEMP trigger of this connection" : "a trigger");
+  }
+  return DPRL_OK;
+}
