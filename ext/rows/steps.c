@@ -1,235 +1,12 @@
-/* steps.c: rows -> episodes, buffered or streaming (see steps.h). */
-#include "rows/steps.h"
+/* steps.c: rows -> episodes, the buffered path (see steps.h); the keys are
+** in key_index.c, the streaming path in episode.c. */
+#include "rows/internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 _Static_assert(sizeof(dprl_step) == 24, "a buffered step must stay 24 bytes");
-
-#define MAX_EPISODES 0xFFFFFFF0u
-
-static int sort_by_t(dprl_step *steps, size_t n, int64_t *dup);
-
-void dprl_key_describe(const dprl_key *k, char *out, size_t n) {
-  if (!k->is_text) snprintf(out, n, "%lld", (long long)k->ival);
-  else if (k->len > 40) snprintf(out, n, "'%.40s...'", k->text);
-  else snprintf(out, n, "'%.*s'", (int)k->len, k->text);
-}
-
-int dprl_key_compare(const dprl_key *a, const dprl_key *b) {
-  if (a->is_text != b->is_text) return a->is_text ? 1 : -1;
-  if (!a->is_text) return (a->ival > b->ival) - (a->ival < b->ival);
-  size_t n = a->len < b->len ? a->len : b->len;
-  int c = n ? memcmp(a->text, b->text, n) : 0;
-  if (c) return c < 0 ? -1 : 1;
-  return (a->len > b->len) - (a->len < b->len);
-}
-
-/* ---- episode index ---------------------------------------------------- */
-
-static void index_free(dprl_episode_index *x);
-
-static uint64_t hash_key(const dprl_key *k) {
-  uint64_t h;
-  if (!k->is_text) {
-    h = (uint64_t)k->ival + 0x9E3779B97F4A7C15ull; /* splitmix64 finaliser */
-    h = (h ^ (h >> 30)) * 0xBF58476D1CE4E5B9ull;
-    h = (h ^ (h >> 27)) * 0x94D049BB133111EBull;
-    return h ^ (h >> 31);
-  }
-  /* 8 bytes at a time, each word mixed by a multiply (keys such as UUIDs
-  ** are 36 bytes: a byte-wise hash cost more than the rest of a row) */
-  h = 1469598103934665603ull ^ (uint64_t)k->len;
-  size_t i = 0;
-  for (; i + 8 <= k->len; i += 8) {
-    uint64_t w;
-    memcpy(&w, k->text + i, 8);
-    h = (h ^ w) * 0x9E3779B97F4A7C15ull;
-    h ^= h >> 32;
-  }
-  uint64_t w = 0;
-  for (size_t j = 0; i < k->len; i++, j++) w |= (uint64_t)(unsigned char)k->text[i] << (8 * j);
-  h = (h ^ w) * 0xBF58476D1CE4E5B9ull;
-  h = (h ^ (h >> 27)) * 0x94D049BB133111EBull;
-  return h ^ (h >> 31);
-}
-
-static void index_key(const dprl_episode_index *x, uint32_t e, dprl_key *k) {
-  k->is_text = x->tlen[e] != UINT32_MAX;
-  k->ival = x->ikey[e];
-  k->text = k->is_text ? x->text.data + x->ikey[e] : NULL;
-  k->len = k->is_text ? x->tlen[e] : 0;
-}
-
-/* What a slot stores for k: the integer itself, or the text's hash. */
-static int64_t slot_key(const dprl_key *k, uint64_t h) {
-  return k->is_text ? (int64_t)h : k->ival;
-}
-
-static int slot_matches(const dprl_episode_index *x, const dprl_key_slot *sl,
-                        const dprl_key *k, int64_t sk) {
-  if (sl->key != sk || sl->is_text != (uint32_t)k->is_text) return 0;
-  if (!k->is_text) return 1;
-  uint32_t e = sl->e1 - 1;
-  return x->tlen[e] == k->len && memcmp(x->text.data + x->ikey[e], k->text, k->len) == 0;
-}
-
-static int index_grow_table(dprl_episode_index *x) {
-  size_t ns = x->n_slots ? x->n_slots * 2 : 1024;
-  dprl_key_slot *slots = dprl_calloc(ns, sizeof *slots);
-  if (!slots) return 0;
-  for (size_t i = 0; i < x->n_slots; i++) {
-    if (!x->slots[i].e1) continue;
-    dprl_key k;
-    index_key(x, x->slots[i].e1 - 1, &k);
-    size_t j = hash_key(&k) & (ns - 1);
-    while (slots[j].e1) j = (j + 1) & (ns - 1);
-    slots[j] = x->slots[i];
-  }
-  dprl_free(x->slots);
-  x->slots = slots;
-  x->n_slots = ns;
-  return 1;
-}
-
-static int index_grow_arrays(dprl_episode_index *x) {
-  size_t nc = x->cap ? x->cap * 2 : 1024;
-  int64_t *ik = dprl_realloc(x->ikey, nc * sizeof *ik);
-  if (ik) x->ikey = ik;
-  uint32_t *tl = ik ? dprl_realloc(x->tlen, nc * sizeof *tl) : NULL;
-  if (tl) x->tlen = tl;
-  uint32_t *ct = tl ? dprl_realloc(x->count, nc * sizeof *ct) : NULL;
-  if (ct) x->count = ct;
-  if (!ct) return 0;
-  x->cap = nc;
-  return 1;
-}
-
-/* Remember episode e (key k) as the last one seen. */
-static void set_last(dprl_episode_index *x, uint32_t e, const dprl_key *k) {
-  x->last = e + 1;
-  x->last_int = !k->is_text;
-  x->last_ival = k->ival;
-}
-
-static int index_add(dprl_episode_index *x, const dprl_key *k, uint32_t *out,
-                     dprl_error *err) {
-  if (x->n >= MAX_EPISODES)
-    return dprl_fail(err, DPRL_EINVAL, "more than %u episodes", MAX_EPISODES);
-  if (x->n == x->cap && !index_grow_arrays(x)) return dprl_nomem(err);
-  uint32_t e = (uint32_t)x->n;
-  if (k->is_text) {
-    if (k->len >= UINT32_MAX) return dprl_fail(err, DPRL_EINVAL, "episode key too long");
-    x->ikey[e] = (int64_t)x->text.len;
-    x->tlen[e] = (uint32_t)k->len;
-    dprl_buf_append(&x->text, k->text, k->len);
-    if (x->text.oom) return dprl_nomem(err);
-  } else {
-    x->ikey[e] = k->ival;
-    x->tlen[e] = UINT32_MAX;
-  }
-  x->count[e] = 0;
-  x->n++;
-  set_last(x, e, k);
-  *out = e;
-  return DPRL_OK;
-}
-
-/* Grow dmap to cover key k if that keeps it dense: at most 4 entries per
-** episode plus 64K. */
-static int dmap_cover(dprl_episode_index *x, int64_t k) {
-  if (k < 0 || (uint64_t)k >= 4 * ((uint64_t)x->n + 1) + 65536) return 0;
-  if ((size_t)k < x->dsize) return 1;
-  size_t ns = x->dsize ? x->dsize : 65536;
-  while (ns <= (size_t)k) ns *= 2;
-  uint32_t *d = dprl_realloc(x->dmap, ns * sizeof *d);
-  if (!d) return -1;
-  memset(d + x->dsize, 0, (ns - x->dsize) * sizeof *d);
-  x->dmap = d;
-  x->dsize = ns;
-  return 1;
-}
-
-static int index_lookup_hash(dprl_episode_index *x, const dprl_key *k, uint64_t h,
-                             size_t *slot) {
-  int64_t sk = slot_key(k, h);
-  size_t i = h & (x->n_slots - 1);
-  for (; x->slots[i].e1; i = (i + 1) & (x->n_slots - 1))
-    if (slot_matches(x, &x->slots[i], k, sk)) break;
-  *slot = i;
-  return x->slots[i].e1 != 0;
-}
-
-static int index_intern(dprl_episode_index *x, const dprl_key *k, uint32_t *out,
-                        dprl_error *err) {
-  if (x->last && x->last_int && !k->is_text && x->last_ival == k->ival) {
-    *out = x->last - 1; /* rows mostly come grouped: no lookup at all */
-    return DPRL_OK;
-  }
-  if (!k->is_text && k->ival >= 0 && (size_t)k->ival < x->dsize && x->dmap[k->ival]) {
-    *out = x->dmap[k->ival] - 1;
-    set_last(x, *out, k);
-    return DPRL_OK;
-  }
-  uint64_t h = hash_key(k);
-  size_t slot = 0;
-  if (x->hashed && index_lookup_hash(x, k, h, &slot)) {
-    *out = x->slots[slot].e1 - 1;
-    set_last(x, *out, k);
-    return DPRL_OK;
-  }
-  /* A new episode. */
-  int dense = k->is_text ? 0 : dmap_cover(x, k->ival);
-  if (dense < 0) return dprl_nomem(err);
-  if (dense) {
-    int rc = index_add(x, k, out, err);
-    if (!rc) x->dmap[k->ival] = *out + 1;
-    return rc;
-  }
-  if ((x->hashed + 1) * 2 > x->n_slots && !index_grow_table(x)) return dprl_nomem(err);
-  index_lookup_hash(x, k, h, &slot); /* the empty slot to fill */
-  int rc = index_add(x, k, out, err);
-  if (!rc) {
-    x->slots[slot] = (dprl_key_slot){slot_key(k, h), *out + 1, (uint32_t)k->is_text};
-    x->hashed++;
-  }
-  return rc;
-}
-
-int dprl_key_intern(dprl_episode_index *x, const dprl_key *k, uint32_t *out,
-                    dprl_error *err) {
-  return index_intern(x, k, out, err);
-}
-
-int dprl_key_find(dprl_episode_index *x, const dprl_key *k, uint32_t *out) {
-  if (!k->is_text && k->ival >= 0 && (size_t)k->ival < x->dsize && x->dmap[k->ival]) {
-    *out = x->dmap[k->ival] - 1;
-    return 1;
-  }
-  size_t slot;
-  if (x->hashed && index_lookup_hash(x, k, hash_key(k), &slot)) {
-    *out = x->slots[slot].e1 - 1;
-    return 1;
-  }
-  return 0;
-}
-
-void dprl_key_get(const dprl_episode_index *x, uint32_t i, dprl_key *out) {
-  index_key(x, i, out);
-}
-
-void dprl_key_index_free(dprl_episode_index *x) { index_free(x); }
-
-static void index_free(dprl_episode_index *x) {
-  dprl_free(x->slots);
-  dprl_free(x->dmap);
-  dprl_free(x->ikey);
-  dprl_free(x->tlen);
-  dprl_free(x->count);
-  dprl_buf_free(&x->text);
-  memset(x, 0, sizeof *x);
-}
 
 /* ---- buffered path ------------------------------------------------------ */
 
@@ -249,7 +26,7 @@ void dprl_step_buffer_free(dprl_step_buffer *b) {
   dprl_free(b->dupt);
   dprl_free(b->dupf);
   dprl_free(b->runs);
-  index_free(&b->ep);
+  dprl_key_index_free(&b->ep);
   dprl_buf_free(&b->stage_text);
   memset(b, 0, sizeof *b);
 }
@@ -296,7 +73,7 @@ static void stage_prefetch(const dprl_episode_index *x, dprl_staged *s, const dp
     PREFETCH(&x->dmap[s->ival]);
     return;
   }
-  s->h = hash_key(k);
+  s->h = dprl_key_hash(k);
   if (x->hashed) PREFETCH(&x->slots[s->h & (x->n_slots - 1)]);
 }
 
@@ -306,7 +83,7 @@ enum { STAGE_MISS, STAGE_FOUND, STAGE_CANDIDATE };
 ** hash slots (a text key's slot gives a candidate to verify, whose offset
 ** is prefetched), pass 2 prefetches the candidates' text, pass 3 verifies
 ** and appends.  A key not found (new, or a hash shared by two texts) goes
-** through index_intern, which inserts it: a later row of the same stage
+** through dprl_key_intern, which inserts it: a later row of the same stage
 ** with that key then finds it there. */
 static int stage_flush(dprl_step_buffer *b, dprl_error *err) {
   dprl_episode_index *x = &b->ep;
@@ -319,7 +96,7 @@ static int stage_flush(dprl_step_buffer *b, dprl_error *err) {
       s->e = x->dmap[s->ival] - 1;
       s->found = STAGE_FOUND;
     } else if (x->hashed) {
-      if (in_dmap(x, s)) s->h = hash_key(&(dprl_key){0, s->ival, NULL, 0});
+      if (in_dmap(x, s)) s->h = dprl_key_hash(&(dprl_key){0, s->ival, NULL, 0});
       int64_t sk = s->is_text ? (int64_t)s->h : s->ival;
       for (size_t j = s->h & (x->n_slots - 1); x->slots[j].e1; j = (j + 1) & (x->n_slots - 1)) {
         const dprl_key_slot *sl = &x->slots[j];
@@ -344,7 +121,7 @@ static int stage_flush(dprl_step_buffer *b, dprl_error *err) {
     if (s->found == STAGE_CANDIDATE &&
         !(x->tlen[s->e] == s->len && memcmp(x->text.data + x->ikey[s->e], k.text, s->len) == 0))
       s->found = STAGE_MISS;
-    if (s->found == STAGE_MISS) rc = index_intern(x, &k, &s->e, err);
+    if (s->found == STAGE_MISS) rc = dprl_key_intern(x, &k, &s->e, err);
     if (!rc) rc = buffer_append(b, s->t, s->reward, s->e, s->state, err);
   }
   b->stage_text.len = 0;
@@ -403,7 +180,7 @@ static int order_by_key(dprl_step_buffer *b, dprl_error *err) {
     int in_dmap = x->tlen[e] == UINT32_MAX && v >= 0 && (size_t)v < x->dsize &&
                   x->dmap[v] == e + 1;
     if (in_dmap) continue;
-    index_key(x, (uint32_t)e, &k[H].key);
+    dprl_key_get(x, (uint32_t)e, &k[H].key);
     k[H++].e = (uint32_t)e;
   }
   int rc = dprl_sort(k, H, sizeof *k, cmp_keyed, b->cancel, err);
@@ -611,7 +388,7 @@ void dprl_step_buffer_done_before(dprl_step_buffer *b, size_t e) {
 }
 
 void dprl_step_buffer_episode_key(const dprl_step_buffer *b, size_t e, dprl_key *out) {
-  index_key(&b->ep, b->order ? b->order[e] : (uint32_t)e, out);
+  dprl_key_get(&b->ep, b->order ? b->order[e] : (uint32_t)e, out);
 }
 
 static int duplicate_t(const dprl_step_buffer *b, size_t e, int64_t t, dprl_error *err) {
@@ -752,7 +529,7 @@ static int lay_out_block(dprl_step_buffer *b, size_t k, dprl_error *err) {
   for (size_t j = 0; j < m; j++)
     if (tmax[j] == INT64_MIN) {
       size_t r = first + j, len = b->start[r + 1] - b->start[r];
-      dupf[j] = (unsigned char)sort_by_t(b->scratch + (b->start[r] - lo), len, &dupt[j]);
+      dupf[j] = (unsigned char)dprl_steps_sort_by_t(b->scratch + (b->start[r] - lo), len, &dupt[j]);
     }
   b->blk = k + 1;
   return DPRL_OK;
@@ -805,131 +582,3 @@ int dprl_step_buffer_episode(dprl_step_buffer *b, size_t e, const dprl_step **st
   return sort_one(b, e, b->scratch, len, err);
 }
 
-/* ---- sorting one episode ---------------------------------------------- */
-
-static int cmp_t(const void *a, const void *b) {
-  int64_t x = ((const dprl_step *)a)->t, y = ((const dprl_step *)b)->t;
-  return (x > y) - (x < y);
-}
-
-/* Sorts steps by t; 1 and *dup = the smallest t that occurs twice, or 0. */
-static int sort_by_t(dprl_step *steps, size_t n, int64_t *dup) {
-  size_t i = 1;
-  while (i < n && steps[i - 1].t < steps[i].t) i++;
-  if (i < n && n > 32) {
-    qsort(steps, n, sizeof *steps, cmp_t); /* rows came unordered */
-  } else if (i < n) {
-    for (; i < n; i++) { /* insertion sort from the first step out of order */
-      dprl_step v = steps[i];
-      size_t j = i;
-      for (; j > 0 && steps[j - 1].t > v.t; j--) steps[j] = steps[j - 1];
-      steps[j] = v;
-    }
-  }
-  for (i = 1; i < n; i++)
-    if (steps[i - 1].t == steps[i].t) {
-      *dup = steps[i].t;
-      return 1;
-    }
-  return 0;
-}
-
-int dprl_sort_episode(dprl_step *steps, size_t n, const char *name, dprl_error *err) {
-  int64_t t;
-  if (sort_by_t(steps, n, &t))
-    return dprl_fail(err, DPRL_EINVAL, "duplicate (episode, t) = (%s, %lld)", name, (long long)t);
-  return DPRL_OK;
-}
-
-/* ---- streaming path ------------------------------------------------------ */
-
-static int stream_set_key(dprl_episode_stream *s, const dprl_key *k, dprl_error *err) {
-  s->keybuf.len = 0;
-  s->key = *k;
-  if (k->is_text) {
-    dprl_buf_append(&s->keybuf, k->text, k->len);
-    if (s->keybuf.oom) return dprl_nomem(err);
-    s->key.text = s->keybuf.data ? s->keybuf.data : "";
-  }
-  s->has_key = 1;
-  return DPRL_OK;
-}
-
-static int stream_append(dprl_episode_stream *s, int64_t t, uint32_t state,
-                         double reward, dprl_error *err) {
-  if (s->n == s->cap) {
-    size_t nc = s->cap ? s->cap * 2 : 256;
-    dprl_step *p = dprl_realloc(s->cur, nc * sizeof *p);
-    if (!p) return dprl_nomem(err);
-    s->cur = p;
-    s->cap = nc;
-  }
-  s->cur[s->n++] = (dprl_step){t, reward, 0, state};
-  return DPRL_OK;
-}
-
-static int stream_close_episode(dprl_episode_stream *s, dprl_error *err) {
-  char name[64];
-  dprl_key_describe(&s->key, name, sizeof name);
-  s->episodes_done++;
-  return dprl_sort_episode(s->cur, s->n, name, err);
-}
-
-/* Append the row that opened the current episode, kept aside while the
-** caller read the episode before it. */
-static int stream_take_spill(dprl_episode_stream *s, dprl_error *err) {
-  if (!s->has_spill) return DPRL_OK;
-  s->has_spill = 0;
-  return stream_append(s, s->spill.t, s->spill.state, s->spill.reward, err);
-}
-
-int dprl_episode_stream_push(dprl_episode_stream *s, const dprl_key *episode,
-                             int64_t t, uint32_t state, double reward,
-                             int *finished, const dprl_step **ep,
-                             size_t *n_ep, dprl_error *err) {
-  int rc;
-  *finished = 0;
-  if ((rc = stream_take_spill(s, err))) return rc;
-  if (!s->has_key) {
-    if ((rc = stream_set_key(s, episode, err))) return rc;
-    return stream_append(s, t, state, reward, err);
-  }
-  int c = dprl_key_compare(&s->key, episode);
-  if (c == 0) return stream_append(s, t, state, reward, err);
-  if (s->direction == 0) s->direction = c < 0 ? 1 : -1;
-  if ((c < 0 ? 1 : -1) != s->direction) {
-    char a[64], b[64];
-    dprl_key_describe(episode, a, sizeof a);
-    dprl_key_describe(&s->key, b, sizeof b);
-    return dprl_fail(err, DPRL_EINVAL,
-                     "with grouped: true, rows must come grouped and ordered by "
-                     "episode (ORDER BY episode); episode %s came after episode %s",
-                     a, b);
-  }
-  if ((rc = stream_close_episode(s, err))) return rc;
-  *finished = 1;
-  *ep = s->cur; /* stays readable: the new row waits in the spill slot */
-  *n_ep = s->n;
-  s->n = 0;
-  s->spill = (dprl_step){t, reward, 0, state};
-  s->has_spill = 1;
-  return stream_set_key(s, episode, err);
-}
-
-int dprl_episode_stream_finish(dprl_episode_stream *s, const dprl_step **ep,
-                               size_t *n_ep, dprl_error *err) {
-  int rc = stream_take_spill(s, err);
-  if (rc) return rc;
-  *ep = s->cur;
-  *n_ep = s->n;
-  if (s->n == 0) return DPRL_OK;
-  rc = stream_close_episode(s, err);
-  s->n = 0;
-  return rc;
-}
-
-void dprl_episode_stream_free(dprl_episode_stream *s) {
-  dprl_free(s->cur);
-  dprl_buf_free(&s->keybuf);
-  memset(s, 0, sizeof *s);
-}
