@@ -30,11 +30,7 @@ int dprl_q_path_may_write(dprl_q_store *st, dprl_error *err) {
 }
 
 int dprl_q_path_db_fail(dprl_q_store *st, const char *what, dprl_error *err) {
-  int code = sqlite3_errcode(st->db);
-  if (code == SQLITE_NOMEM) return dprl_nomem(err);
-  if (code == SQLITE_INTERRUPT) return dprl_fail(err, DPRL_EINTR, "interrupted");
-  return dprl_fail(err, DPRL_EINVAL, "path table \"%s\": %s: %s", st->name, what,
-                   sqlite3_errmsg(st->db));
+  return dprl_sql_db_error(st->db, err, "path table \"%s\": %s", st->name, what);
 }
 
 /* A write refused for a lock.  In autocommit mode every SELECT reads the
@@ -45,7 +41,7 @@ int dprl_q_path_write_fail(dprl_q_store *st, const char *what, dprl_error *err) 
   const char *tail = "; this call cannot wait for another connection's write lock, since its "
                      "statement or your transaction already reads this schema: run it inside "
                      "BEGIN IMMEDIATE ... COMMIT, or keep the path table in an attached database";
-  if (rc == DPRL_EINVAL && st->cannot_wait && (sqlite3_errcode(st->db) & 0xff) == SQLITE_BUSY &&
+  if (rc == DPRL_EBUSY && st->cannot_wait &&
       strlen(err->msg) + strlen(tail) < sizeof err->msg)
     strcat(err->msg, tail);
   return rc;

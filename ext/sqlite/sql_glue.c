@@ -2,6 +2,7 @@
 #include "sqlite/sql_glue.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -209,15 +210,23 @@ static int probe_check(void *ctx) {
   return rc == SQLITE_INTERRUPT;
 }
 
+int dprl_sql_db_error(sqlite3 *db, dprl_error *err, const char *fmt, ...) {
+  int code = sqlite3_errcode(db);
+  if (code == SQLITE_NOMEM) return dprl_nomem(err);
+  if (code == SQLITE_INTERRUPT) return dprl_fail(err, DPRL_EINTR, "interrupted");
+  char prefix[256];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(prefix, sizeof prefix, fmt, ap);
+  va_end(ap);
+  return dprl_fail(err, code == SQLITE_BUSY ? DPRL_EBUSY : DPRL_EINVAL, "%s: %s", prefix,
+                   sqlite3_errmsg(db));
+}
+
 int dprl_sql_cancel_open(dprl_sql_cancel *c, sqlite3 *db, dprl_error *err) {
   memset(c, 0, sizeof *c);
-  if (sqlite3_prepare_v2(db, "SELECT 1", -1, &c->probe, NULL) != SQLITE_OK) {
-    int code = sqlite3_errcode(db);
-    if (code == SQLITE_INTERRUPT) return dprl_fail(err, DPRL_EINTR, "interrupted");
-    if (code == SQLITE_NOMEM) return dprl_nomem(err);
-    return dprl_fail(err, DPRL_EINVAL, "preparing the interrupt check: %s",
-                     sqlite3_errmsg(db));
-  }
+  if (sqlite3_prepare_v2(db, "SELECT 1", -1, &c->probe, NULL) != SQLITE_OK)
+    return dprl_sql_db_error(db, err, "preparing the interrupt check");
   c->base.check = probe_check;
   c->base.ctx = c;
   c->last_ns = now_ns();

@@ -35,6 +35,16 @@ int dprl_sql_vtab_error(char **pzErr, const char *fn, const dprl_error *err);
 #define DPRL_JSON_FLAGS (SQLITE_UTF8 | SQLITE_RESULT_SUBTYPE)
 void dprl_sql_result_json(sqlite3_context *ctx, const char *text, int len);
 
+/* The last error of db as a dprl error, the one mapping of SQLite's codes:
+** SQLITE_NOMEM -> DPRL_ENOMEM, SQLITE_INTERRUPT -> DPRL_EINTR
+** ("interrupted"), SQLITE_BUSY -> DPRL_EBUSY, anything else DPRL_EINVAL;
+** the message is the printf-style prefix, ": ", and SQLite's message. */
+int dprl_sql_db_error(sqlite3 *db, dprl_error *err, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
 /* Describe a value for messages: NULL, 2.5, 'text', a blob. */
 void dprl_sql_describe(sqlite3_value *v, char *out, size_t n);
 

@@ -77,11 +77,7 @@ int dprl_ledger_query(sqlite3 *db, const char *schema, const char *fmt, const ch
 }
 
 int dprl_ledger_db_error(sqlite3 *db, const char *fn, const char *what, dprl_error *err) {
-  int code = sqlite3_errcode(db);
-  if (code == SQLITE_NOMEM) return dprl_nomem(err);
-  if (code == SQLITE_INTERRUPT) return dprl_fail(err, DPRL_EINTR, "interrupted");
-  return dprl_fail(err, code == SQLITE_BUSY ? DPRL_EBUSY : DPRL_EINVAL,
-                   "%s: privacy ledger: %s: %s", fn, what, sqlite3_errmsg(db));
+  return dprl_sql_db_error(db, err, "%s: privacy ledger: %s", fn, what);
 }
 
 /* The text of table t in the schema ("" if none; NULL only out of memory). */
