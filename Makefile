@@ -117,7 +117,7 @@ $(B)/dprl.o build/static/dprl.o: build/commit
 %/dprl.o: COMMIT_DEF = -DDPRL_GIT_COMMIT='"$(GIT_COMMIT)"'
 FORCE:
 
-# Embedding (README "Embedding in C"): the same sources compiled with
+# Embedding (docs/bindings.md, "Embedding in C"): the same sources compiled with
 # -DSQLITE_CORE into ./libdprl.a, to link into a program with its own
 # SQLite and register with sqlite3_auto_extension (ext/dprl.h).
 STATIC_OBJ = $(patsubst ext/%.c,build/static/%.o,$(CORE_SRC) $(GLUE_SRC))
@@ -183,7 +183,7 @@ test: deps
 test-fast: check-deps node-deps dprl.so unit build/static/test_embed
 	@PYTHON=$(PYTHON) SQLITE3=$(SQLITE3) DPRL_NO_SAN=1 sh tests/run.sh
 
-# Other engines (README "Scaling out").  PostgreSQL from Debian; DuckDB from
+# Other engines (docs/scaling-out.md).  PostgreSQL from Debian; DuckDB from
 # npm (@duckdb/node-api, pinned) into build/engines/duckdb.  Each fails
 # loudly when it cannot install: the engine tests never skip an engine.
 PG_PKGS      = postgresql postgresql-contrib
@@ -323,7 +323,7 @@ $(NODE_DEPS):
 	  { tail -30 install.log; exit 1; }
 	@[ -f $@ ] || { echo "make node-deps: $@ was not built:"; tail -30 build/node-deps/install.log; exit 1; }
 
-# The Python package (bindings/python, README "Python") into dist/, offline:
+# The Python package (bindings/python, docs/bindings.md, "Python") into dist/, offline:
 # Debian's python3-build, python3-setuptools and python3-wheel, no build
 # isolation (which would download setuptools).
 wheel: all

@@ -8,7 +8,7 @@
 --   steps(episode, t, state, action): 3,000 patients, up to 20 steps each,
 --     patient i treated by clinician i - 1 following that policy.
 --
--- Used by the dp_prefix_stable examples of README.md and REFERENCE.md.
+-- Used by the dp_prefix_stable examples of docs/prefix-stable.md and REFERENCE.md.
 -- The number of clinicians is read from temp.experts_config (created here
 -- with 3,000 unless the caller made it first: samples/prefix_stable.sql
 -- uses 300); patient i is then treated by clinician (i - 1) mod that.

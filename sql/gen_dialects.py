@@ -7,7 +7,7 @@
 The sources are sql/src/<name>.sql.  A line "@include FILE" is replaced by
 sql/src/FILE; @ID_HASH@ by the episode-bucket hash (bucket_hash() below).
 The dialects differ only by the type-name substitutions in DIALECTS, which
-README.md ("Scaling out") lists too; tests/sql/test_dialects.py checks that
+docs/scaling-out.md lists too; tests/sql/test_dialects.py checks that
 the files are exactly the sources with these substitutions.
 """
 import os

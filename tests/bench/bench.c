@@ -571,7 +571,7 @@ static void prefix_bench(sqlite3 *db) {
   printf(
       "  %s transitions released.  Targets: whole call <= 1 s (median here %.3f s CPU),\n"
       "  <= 0.2 s with the index (%.3f s), peak <= 50 MB.  Only the T examined\n"
-      "  trajectories are read (README, dp_prefix_stable, \"What is read\").\n",
+      "  trajectories are read (docs/prefix-stable.md, \"What is read\").\n",
       it[1].res, median_cpu(&it[1]), median_cpu(&it[2]));
 }
 

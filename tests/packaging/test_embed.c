@@ -1,5 +1,5 @@
 /*
-** test_embed.c: dprl linked into a program (README "Embedding in C").
+** test_embed.c: dprl linked into a program (docs/bindings.md, "Embedding in C").
 ** libdprl.a is built with -DSQLITE_CORE (make static); this program links
 ** it with the system SQLite, registers sqlite3_dprl_init with
 ** sqlite3_auto_extension, and runs a release on connections that never

@@ -17,7 +17,7 @@ import reference  # noqa: E402
 from harness import check, run  # noqa: E402
 
 # The substitutions from the PostgreSQL file to the Spark SQL one, as
-# README.md ("Scaling out") documents them.
+# docs/scaling-out.md documents them.
 SPARK = [("AS DOUBLE PRECISION)", "AS DOUBLE)"), ("AS TEXT)", "AS STRING)")]
 DIALECTS = ["sqlite", "postgres", "duckdb", "spark"]
 
@@ -42,7 +42,7 @@ def test_generated():
 
 
 def test_identical_modulo_types():
-    with open(os.path.join(ROOT, "README.md")) as f:
+    with open(os.path.join(ROOT, "docs", "scaling-out.md")) as f:
         readme = f.read()
     for name in gen_dialects.SOURCES:
         heads, bodies = zip(*(body(d, name) for d in DIALECTS))
@@ -63,7 +63,7 @@ def test_identical_modulo_types():
               f"{name}: the Spark file uses Spark's type names")
     check(gen_dialects.DIALECTS["spark"] == SPARK
           and all(f"`{a}`" in readme and f"`{b}`" in readme for a, b in SPARK),
-          "the substitutions are the ones README.md lists")
+          "the substitutions are the ones docs/scaling-out.md lists")
 
 
 def test_hash():

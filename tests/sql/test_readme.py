@@ -1,6 +1,7 @@
-"""Every ```sql block of README.md runs as pasted, and shows real output.
+"""Every ```sql block of README.md and of the guides in docs/ runs as
+pasted, and shows real output.
 
-Each block runs in a fresh sqlite3 shell (`sqlite3 -bail :memory:`) from
+Each block runs in a fresh sqlite3 shell on a new database file from
 the repository root, as the README tells the reader to (`sqlite3 -cmd
 '.load ./dprl'`): dprl is loaded first unless the block loads it itself,
 and `.load ./dprl` is pointed at the build under test (DPRL_SO).  There is
@@ -23,6 +24,7 @@ import re
 import sqlite3
 import subprocess
 import sys
+import tempfile
 
 from harness import SO, check, run
 
@@ -33,6 +35,10 @@ import gen_reference  # noqa: E402  (its statement splitter)
 
 SQLITE3 = os.environ.get("SQLITE3", "sqlite3")
 README = os.path.join(ROOT, "README.md")
+GUIDES = sorted(os.path.join(ROOT, "docs", f) for f in os.listdir(os.path.join(ROOT, "docs"))
+                if f.endswith(".md") and f != "reference.in.md")
+DOCS = [README] + GUIDES
+README_MAX = 15 * 1024  # a README read in minutes; the depth is in docs/
 
 
 def code_blocks(text):
@@ -89,8 +95,9 @@ def run_block(body):
         if st.split()[:2] == [".load", "./dprl"]:
             st = f".load {so}"
         lines += [st, f".print {MARK}"]
-    p = subprocess.run([SQLITE3, ":memory:"], input="\n".join(lines) + "\n", cwd=ROOT,
-                       capture_output=True, text=True, timeout=600)
+    with tempfile.TemporaryDirectory() as d:  # a file: a budget lives with its data
+        p = subprocess.run([SQLITE3, os.path.join(d, "study.db")], input="\n".join(lines) + "\n",
+                           cwd=ROOT, capture_output=True, text=True, timeout=600)
     outs = p.stdout.split(MARK + "\n")
     ok = p.returncode == 0 and len(outs) == len(stmts) + 1
     return ok, p.stderr.strip() or f"exit status {p.returncode}", stmts, outs
@@ -140,11 +147,19 @@ def check_output(where, stmt, got_text, shown):
 
 
 def test_sql_blocks():
-    text = open(README, encoding="utf-8").read()
-    blocks = [b for b in code_blocks(text) if b[1] == "sql"]
-    check(len(blocks) >= 7, "README.md has its sql blocks", f"found {len(blocks)}")
+    total = 0
+    for doc in DOCS:
+        name = os.path.relpath(doc, ROOT)
+        text = open(doc, encoding="utf-8").read()
+        blocks = [b for b in code_blocks(text) if b[1] == "sql"]
+        total += len(blocks)
+        run_blocks(name, blocks)
+    check(total >= 8, "README.md and the guides have their sql blocks", f"found {total}")
+
+
+def run_blocks(name, blocks):
     for start, _, body in blocks:
-        where = f"README.md:{start}"
+        where = f"{name}:{start}"
         ok, err, stmts, outs = run_block(body)
         check(ok, f"{where}: the sql block runs as pasted in the sqlite3 shell", err)
         if not ok:
@@ -155,19 +170,44 @@ def test_sql_blocks():
 
 
 def test_realistic_delta():
+    for doc in DOCS:
+        text = open(doc, encoding="utf-8").read()
+        for start, lang, body in code_blocks(text):
+            deltas = re.findall(r'"delta":\s*([-+0-9.eE]+)', body)
+            if deltas:
+                check(all(float(d) <= 1e-5 for d in deltas),
+                      f"{os.path.relpath(doc, ROOT)}:{start}: the {lang or 'plain'} block uses "
+                      "realistic deltas (<= 1e-5)", f"got delta {', '.join(deltas)}")
+
+
+def test_readme_short():
+    size = os.path.getsize(README)
+    check(size <= README_MAX, f"README.md is at most {README_MAX} bytes (the depth is in docs/)",
+          size)
     text = open(README, encoding="utf-8").read()
-    for start, lang, body in code_blocks(text):
-        deltas = re.findall(r'"delta":\s*([-+0-9.eE]+)', body)
-        if deltas:
-            check(all(float(d) <= 1e-5 for d in deltas),
-                  f"README.md:{start}: the {lang or 'plain'} block uses realistic deltas (<= 1e-5)",
-                  f"got delta {', '.join(deltas)}")
+    for g in GUIDES:
+        rel = os.path.relpath(g, ROOT)
+        check(rel in text, f"README.md links the guide {rel}")
+
+
+def test_sample_csv():
+    """samples/icu.csv is the first 2,000 patients of samples/clinic.sql."""
+    con = sqlite3.connect(":memory:")
+    with open(os.path.join(ROOT, "samples", "clinic.sql")) as f:
+        con.executescript(f.read())
+    want = ["episode,t,state,action,reward,expert"] + [
+        f"{e},{t},{s},{a},{r!r},{x}" for e, t, s, a, r, x in con.execute(
+            "SELECT episode, t, state, action, reward, expert FROM steps WHERE episode <= 2000 "
+            "ORDER BY episode, t")]
+    got = open(os.path.join(ROOT, "samples", "icu.csv"), encoding="utf-8").read().splitlines()
+    check(got == want, "samples/icu.csv is clinic.sql's first 2,000 patients", len(got))
 
 
 def test_links():
     """Relative links of the docs resolve; the papers are cited, not linked
     (they are not in the repository)."""
-    for doc in ["README.md", "REFERENCE.md", os.path.join("ext", "ALGORITHMS.md")]:
+    for doc in ["README.md", "REFERENCE.md", "ARCHITECTURE.md", os.path.join("ext", "ALGORITHMS.md")] + \
+            [os.path.relpath(g, ROOT) for g in GUIDES]:
         text = open(os.path.join(ROOT, doc), encoding="utf-8").read()
         base = os.path.dirname(os.path.join(ROOT, doc))
         links = re.findall(r"\]\(([^)#:\s]+)(?:#[^)]*)?\)", text)
@@ -196,4 +236,5 @@ def test_checker():
           "checker: output comments are attached to their statement, prose is not", st)
 
 
-run([test_checker, test_links, test_realistic_delta, test_sql_blocks])
+run([test_checker, test_links, test_realistic_delta, test_readme_short, test_sample_csv,
+     test_sql_blocks])
