@@ -452,6 +452,8 @@ static int pe_json(const dprl_pe_config *c, const dprl_fv_stats *st,
   /* A seeded release is reproducible, hence not private (§6). */
   dprl_buf_printf(b, ",\"private\":%s", c->diagnostic || c->has_seed ? "false" : "true");
   if (c->has_seed) dprl_buf_puts(b, ",\"seeded\":true");
+  /* the unit of privacy: neighbours replace one episode (ALGORITHMS.md §1) */
+  dprl_buf_puts(b, ",\"unit\":\"episode\"");
   put_key(b, "epsilon");
   dprl_json_put_double(b, c->epsilon);
   put_key(b, "delta");

@@ -188,6 +188,8 @@ static int learn_json(const ql_agg *g, const double *theta, dprl_cancel *cancel,
   dprl_buf_puts(b, "{\"mechanism\":\"dp_q_learn\"");
   dprl_buf_printf(b, ",\"private\":%s", private_ ? "true" : "false");
   if (c->has_seed) dprl_buf_puts(b, ",\"seeded\":true");
+  /* the unit of privacy: neighbours may change every reward (ALGORITHMS.md §10) */
+  dprl_buf_puts(b, ",\"unit\":\"reward function\"");
   if (!c->explicit_sigma) put_theta_noise(b, c);
   put_paths(b, c);
   dprl_q_put_schedule(b, o->T, o->B, o->J, o->lr);

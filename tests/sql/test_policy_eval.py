@@ -163,9 +163,10 @@ def test_private_output():
     con = connect()
     table(con, HAND_ROWS)
     r = release(con, "dp_lsw", BASE)
-    allowed = {"mechanism", "private", "epsilon", "delta", "n_states", "d", "episodes",
+    allowed = {"mechanism", "private", "unit", "epsilon", "delta", "n_states", "d", "episodes",
                "calibration", "theta", "values"}
     check(set(r) == allowed, "private: only public keys and the noisy output", sorted(r))
+    check(r["unit"] == "episode", "the release states its unit of privacy: one episode", r["unit"])
     check(r["private"] is True and "seeded" not in r, "private: not seeded")
     r = release(con, "dp_lsl", dict(BASE, seed=3, **{"lambda": 4}))
     check(set(r) == allowed | {"seeded"} and r["seeded"] is True and r["private"] is False,

@@ -1124,7 +1124,7 @@ def theta_noise_hand(eps, delta, nb, lr, rmin, rmax, kind, K, m):
     return dict(sigma=sigma, grid=g, sensitivity=eff, mu=math.sqrt(nb) * eff / sigma)
 
 
-PRIVATE_KEYS = {"mechanism", "private", "epsilon", "delta", "theta_noise", "paths", "T", "B", "J", "lr",
+PRIVATE_KEYS = {"mechanism", "private", "unit", "epsilon", "delta", "theta_noise", "paths", "T", "B", "J", "lr",
                 "n_actions", "gamma", "rmin", "rmax", "features", "theta"}
 
 
@@ -1139,6 +1139,8 @@ def test_learn_private():
     u1, u2 = learn(con, **o), learn(con, **o)
     check(u1["private"] is True and "seeded" not in u1 and u1["theta"] != u2["theta"],
           "unseeded: private, not marked seeded, two runs differ")
+    check(u1["unit"] == "reward function", "the release states its unit of privacy: the rewards",
+          u1["unit"])
     check(set(u1) == PRIVATE_KEYS, "private result keys: public parameters and theta only (no count)",
           sorted(u1))
     m = learn(con, seed=8, **o)

@@ -66,8 +66,9 @@ def test_private_keys():
     table(con, ROWS)
     r = json.loads(con.execute("SELECT dp_lsw(episode, t, state, reward, ?) FROM steps",
                                (json.dumps(dict(BASE, perturb="statistics")),)).fetchone()[0])
-    check(set(r) == {"mechanism", "private", "epsilon", "delta", "n_states", "d", "episodes",
-                     "perturb", "theta", "values", "sigma", "visits", "se"} and r["private"] is True,
+    check(set(r) == {"mechanism", "private", "unit", "epsilon", "delta", "n_states", "d",
+                     "episodes", "perturb", "theta", "values", "sigma", "visits", "se"}
+          and r["private"] is True and r["unit"] == "episode",
           "statistics, private: noisy release, its post-processing and public parameters only",
           sorted(r))
     check(all(isinstance(x, float) for x in r["visits"]), "visits released are the noisy ones")
