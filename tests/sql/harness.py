@@ -107,3 +107,22 @@ def interrupted(con, sql, args, after=0.2):
     timer.join()
     end = time.clock_gettime(clock)
     return (end - mark["cpu"] if "cpu" in mark else -1.0), err
+
+
+def progress_stopped(con, sql, args, after):
+    """Run sql with a progress handler that asks to stop `after` seconds in:
+    (CPU seconds of the process from the handler's first "stop" to the end
+    of the call, or -1 if it never asked; the error message or None)."""
+    import time
+    stop_cpu, deadline = [], time.monotonic() + after
+
+    def handler():
+        if time.monotonic() > deadline:
+            if not stop_cpu:
+                stop_cpu.append(time.process_time())
+            return 1
+        return 0
+    con.set_progress_handler(handler, 100)
+    err = sql_error(con, sql, args)
+    con.set_progress_handler(None, 0)
+    return (time.process_time() - stop_cpu[0] if stop_cpu else -1), err

@@ -13,9 +13,9 @@ import random
 import sqlite3
 import tempfile
 import threading
-import time
 
-from harness import interrupted, SO, check, check_close, check_error, close, connect, run, sql_error
+from harness import (interrupted, SO, check, check_close, check_error, close, connect,
+                     progress_stopped, run, sql_error)
 
 NOISE = "SELECT * FROM dp_q_noise(?, ?)"
 LEARN = "SELECT dp_q_learn(s, a, r, s_next, ?) FROM transitions"
@@ -1466,27 +1466,12 @@ def test_interrupts():
               f"nothing of the interrupted call is kept (after {after} s)")
     # a progress handler that asks to stop is heard the same way (CPU time
     # from the handler's first "stop" to the end of the call, see harness)
-    stop_cpu = []
-
-    def handler():
-        if time.monotonic() > deadline[0]:
-            if not stop_cpu:
-                stop_cpu.append(time.process_time())
-            return 1
-        return 0
-    deadline = [time.monotonic() + 0.2]
-    con.set_progress_handler(handler, 100)
-    err = sql_error(con, L, (J(T=2000000, sigma=0.5, beta=2, **base), 2))
-    late = time.process_time() - stop_cpu[0] if stop_cpu else -1
+    late, err = progress_stopped(con, L, (J(T=2000000, sigma=0.5, beta=2, **base), 2), 0.2)
     check(err == "interrupted" and 0 <= late < 0.5,
           "a progress handler returning nonzero stops dp_q_learn within 0.5 s (CPU)", (err, late))
-    deadline[0] = time.monotonic() + 0.2
-    stop_cpu.clear()
-    err = sql_error(con, N, (J(n_actions=2, **SB),))
-    late = time.process_time() - stop_cpu[0] if stop_cpu else -1
+    late, err = progress_stopped(con, N, (J(n_actions=2, **SB),), 0.2)
     check(err == "interrupted" and 0 <= late < 0.5,
           "a progress handler returning nonzero stops dp_q_noise within 0.5 s (CPU)", (err, late))
-    con.set_progress_handler(None, 0)
     con.close()
 
 

@@ -4,7 +4,7 @@ as text.  No timing is asserted; the sizes are ones a quadratic parser
 could not finish in the suite's time (100,000 keys took 41 s before)."""
 import json
 
-from harness import interrupted, check, check_error, connect, run, sql_error
+from harness import interrupted, check, check_error, connect, progress_stopped, run, sql_error
 
 PLAN = "SELECT dp_plan(?)"
 
@@ -193,7 +193,6 @@ def test_interrupts():
     9 x 10^8 products: seconds).  A progress handler that says stop is
     heard the same way."""
     import sqlite3
-    import time
     con = connect()
     con.execute("CREATE TABLE many AS WITH RECURSIVE i(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM i "
                 "WHERE n < 2999999) SELECT n / 3 AS episode, n % 3 AS t, n % 1000 AS state, "
@@ -235,21 +234,9 @@ def test_interrupts():
               f"interrupt stops {name} within 0.5 s (CPU)", f"{late:.3f} s after the interrupt: {err}")
     # a progress handler returning nonzero (CPU time from its first "stop"
     # to the end of the call)
-    stop_cpu, deadline = [], [0.0]
-
-    def handler():
-        if time.monotonic() > deadline[0]:
-            if not stop_cpu:
-                stop_cpu.append(time.process_time())
-            return 1
-        return 0
     for name, args in (("5 x 10^6 states", plan), ("a dense 30,000 x 1 matrix", dense)):
-        stop_cpu.clear()
-        deadline[0] = time.monotonic() + (4.0 if args is plan else 0.5)
-        con.set_progress_handler(handler, 100)
-        err = sql_error(con, "SELECT length(dp_plan(?))", (args,))
-        con.set_progress_handler(None, 0)
-        late = time.process_time() - stop_cpu[0] if stop_cpu else -1
+        late, err = progress_stopped(con, "SELECT length(dp_plan(?))", (args,),
+                                     4.0 if args is plan else 0.5)
         check(err == "interrupted" and 0 <= late < 0.5,
               f"a progress handler returning nonzero stops dp_plan, {name}, within 0.5 s (CPU)",
               (err, late))
