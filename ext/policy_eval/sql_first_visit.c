@@ -26,6 +26,7 @@
 #include "base/json.h"
 #include "base/options.h"
 #include "policy_eval/sql_fv_agg.h"
+#include "sqlite/sql_agg.h"
 #include "sqlite/sql_tvf.h"
 
 static const char *const fv_options[] = {"n_states", "gamma", "rmin", "rmax", "fmin", "fmax",
@@ -53,13 +54,10 @@ static int fv_emit(void *vctx, uint32_t state, int64_t t_first, double F) {
 }
 
 /* The options of dp_first_visit (grouped == NULL) or dp_fv_stats. */
-static int fv_options_parse(sqlite3_value *v, const char *fn, int64_t *n_states,
+static int fv_options_parse(const char *text, size_t len, const char *fn, int64_t *n_states,
                             dprl_return_rule *rule, int *grouped, dprl_error *err) {
   dprl_options o;
-  const char *text = (const char *)sqlite3_value_text(v);
-  if (!text && sqlite3_value_type(v) != SQLITE_NULL) return dprl_nomem(err);
-  int rc = dprl_options_open(&o, fn, text, (size_t)sqlite3_value_bytes(v),
-                             grouped ? fv_stats_options : fv_options, err);
+  int rc = dprl_options_open(&o, fn, text, len, grouped ? fv_stats_options : fv_options, err);
   if (!rc) rc = dprl_opt_int(&o, "n_states", 1, 0, DPRL_CLOSED(1, 1 << 27), n_states);
   if (!rc) rc = dprl_return_rule_parse(&o, rule);
   if (!rc && grouped) rc = dprl_opt_bool(&o, "grouped", 0, grouped);
@@ -100,7 +98,10 @@ static int fv_compute(sqlite3 *db, sqlite3_value **args, dprl_rows *out, char **
   dprl_step_buffer buf = {0};
   dprl_fv_scratch sc = {0};
   dprl_sql_cancel cancel;
-  if (fv_options_parse(args[1], "dp_first_visit", &n_states, &rule, NULL, &err))
+  const char *text = (const char *)sqlite3_value_text(args[1]);
+  if (!text && sqlite3_value_type(args[1]) != SQLITE_NULL) return SQLITE_NOMEM;
+  if (fv_options_parse(text, (size_t)sqlite3_value_bytes(args[1]), "dp_first_visit", &n_states,
+                       &rule, NULL, &err))
     return dprl_sql_vtab_error(pzErr, "dp_first_visit", &err);
   if (dprl_sql_cancel_open(&cancel, db, &err))
     return dprl_sql_vtab_error(pzErr, "dp_first_visit", &err);
@@ -137,47 +138,23 @@ static const dprl_tvf_spec fv_spec = {
 
 /* ---- dp_fv_stats: the per-state statistics as one JSON value ------------- */
 
-typedef struct fvs_agg {
-  int failed;
-  dprl_sql_pinned options;
-  dprl_fv_agg fv;
-  dprl_sql_cancel cancel; /* opened on the first row, used again at the end */
-} fvs_agg;
+/* The frame is sql_agg.c; the rows become statistics as for dp_lsw
+** (sql_fv_agg.c). */
+static void fvs_free(void *p) { dprl_fv_agg_free(p); }
 
-static void fvs_step(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
-  fvs_agg **slot = sqlite3_aggregate_context(ctx, sizeof *slot);
-  dprl_error err; /* per row: clear the code only, not the 512-byte message */
-  err.code = DPRL_OK;
-  err.msg[0] = 0;
-  int rc;
+static int fvs_start(dprl_agg *a, const char *text, size_t len, int argc, dprl_error *err) {
+  int64_t n_states = 0;
+  int grouped = 0;
+  dprl_return_rule rule;
   (void)argc;
-  if (!slot) {
-    sqlite3_result_error_nomem(ctx);
-    return;
-  }
-  if (*slot && (*slot)->failed) return;
-  if (!*slot) {
-    fvs_agg *a = *slot = sqlite3_malloc(sizeof *a);
-    if (!a) {
-      sqlite3_result_error_nomem(ctx);
-      return;
-    }
-    memset(a, 0, sizeof *a);
-    int64_t n_states = 0;
-    int grouped = 0;
-    dprl_return_rule rule;
-    rc = fv_options_parse(argv[4], "dp_fv_stats", &n_states, &rule, &grouped, &err);
-    if (!rc) rc = dprl_sql_pin_options(&a->options, argv[4], &err);
-    if (!rc) rc = dprl_sql_cancel_open(&a->cancel, sqlite3_context_db_handle(ctx), &err);
-    if (!rc) rc = dprl_fv_agg_start(&a->fv, n_states, &rule, grouped, &a->cancel.base, &err);
-  } else {
-    rc = dprl_sql_same_options(&(*slot)->options, argv[4], &err);
-  }
-  if (!rc) rc = dprl_fv_agg_row(&(*slot)->fv, argv, &err);
-  if (rc) {
-    (*slot)->failed = 1;
-    dprl_sql_result_error(ctx, "dp_fv_stats", &err);
-  }
+  int rc = fv_options_parse(text, len, "dp_fv_stats", &n_states, &rule, &grouped, err);
+  if (!rc) rc = dprl_fv_agg_start(a->state, n_states, &rule, grouped, &a->cancel.base, err);
+  return rc;
+}
+
+static int fvs_row(dprl_agg *a, int argc, sqlite3_value **argv, dprl_error *err) {
+  (void)argc;
+  return dprl_fv_agg_row(a->state, argv, err);
 }
 
 /* Visited states only, in state order; return sums printed exactly (17
@@ -203,40 +180,28 @@ static int fvs_json(const dprl_fv_stats *st, int64_t max_states, dprl_buf *b,
   return b->oom ? dprl_nomem(err) : DPRL_OK;
 }
 
-static void fvs_final(sqlite3_context *ctx) {
-  fvs_agg **slot = sqlite3_aggregate_context(ctx, 0);
-  if (!slot || !*slot) { /* no rows */
-    sqlite3_result_null(ctx);
-    return;
-  }
-  fvs_agg *a = *slot;
-  dprl_error err = {DPRL_OK, {0}};
-  dprl_buf out = {0};
-  if (!a->failed) {
-    sqlite3 *db = sqlite3_context_db_handle(ctx);
-    int rc = dprl_fv_agg_collect(&a->fv, &a->cancel.base, &err);
-    if (!rc) rc = fvs_json(&a->fv.st, a->fv.rule.max_states, &out, &a->cancel.base, &err);
-    int64_t limit = sqlite3_limit(db, SQLITE_LIMIT_LENGTH, -1);
-    if (!rc && (int64_t)out.len > limit)
-      rc = dprl_fail(&err, DPRL_EINVAL,
-                     "the statistics of %lld states take %zu bytes, more than this "
-                     "connection's SQLITE_LIMIT_LENGTH (%lld)",
-                     (long long)a->fv.n_states, out.len, (long long)limit);
-    if (rc) dprl_sql_result_error(ctx, "dp_fv_stats", &err);
-    else dprl_sql_result_json(ctx, out.data, (int)out.len);
-  }
-  dprl_buf_free(&out);
-  dprl_fv_agg_free(&a->fv);
-  dprl_sql_unpin(&a->options);
-  dprl_sql_cancel_close(&a->cancel);
-  sqlite3_free(a);
-  *slot = NULL;
+/* Not a release: exact statistics, so no budget and no charge. */
+static int fvs_final(dprl_agg *a, dprl_buf *out, dprl_spend *spend, dprl_error *err) {
+  dprl_fv_agg *fv = a->state;
+  (void)spend;
+  int rc = dprl_fv_agg_collect(fv, &a->cancel.base, err);
+  if (!rc) rc = fvs_json(&fv->st, fv->rule.max_states, out, &a->cancel.base, err);
+  if (!rc && (int64_t)out->len > a->max_length)
+    rc = dprl_fail(err, DPRL_EINVAL,
+                   "the statistics of %lld states take %zu bytes, more than this "
+                   "connection's SQLITE_LIMIT_LENGTH (%lld)",
+                   (long long)fv->n_states, out->len, (long long)a->max_length);
+  return rc;
 }
+
+const dprl_agg_fn dprl_fv_stats_agg = {"dp_fv_stats", sizeof(dprl_fv_agg), NULL,
+                                       fvs_start, fvs_row, fvs_final, fvs_free};
 
 int dprl_register_first_visit(sqlite3 *db) {
   /* dp_fv_stats reads only its arguments and adds no noise: deterministic. */
   int rc = sqlite3_create_function_v2(db, "dp_fv_stats", 5,
                                       DPRL_JSON_FLAGS | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS,
-                                      NULL, NULL, fvs_step, fvs_final, NULL);
+                                      (void *)&dprl_fv_stats_agg, NULL, dprl_agg_step,
+                                      dprl_agg_final, NULL);
   return rc != SQLITE_OK ? rc : dprl_tvf_register(db, &fv_spec);
 }

@@ -18,116 +18,68 @@
 #include <string.h>
 
 #include "policy_eval/policy_eval.h"
-#include "sqlite/sql_budget.h"
 #include "policy_eval/sql_fv_agg.h"
-#include "sqlite/sql_glue.h"
+#include "policy_eval/stats_merge.h"
+#include "sqlite/sql_agg.h"
 
-typedef struct pe_agg {
-  int failed;
+/* dp_lsw, dp_lsl: the rows become first-visit statistics (sql_fv_agg.c),
+** then one release (policy_eval.c).  The frame is sql_agg.c. */
+typedef struct pe_state {
   dprl_pe_config cfg;
-  dprl_sql_pinned options; /* the options of the first row */
-  dprl_fv_agg fv;          /* rows -> statistics (sql_fv_agg.c) */
-  dprl_sql_cancel cancel;  /* opened on the first row, used again at the end */
-} pe_agg;
+  dprl_fv_agg fv;
+} pe_state;
 
-static void pe_agg_free(pe_agg *a) {
-  dprl_pe_config_free(&a->cfg);
-  dprl_sql_unpin(&a->options);
-  dprl_fv_agg_free(&a->fv);
-  dprl_sql_cancel_close(&a->cancel);
-}
-
-static int64_t length_limit(sqlite3_context *ctx) {
-  return sqlite3_limit(sqlite3_context_db_handle(ctx), SQLITE_LIMIT_LENGTH, -1);
+static void pe_free(void *p) {
+  pe_state *g = p;
+  dprl_pe_config_free(&g->cfg);
+  dprl_fv_agg_free(&g->fv);
 }
 
 /* The first row: options, then the per-state arrays (10^7 states take a
 ** while to zero: interruptible). */
-static int pe_agg_start(pe_agg *a, sqlite3_context *ctx, dprl_mechanism mech, const char *fn,
-                        sqlite3_value *opt, dprl_error *err) {
-  const char *text = (const char *)sqlite3_value_text(opt);
-  int len = sqlite3_value_bytes(opt);
-  if (!text && sqlite3_value_type(opt) != SQLITE_NULL) return dprl_nomem(err);
-  int rc = dprl_sql_cancel_open(&a->cancel, sqlite3_context_db_handle(ctx), err);
-  if (rc) return rc;
-  rc = dprl_pe_config_parse(&a->cfg, mech, fn, text, (size_t)len, 0, length_limit(ctx),
-                            &a->cancel.base, err);
-  if (!rc) rc = dprl_sql_pin_options(&a->options, opt, err);
+static int pe_start(dprl_agg *a, const char *text, size_t len, int argc, dprl_error *err) {
+  pe_state *g = a->state;
+  const dprl_mechanism *mech = a->fn->arg;
+  (void)argc;
+  int rc = dprl_pe_config_parse(&g->cfg, *mech, a->fn->name, text, len, 0, a->max_length,
+                                &a->cancel.base, err);
   if (!rc)
-    rc = dprl_fv_agg_start(&a->fv, a->cfg.n_states, &a->cfg.rule, a->cfg.grouped,
+    rc = dprl_fv_agg_start(&g->fv, g->cfg.n_states, &g->cfg.rule, g->cfg.grouped,
                            &a->cancel.base, err);
   return rc;
 }
 
-typedef struct pe_fn {
-  const char *name;
-  dprl_mechanism mech;
-} pe_fn;
-
-static void pe_step(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
-  pe_agg **slot = sqlite3_aggregate_context(ctx, sizeof *slot);
-  dprl_error err; /* per row: clear the code only, not the 512-byte message */
-  err.code = DPRL_OK;
-  err.msg[0] = 0;
-  int rc;
-  if (!slot) {
-    sqlite3_result_error_nomem(ctx);
-    return;
-  }
-  if (*slot && (*slot)->failed) return;
-  if (!*slot) { /* the first row: which function, its options */
-    const pe_fn *f = sqlite3_user_data(ctx);
-    *slot = sqlite3_malloc(sizeof **slot);
-    if (!*slot) {
-      sqlite3_result_error_nomem(ctx);
-      return;
-    }
-    memset(*slot, 0, sizeof **slot);
-    rc = pe_agg_start(*slot, ctx, f->mech, f->name, argv[4], &err);
-  } else {
-    rc = dprl_sql_same_options(&(*slot)->options, argv[4], &err);
-  }
-  if (!rc) rc = dprl_fv_agg_row(&(*slot)->fv, argv, &err);
-  if (rc) {
-    (*slot)->failed = 1;
-    dprl_sql_result_error(ctx, ((const pe_fn *)sqlite3_user_data(ctx))->name, &err);
-  }
+static int pe_row(dprl_agg *a, int argc, sqlite3_value **argv, dprl_error *err) {
   (void)argc;
+  return dprl_fv_agg_row(&((pe_state *)a->state)->fv, argv, err);
 }
 
-/* The ledger row of a release, before it is returned (sql_budget.c). */
-static int pe_charge(sqlite3_context *ctx, const dprl_pe_config *c, const dprl_sql_pinned *opt,
-                     dprl_error *err) {
-  dprl_spend s = {c->budget, c->fn, c->epsilon, c->delta, !c->diagnostic && !c->has_seed,
-                  opt->text, opt->text ? (size_t)opt->len : 0,
-                  c->diagnostic ? "release (\"diagnostic\")" : "seed"};
-  return dprl_budget_charge(sqlite3_context_db_handle(ctx), &s, err);
+/* What a release of c spends: its (epsilon, delta) under the budget it
+** names; a seeded or diagnostic one is not private (sql_budget.c refuses
+** it under a budget, naming the option). */
+static void pe_spend(const dprl_pe_config *c, dprl_spend *s) {
+  s->budget = c->budget;
+  s->epsilon = c->epsilon;
+  s->delta = c->delta;
+  s->spends = !c->diagnostic && !c->has_seed;
+  s->why_not = c->diagnostic ? "release (\"diagnostic\")" : "seed";
 }
 
-static void pe_final(sqlite3_context *ctx) {
-  pe_agg **slot = sqlite3_aggregate_context(ctx, 0);
-  const char *fn = ((const pe_fn *)sqlite3_user_data(ctx))->name;
-  if (!slot || !*slot) { /* no rows: nothing to release */
-    sqlite3_result_null(ctx);
-    return;
-  }
-  pe_agg *a = *slot;
-  dprl_error err = {0};
-  dprl_buf out = {0};
-  if (!a->failed) {
-    a->cfg.cancel = &a->cancel.base;
-    int rc = dprl_fv_agg_collect(&a->fv, &a->cancel.base, &err);
-    if (!rc) rc = dprl_pe_release(&a->cfg, &a->fv.st, &out, &err);
-    if (!rc) rc = pe_charge(ctx, &a->cfg, &a->options, &err);
-    a->cfg.cancel = NULL;
-    if (rc) dprl_sql_result_error(ctx, fn, &err);
-    else dprl_sql_result_json(ctx, out.data, (int)out.len);
-  }
-  dprl_buf_free(&out);
-  pe_agg_free(a);
-  sqlite3_free(a);
-  *slot = NULL;
+static int pe_final(dprl_agg *a, dprl_buf *out, dprl_spend *spend, dprl_error *err) {
+  pe_state *g = a->state;
+  g->cfg.cancel = &a->cancel.base;
+  int rc = dprl_fv_agg_collect(&g->fv, &a->cancel.base, err);
+  if (!rc) rc = dprl_pe_release(&g->cfg, &g->fv.st, out, err);
+  g->cfg.cancel = NULL;
+  pe_spend(&g->cfg, spend);
+  return rc;
 }
+
+static const dprl_mechanism mech_lsw = DPRL_LSW, mech_lsl = DPRL_LSL;
+const dprl_agg_fn dprl_lsw_agg = {"dp_lsw", sizeof(pe_state), &mech_lsw,
+                                  pe_start, pe_row, pe_final, pe_free};
+const dprl_agg_fn dprl_lsl_agg = {"dp_lsl", sizeof(pe_state), &mech_lsl,
+                                  pe_start, pe_row, pe_final, pe_free};
 
 static int dprl_register_policy_eval_stats(sqlite3 *db);
 
@@ -148,7 +100,8 @@ static void plan_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   int rc = dprl_sql_cancel_open(&cancel, sqlite3_context_db_handle(ctx), &err);
   if (!rc) {
     rc = dprl_pe_plan_parse(&c, text, (size_t)sqlite3_value_bytes(argv[0]), &visits,
-                            length_limit(ctx), &cancel.base, &err);
+                            sqlite3_limit(sqlite3_context_db_handle(ctx), SQLITE_LIMIT_LENGTH, -1),
+                            &cancel.base, &err);
     if (!rc) {
       c.cancel = &cancel.base;
       rc = dprl_pe_plan(&c, visits, &b, &err);
@@ -168,10 +121,11 @@ int dprl_register_policy_eval(sqlite3 *db) {
   ** statement must draw independent noise (tests/sql/test_registry.py).
   ** They may write the privacy ledger: direct-only (never from a view,
   ** trigger or CHECK), SQLite's rule for functions with side effects. */
-  static const pe_fn fns[] = {{"dp_lsw", DPRL_LSW}, {"dp_lsl", DPRL_LSL}};
+  static const dprl_agg_fn *fns[] = {&dprl_lsw_agg, &dprl_lsl_agg};
   for (int i = 0; i < 2; i++) {
-    int rc = sqlite3_create_function_v2(db, fns[i].name, 5, DPRL_JSON_FLAGS | SQLITE_DIRECTONLY,
-                                        (void *)&fns[i], NULL, pe_step, pe_final, NULL);
+    int rc = sqlite3_create_function_v2(db, fns[i]->name, 5, DPRL_JSON_FLAGS | SQLITE_DIRECTONLY,
+                                        (void *)fns[i], NULL, dprl_agg_step, dprl_agg_final,
+                                        NULL);
     if (rc != SQLITE_OK) return rc;
   }
   int rc = sqlite3_create_function_v2(db, "dp_plan", 1,
@@ -208,281 +162,100 @@ int dprl_register_policy_eval(sqlite3 *db) {
 ** max_states in every row, and the forms without it are statistics with no
 ** bound, so a release cannot assume a bound the statistics were not made
 ** with (ALGORITHMS.md §9). */
-typedef struct shard_row {
-  int64_t lo, hi, state;
-} shard_row;
-
-typedef struct stats_agg {
-  int failed;
+typedef struct stats_state {
   dprl_pe_config cfg;
-  dprl_fv_stats st;
-  dprl_sql_pinned options;
-  dprl_sql_cancel cancel; /* opened on the first row, used again at the end */
-  shard_row *rows; /* buckets form: one per row */
-  size_t n_rows, cap_rows;
-} stats_agg;
+  dprl_stats_merge merge; /* stats_merge.c: the checks and the sums */
+} stats_state;
 
-static int shard_row_cmp(const void *pa, const void *pb) {
-  const shard_row *a = pa, *b = pb;
-  if (a->lo != b->lo) return (a->lo > b->lo) - (a->lo < b->lo);
-  if (a->hi != b->hi) return (a->hi > b->hi) - (a->hi < b->hi);
-  return (a->state > b->state) - (a->state < b->state);
+static void stats_free(void *p) {
+  stats_state *g = p;
+  dprl_stats_merge_free(&g->merge);
+  dprl_pe_config_free(&g->cfg);
 }
 
-static int bucket_row(stats_agg *a, sqlite3_value **argv, int64_t s, dprl_error *err) {
-  int64_t K = a->cfg.buckets, k, lo, hi;
-  int rc;
-  if ((rc = dprl_sql_int(argv[3], "buckets", &k, err)) ||
-      (rc = dprl_sql_int(argv[4], "bucket_lo", &lo, err)) ||
-      (rc = dprl_sql_int(argv[5], "bucket_hi", &hi, err)))
-    return rc;
-  if (k != K)
-    return dprl_fail(err, DPRL_EINVAL,
-                     "buckets must equal option buckets = %lld (the shard was hashed with "
-                     "another K), got %lld", (long long)K, (long long)k);
-  if (!(lo >= 0 && lo <= hi && hi <= K - 1))
-    return dprl_fail(err, DPRL_EINVAL,
-                     "bucket_lo..bucket_hi must be a range within 0..%lld, got %lld..%lld",
-                     (long long)K - 1, (long long)lo, (long long)hi);
-  if (a->n_rows == a->cap_rows) {
-    size_t nc = a->cap_rows ? 2 * a->cap_rows : 64;
-    shard_row *r = dprl_realloc(a->rows, nc * sizeof *r);
-    if (!r) return dprl_nomem(err);
-    a->rows = r;
-    a->cap_rows = nc;
-  }
-  a->rows[a->n_rows++] = (shard_row){lo, hi, s};
-  return DPRL_OK;
+static int stats_start(dprl_agg *a, const char *text, size_t len, int argc, dprl_error *err) {
+  stats_state *g = a->state;
+  const dprl_mechanism *mech = a->fn->arg;
+  int rc = dprl_pe_config_parse(&g->cfg, *mech, a->fn->name, text, len, 1, a->max_length,
+                                &a->cancel.base, err);
+  const char *bound = argc == 5 || argc == 8 ? "max_states, " : "";
+  if (!rc && argc >= 7 && !g->cfg.buckets)
+    rc = dprl_fail(err, DPRL_EINVAL,
+                   "the %d-argument form (state, visits, return_sum, buckets, bucket_lo, "
+                   "bucket_hi, %soptions) needs option buckets", argc, bound);
+  if (!rc && argc < 7 && g->cfg.buckets)
+    rc = dprl_fail(err, DPRL_EINVAL,
+                   "option buckets needs the %d-argument form (state, visits, return_sum, "
+                   "buckets, bucket_lo, bucket_hi, %soptions)", argc + 3, bound);
+  if (!rc && !*bound && g->cfg.rule.max_states > 0)
+    rc = dprl_fail(err, DPRL_EINVAL,
+                   "option max_states = %lld needs the bound the statistics were made with: "
+                   "pass their max_states column (state, visits, return_sum, %smax_states, "
+                   "options); statistics without it have no bound",
+                   (long long)g->cfg.rule.max_states,
+                   argc == 7 ? "buckets, bucket_lo, bucket_hi, " : "");
+  if (!rc) rc = dprl_stats_merge_init(&g->merge, &g->cfg, &a->cancel.base, err);
+  return rc;
 }
 
-/* The shards' ranges, sorted: a state given twice by one shard (the same
-** shard unioned twice), overlapping ranges, and uncovered buckets are
-** errors.  Messages name buckets only, never a state. */
-static int buckets_check(stats_agg *a, dprl_error *err) {
-  int64_t K = a->cfg.buckets, next = 0;
-  if (K == 0) return DPRL_OK;
-  int rc = dprl_sort(a->rows, a->n_rows, sizeof *a->rows, shard_row_cmp, a->cfg.cancel, err);
+/* The statistics' max_states column: NULL (made without a bound) or >= 1. */
+static int read_bound(sqlite3_value *v, int64_t *k, dprl_error *err) {
+  *k = 0;
+  if (sqlite3_value_type(v) == SQLITE_NULL) return DPRL_OK;
+  int rc = dprl_sql_int(v, "max_states", k, err);
   if (rc) return rc;
-  for (size_t i = 0; i < a->n_rows; i++) {
-    const shard_row *r = &a->rows[i];
-    if (i && r->lo == r[-1].lo && r->hi == r[-1].hi) {
-      if (r->state == r[-1].state)
-        return dprl_fail(err, DPRL_EINVAL,
-                         "the shard of buckets %lld..%lld gives a state twice (was it "
-                         "unioned twice?)", (long long)r->lo, (long long)r->hi);
-      continue;
-    }
-    if (r->lo < next)
-      return dprl_fail(err, DPRL_EINVAL, "buckets %lld..%lld and %lld..%lld overlap: an episode "
-                       "would count twice", (long long)r[-1].lo, (long long)r[-1].hi,
-                       (long long)r->lo, (long long)r->hi);
-    if (r->lo > next)
-      return dprl_fail(err, DPRL_EINVAL, "bucket %lld is not covered by any shard",
-                       (long long)next);
-    next = r->hi + 1;
-  }
-  if (next < K)
-    return dprl_fail(err, DPRL_EINVAL, "bucket %lld is not covered by any shard", (long long)next);
-  return DPRL_OK;
-}
-
-/* A bound for messages: "2", or "NULL (no bound)". */
-static const char *bound_text(int64_t k, char *buf, size_t n) {
-  if (k > 0) snprintf(buf, n, "%lld", (long long)k);
-  else snprintf(buf, n, "NULL (no bound)");
-  return buf;
-}
-
-/* The statistics' max_states (argument bound, NULL = none) against the
-** option's. */
-static int bound_row(stats_agg *a, sqlite3_value *bound, dprl_error *err) {
-  int64_t k = 0, want = a->cfg.rule.max_states;
-  char got_s[32], want_s[32];
-  if (sqlite3_value_type(bound) != SQLITE_NULL) {
-    int rc = dprl_sql_int(bound, "max_states", &k, err);
-    if (rc) return rc;
-    if (k < 1)
-      return dprl_fail(err, DPRL_EINVAL,
-                       "max_states must be NULL (no bound) or an integer >= 1, got %lld",
-                       (long long)k);
-  }
-  if (k != want)
+  if (*k < 1)
     return dprl_fail(err, DPRL_EINVAL,
-                     "the statistics were made with max_states = %s but option max_states = "
-                     "%s: release them with the contribution bound they were made with",
-                     bound_text(k, got_s, sizeof got_s), bound_text(want, want_s, sizeof want_s));
+                     "max_states must be NULL (no bound) or an integer >= 1, got %lld",
+                     (long long)*k);
   return DPRL_OK;
 }
 
-static int stats_row(stats_agg *a, sqlite3_value **argv, int argc, dprl_error *err) {
-  int64_t s, v;
-  double sum;
+static int stats_row(dprl_agg *a, int argc, sqlite3_value **argv, dprl_error *err) {
+  stats_state *g = a->state;
+  dprl_stats_row r;
   int rc;
-  if ((rc = dprl_sql_int(argv[0], "state", &s, err)) ||
-      (rc = dprl_sql_int(argv[1], "visits", &v, err)) ||
-      (rc = dprl_sql_real(argv[2], "return_sum", &sum, err)))
+  memset(&r, 0, sizeof r);
+  if ((rc = dprl_sql_int(argv[0], "state", &r.state, err)) ||
+      (rc = dprl_sql_int(argv[1], "visits", &r.visits, err)) ||
+      (rc = dprl_sql_real(argv[2], "return_sum", &r.return_sum, err)))
     return rc;
-  if (s < 0 || s >= a->cfg.n_states)
-    return dprl_fail(err, DPRL_EINVAL, "state must be in 0..n_states-1 = 0..%lld, got %lld",
-                     (long long)a->cfg.n_states - 1, (long long)s);
-  if (v < 0 || v > a->cfg.episodes)
-    return dprl_fail(err, DPRL_EINVAL,
-                     "visits must be in 0..episodes = 0..%lld, got %lld (state %lld)",
-                     (long long)a->cfg.episodes, (long long)v, (long long)s);
-  if ((argc == 5 || argc == 8) && (rc = bound_row(a, argv[argc - 2], err))) return rc;
-  if (a->cfg.buckets && (rc = bucket_row(a, argv, s, err))) return rc;
-  if (a->st.visits[s] > INT64_MAX - v) /* v <= m <= 2^53: only after ~1000 rows */
-    return dprl_fail(err, DPRL_EINVAL,
-                     "state %lld: visits add up to more than 2^63 - 1, more than episodes = %lld",
-                     (long long)s, (long long)a->cfg.episodes);
-  a->st.visits[s] += v;
-  a->st.return_sum[s] += sum;
-  return DPRL_OK;
+  /* state and visits are checked before the other columns are read */
+  if (r.state < 0 || r.state >= g->cfg.n_states || r.visits < 0 || r.visits > g->cfg.episodes)
+    return dprl_stats_merge_row(&g->merge, &r, err);
+  r.has_bound = argc == 5 || argc == 8;
+  if (r.has_bound && (rc = read_bound(argv[argc - 2], &r.bound, err))) return rc;
+  r.with_buckets = g->cfg.buckets != 0;
+  if (r.with_buckets &&
+      ((rc = dprl_sql_int(argv[3], "buckets", &r.bucket_k, err)) ||
+       (rc = dprl_sql_int(argv[4], "bucket_lo", &r.bucket_lo, err)) ||
+       (rc = dprl_sql_int(argv[5], "bucket_hi", &r.bucket_hi, err))))
+    return rc;
+  return dprl_stats_merge_row(&g->merge, &r, err);
 }
 
-/* With max_states = k, each episode adds at most k to the visits of all
-** states together, so m episodes give sum_s |X_s| <= k m (and, with
-** |X_s| <= m, any such counts can be produced: ALGORITHMS.md §9).  The sum
-** is kept as q m + r, 0 <= r < m (each |X_s| <= m), so nothing overflows. */
-static int bound_check(stats_agg *a, dprl_error *err) {
-  int64_t k = a->cfg.rule.max_states, m = a->cfg.episodes, q = 0, r = 0;
-  if (k <= 0 || k >= a->cfg.n_states) return DPRL_OK; /* k >= N: implied by |X_s| <= m */
-  for (int64_t s = 0; s < a->cfg.n_states; s++) {
-    if (dprl_cancel_poll(a->cfg.cancel, 4, err)) return err->code;
-    r += a->st.visits[s]; /* r < m, visits <= m: r < 2^54 */
-    if (r >= m) {
-      r -= m;
-      q++;
-    }
-  }
-  if (q > k || (q == k && r > 0))
-    return dprl_fail(err, DPRL_EINVAL,
-                     "the visits of all states add up to %.17g, more than option max_states x "
-                     "episodes = %lld x %lld: no %lld episodes of at most %lld first-visits each "
-                     "could produce them",
-                     (double)q * (double)m + (double)r, (long long)k, (long long)m, (long long)m,
-                     (long long)k);
-  return DPRL_OK;
+static int stats_final(dprl_agg *a, dprl_buf *out, dprl_spend *spend, dprl_error *err) {
+  stats_state *g = a->state;
+  g->cfg.cancel = &a->cancel.base;
+  int rc = dprl_stats_merge_finish(&g->merge, &a->cancel.base, err);
+  if (!rc) rc = dprl_pe_release(&g->cfg, &g->merge.st, out, err);
+  g->cfg.cancel = NULL;
+  pe_spend(&g->cfg, spend);
+  return rc;
 }
 
-/* The merged statistics must be ones that steps could have produced:
-** |X_s| <= m and |X_s| fmin <= sum <= |X_s| fmax.  Sums are clamped to that
-** range (rounding in a shard's own summation may overshoot by an ulp or
-** so); a real excess is an error. */
-static int stats_check(stats_agg *a, dprl_error *err) {
-  const dprl_return_rule *r = &a->cfg.rule;
-  a->st.m = a->cfg.episodes;
-  for (int64_t s = 0; s < a->cfg.n_states; s++) {
-    double n = (double)a->st.visits[s], lo = n * r->fmin, hi = n * r->fmax;
-    double slack = (hi - lo) * 1e-9 + 1e-300;
-    if (a->st.visits[s] > a->cfg.episodes)
-      return dprl_fail(err, DPRL_EINVAL,
-                       "state %lld: visits add up to %lld, more than episodes = %lld",
-                       (long long)s, (long long)a->st.visits[s], (long long)a->cfg.episodes);
-    if (a->st.return_sum[s] > hi + slack || a->st.return_sum[s] < lo - slack)
-      return dprl_fail(err, DPRL_EINVAL,
-                       "state %lld: return_sum %.17g is outside visits x [fmin, fmax] = %lld x "
-                       "[%.17g, %.17g]",
-                       (long long)s, a->st.return_sum[s], (long long)a->st.visits[s], r->fmin,
-                       r->fmax);
-    if (a->st.return_sum[s] > hi) a->st.return_sum[s] = hi;
-    if (a->st.return_sum[s] < lo) a->st.return_sum[s] = lo;
-  }
-  return bound_check(a, err);
-}
-
-static void stats_step(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
-  stats_agg **slot = sqlite3_aggregate_context(ctx, sizeof *slot);
-  const pe_fn *f = sqlite3_user_data(ctx);
-  dprl_error err;
-  err.code = DPRL_OK;
-  err.msg[0] = 0;
-  int rc = DPRL_OK;
-  sqlite3_value *opt = argv[argc - 1]; /* 4, 5, 7 or 8 arguments (above) */
-  if (!slot) {
-    sqlite3_result_error_nomem(ctx);
-    return;
-  }
-  if (*slot && (*slot)->failed) return;
-  if (!*slot) {
-    stats_agg *a = *slot = sqlite3_malloc(sizeof *a);
-    if (!a) {
-      sqlite3_result_error_nomem(ctx);
-      return;
-    }
-    memset(a, 0, sizeof *a);
-    const char *text = (const char *)sqlite3_value_text(opt);
-    int len = sqlite3_value_bytes(opt);
-    rc = dprl_sql_cancel_open(&a->cancel, sqlite3_context_db_handle(ctx), &err);
-    if (!rc)
-      rc = dprl_pe_config_parse(&a->cfg, f->mech, f->name, text, (size_t)len, 1,
-                                length_limit(ctx), &a->cancel.base, &err);
-    const char *bound = argc == 5 || argc == 8 ? "max_states, " : "";
-    if (!rc && argc >= 7 && !a->cfg.buckets)
-      rc = dprl_fail(&err, DPRL_EINVAL,
-                     "the %d-argument form (state, visits, return_sum, buckets, bucket_lo, "
-                     "bucket_hi, %soptions) needs option buckets", argc, bound);
-    if (!rc && argc < 7 && a->cfg.buckets)
-      rc = dprl_fail(&err, DPRL_EINVAL,
-                     "option buckets needs the %d-argument form (state, visits, return_sum, "
-                     "buckets, bucket_lo, bucket_hi, %soptions)", argc + 3, bound);
-    if (!rc && !*bound && a->cfg.rule.max_states > 0)
-      rc = dprl_fail(&err, DPRL_EINVAL,
-                     "option max_states = %lld needs the bound the statistics were made with: "
-                     "pass their max_states column (state, visits, return_sum, %smax_states, "
-                     "options); statistics without it have no bound",
-                     (long long)a->cfg.rule.max_states,
-                     argc == 7 ? "buckets, bucket_lo, bucket_hi, " : "");
-    if (!rc) rc = dprl_fv_stats_init(&a->st, a->cfg.n_states, &a->cancel.base, &err);
-    if (!rc) rc = dprl_sql_pin_options(&a->options, opt, &err);
-  } else {
-    rc = dprl_sql_same_options(&(*slot)->options, opt, &err);
-  }
-  if (!rc) rc = stats_row(*slot, argv, argc, &err);
-  if (rc) {
-    (*slot)->failed = 1;
-    dprl_sql_result_error(ctx, f->name, &err);
-  }
-}
-
-static void stats_final(sqlite3_context *ctx) {
-  stats_agg **slot = sqlite3_aggregate_context(ctx, 0);
-  const pe_fn *f = sqlite3_user_data(ctx);
-  if (!slot || !*slot) {
-    sqlite3_result_null(ctx);
-    return;
-  }
-  stats_agg *a = *slot;
-  dprl_error err = {0};
-  dprl_buf out = {0};
-  if (!a->failed) {
-    a->cfg.cancel = &a->cancel.base;
-    int rc = buckets_check(a, &err);
-    if (!rc) rc = stats_check(a, &err);
-    if (!rc) rc = dprl_pe_release(&a->cfg, &a->st, &out, &err);
-    if (!rc) rc = pe_charge(ctx, &a->cfg, &a->options, &err);
-    a->cfg.cancel = NULL;
-    if (rc) dprl_sql_result_error(ctx, f->name, &err);
-    else dprl_sql_result_json(ctx, out.data, (int)out.len);
-  }
-  dprl_buf_free(&out);
-  dprl_pe_config_free(&a->cfg);
-  dprl_fv_stats_free(&a->st);
-  dprl_sql_unpin(&a->options);
-  dprl_sql_cancel_close(&a->cancel);
-  dprl_free(a->rows);
-  sqlite3_free(a);
-  *slot = NULL;
-}
+const dprl_agg_fn dprl_lsw_stats_agg = {"dp_lsw_from_stats", sizeof(stats_state), &mech_lsw,
+                                        stats_start, stats_row, stats_final, stats_free};
+const dprl_agg_fn dprl_lsl_stats_agg = {"dp_lsl_from_stats", sizeof(stats_state), &mech_lsl,
+                                        stats_start, stats_row, stats_final, stats_free};
 
 static int dprl_register_policy_eval_stats(sqlite3 *db) {
-  static const pe_fn fns[] = {{"dp_lsw_from_stats", DPRL_LSW},
-                              {"dp_lsl_from_stats", DPRL_LSL}};
+  static const dprl_agg_fn *fns[] = {&dprl_lsw_stats_agg, &dprl_lsl_stats_agg};
   static const int nargs[] = {4, 5, 7, 8}; /* the forms above */
   for (int i = 0; i < 8; i++) {
-    int rc = sqlite3_create_function_v2(db, fns[i / 4].name, nargs[i % 4],
-                                        DPRL_JSON_FLAGS | SQLITE_DIRECTONLY, (void *)&fns[i / 4],
-                                        NULL, stats_step, stats_final, NULL);
+    int rc = sqlite3_create_function_v2(db, fns[i / 4]->name, nargs[i % 4],
+                                        DPRL_JSON_FLAGS | SQLITE_DIRECTONLY, (void *)fns[i / 4],
+                                        NULL, dprl_agg_step, dprl_agg_final, NULL);
     if (rc != SQLITE_OK) return rc;
   }
   return SQLITE_OK;

@@ -17,21 +17,18 @@
 #include "base/json.h"
 #include "q_learning/q_learn.h"
 #include "q_learning/q_options.h"
-#include "sqlite/sql_budget.h"
-#include "sqlite/sql_glue.h"
+#include "sqlite/sql_agg.h"
 
 typedef struct ql_agg {
-  int failed;
   dprl_q_learn_cfg cfg;
-  dprl_sql_pinned options;
   double *s, *r, *sn;
   int64_t *a;
   size_t n, cap;
 } ql_agg;
 
-static void ql_agg_free(ql_agg *g) {
+static void ql_agg_free(void *p) {
+  ql_agg *g = p;
   dprl_q_learn_cfg_free(&g->cfg);
-  dprl_sql_unpin(&g->options);
   dprl_free(g->s);
   dprl_free(g->r);
   dprl_free(g->sn);
@@ -61,60 +58,29 @@ static int ql_push(ql_agg *g, double s, int64_t a, double r, double sn, dprl_err
   return DPRL_OK;
 }
 
-static int ql_row(ql_agg *g, sqlite3_value **argv, dprl_error *err) {
+static int ql_row(dprl_agg *frame, int argc, sqlite3_value **argv, dprl_error *err) {
+  ql_agg *g = frame->state;
   const dprl_q_learn_opts *o = &g->cfg.lo;
   double s, r, sn;
   int64_t a;
   int rc;
+  (void)argc;
   if ((rc = dprl_sql_real(argv[0], "s", &s, err)) ||
       (rc = dprl_q_check_state(s, o->feat.lo, o->feat.hi, "s", err)) ||
       (rc = dprl_sql_int(argv[1], "a", &a, err)) ||
       (rc = dprl_q_check_action(a, o->m, "a", err)) ||
       (rc = dprl_sql_real(argv[2], "r", &r, err)) ||
       (rc = dprl_sql_real(argv[3], "s_next", &sn, err)) ||
-      (rc = dprl_q_check_state(sn, o->feat.lo, o->feat.hi, "s_next", err)))
-    return rc;
-  return ql_push(g, s, a, r, sn, err);
-}
-
-/* The first row: the aggregate's state, its options read and pinned. */
-static int ql_start(ql_agg **slot, sqlite3_value *options, int64_t max_result,
-                    dprl_error *err) {
-  const char *text = (const char *)sqlite3_value_text(options);
-  ql_agg *g = *slot = sqlite3_malloc(sizeof *g);
-  if (!g) return dprl_nomem(err);
-  memset(g, 0, sizeof *g);
-  int rc = dprl_q_learn_options(text, (size_t)sqlite3_value_bytes(options), max_result,
-                                &g->cfg, err);
-  if (!rc) rc = dprl_sql_pin_options(&g->options, options, err);
+      (rc = dprl_q_check_state(sn, o->feat.lo, o->feat.hi, "s_next", err)) ||
+      (rc = ql_push(g, s, a, r, sn, err)))
+    dprl_error_at_row(err, "the transitions", g->n + 1);
   return rc;
 }
 
-static void learn_step(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
-  ql_agg **slot = sqlite3_aggregate_context(ctx, sizeof *slot);
-  dprl_error err = {0};
+/* The first row: the options (the frame is sql_agg.c). */
+static int ql_start(dprl_agg *frame, const char *text, size_t len, int argc, dprl_error *err) {
   (void)argc;
-  if (!slot) {
-    sqlite3_result_error_nomem(ctx);
-    return;
-  }
-  if (*slot && (*slot)->failed) return;
-  if (!sqlite3_value_text(argv[4]) && sqlite3_value_type(argv[4]) != SQLITE_NULL) {
-    sqlite3_result_error_nomem(ctx);
-    return;
-  }
-  int rc = *slot ? dprl_sql_same_options(&(*slot)->options, argv[4], &err)
-                 : ql_start(slot, argv[4],
-                            sqlite3_limit(sqlite3_context_db_handle(ctx), SQLITE_LIMIT_LENGTH, -1),
-                            &err);
-  if (!rc) {
-    rc = ql_row(*slot, argv, &err);
-    dprl_error_at_row(&err, "the transitions", (*slot)->n + 1);
-  }
-  if (rc) {
-    if (*slot) (*slot)->failed = 1;
-    dprl_sql_result_error(ctx, "dp_q_learn", &err);
-  }
+  return dprl_q_learn_options(text, len, frame->max_length, &((ql_agg *)frame->state)->cfg, err);
 }
 
 /* The calibration of the functional noise (Theorem 5), as an object. */
@@ -211,60 +177,42 @@ static int learn_json(const ql_agg *g, const double *theta, dprl_cancel *cancel,
   return DPRL_OK;
 }
 
-/* Algorithm 1 over the collected transitions, then the JSON. */
-static void learn_result(sqlite3_context *ctx, ql_agg *g) {
-  dprl_error err = {0};
-  dprl_buf b = {0};
+/* Algorithm 1 over the collected transitions, then the JSON; theta is
+** charged to the budget it names (a seeded run or a given sigma is not
+** private: sql_budget.c refuses it under a budget, naming the option). */
+static int ql_final(dprl_agg *frame, dprl_buf *b, dprl_spend *sp, dprl_error *err) {
+  ql_agg *g = frame->state;
+  const dprl_q_learn_cfg *c = &g->cfg;
+  const dprl_q_learn_opts *o = &c->lo;
   dprl_rng rng;
-  dprl_sql_cancel cancel;
-  const dprl_q_learn_opts *o = &g->cfg.lo;
-  double *theta = dprl_calloc((size_t)o->m * (size_t)o->feat.K, sizeof *theta);
-  int rc = theta ? DPRL_OK : dprl_nomem(&err);
   memset(&rng, 0, sizeof rng);
-  memset(&cancel, 0, sizeof cancel);
-  if (!rc) rc = dprl_sql_cancel_open(&cancel, sqlite3_context_db_handle(ctx), &err);
-  g->cfg.lo.cancel = &cancel.base;
+  double *theta = dprl_calloc((size_t)o->m * (size_t)o->feat.K, sizeof *theta);
+  int rc = theta ? DPRL_OK : dprl_nomem(err);
+  g->cfg.lo.cancel = &frame->cancel.base;
   if (!rc) {
-    if (g->cfg.has_seed) dprl_rng_init_seeded(&rng, g->cfg.seed, DPRL_STREAM_Q_LEARN);
-    else rc = dprl_rng_init_secure(&rng, &err);
+    if (c->has_seed) dprl_rng_init_seeded(&rng, c->seed, DPRL_STREAM_Q_LEARN);
+    else rc = dprl_rng_init_secure(&rng, err);
   }
   dprl_q_transitions d = {g->s, g->r, g->sn, g->a, g->n};
-  if (!rc) rc = dprl_q_learn(o, &d, &rng, theta, NULL, &err);
+  if (!rc) rc = dprl_q_learn(o, &d, &rng, theta, NULL, err);
   dprl_rng_wipe(&rng);
-  if (!rc) rc = learn_json(g, theta, &cancel.base, &b, &err);
-  dprl_sql_cancel_close(&cancel);
-  if (!rc) { /* the ledger row, before theta is returned (sql_budget.c) */
-    const dprl_q_learn_cfg *c = &g->cfg;
-    int spends = !c->explicit_sigma && !c->has_seed;
-    dprl_spend sp = {c->budget, "dp_q_learn", spends ? c->cal.epsilon : 0,
-                     spends ? c->cal.delta : 0, spends, g->options.text,
-                     g->options.text ? (size_t)g->options.len : 0,
-                     c->has_seed ? "seed" : "sigma"};
-    rc = dprl_budget_charge(sqlite3_context_db_handle(ctx), &sp, &err);
-  }
+  if (!rc) rc = learn_json(g, theta, &frame->cancel.base, b, err);
   g->cfg.lo.cancel = NULL;
-  if (rc) dprl_sql_result_error(ctx, "dp_q_learn", &err);
-  else if (b.oom) sqlite3_result_error_nomem(ctx);
-  else dprl_sql_result_json(ctx, b.data, (int)b.len);
-  dprl_buf_free(&b);
   dprl_free(theta);
+  sp->budget = c->budget;
+  sp->spends = !c->explicit_sigma && !c->has_seed;
+  sp->epsilon = sp->spends ? c->cal.epsilon : 0;
+  sp->delta = sp->spends ? c->cal.delta : 0;
+  sp->why_not = c->has_seed ? "seed" : "sigma";
+  return rc;
 }
 
-static void learn_final(sqlite3_context *ctx) {
-  ql_agg **slot = sqlite3_aggregate_context(ctx, 0);
-  if (!slot || !*slot) {
-    sqlite3_result_null(ctx);
-    return;
-  }
-  ql_agg *g = *slot;
-  if (!g->failed) learn_result(ctx, g);
-  ql_agg_free(g);
-  sqlite3_free(g);
-  *slot = NULL;
-}
+const dprl_agg_fn dprl_q_learn_agg = {"dp_q_learn", sizeof(ql_agg), NULL,
+                                      ql_start, ql_row, ql_final, ql_agg_free};
 
 int dprl_register_q_learn(sqlite3 *db) { /* noisy: never SQLITE_DETERMINISTIC */
   /* It may write the privacy ledger: direct-only. */
-  return sqlite3_create_function_v2(db, "dp_q_learn", 5, DPRL_JSON_FLAGS | SQLITE_DIRECTONLY, NULL,
-                                    NULL, learn_step, learn_final, NULL);
+  return sqlite3_create_function_v2(db, "dp_q_learn", 5, DPRL_JSON_FLAGS | SQLITE_DIRECTONLY,
+                                    (void *)&dprl_q_learn_agg, NULL, dprl_agg_step,
+                                    dprl_agg_final, NULL);
 }

@@ -9,6 +9,8 @@
 **                  (0.1, 0.1) -> 2.8469244358473484
 **                  (2, 1e-6)  -> 2.23047627118642
 ** Statistical checks use fixed seeds and bounds of 5 standard errors.
+** The shard merge (stats_merge.h) is checked on hand-made shards whose
+** sums and verdicts follow from the definitions.
 */
 #include <math.h>
 #include <stdio.h>
@@ -16,6 +18,7 @@
 
 #include "check.h"
 #include "policy_eval/estimator.h"
+#include "policy_eval/stats_merge.h"
 #include "policy_eval/stats_perturb.h"
 
 static dprl_sp_params params(double eps, double delta, int64_t n, int64_t max_states) {
@@ -156,11 +159,128 @@ static void test_means_estimators(void) {
   }
 }
 
+/* A from-statistics config: 3 states, m = 10 episodes, returns in [0, 2],
+** K buckets, max_states k (0: none). */
+static dprl_pe_config merge_cfg(int64_t K, int64_t k) {
+  dprl_pe_config c;
+  memset(&c, 0, sizeof c);
+  c.n_states = 3;
+  c.episodes = 10;
+  c.buckets = K;
+  c.rule.fmin = 0;
+  c.rule.fmax = 2;
+  c.rule.max_states = k;
+  return c;
+}
+
+static dprl_stats_row srow(int64_t s, int64_t v, double sum, int64_t lo, int64_t hi) {
+  dprl_stats_row r;
+  memset(&r, 0, sizeof r);
+  r.state = s;
+  r.visits = v;
+  r.return_sum = sum;
+  r.with_buckets = 1;
+  r.bucket_k = 4;
+  r.bucket_lo = lo;
+  r.bucket_hi = hi;
+  return r;
+}
+
+/* Rows of shards (lo..hi); the code of finish (or of the first row that
+** fails), and the error text. */
+static int merge_run(const dprl_pe_config *c, const dprl_stats_row *rows, size_t n,
+                     dprl_stats_merge *m, dprl_error *err) {
+  memset(err, 0, sizeof *err); /* the first error of a run is the one kept */
+  int rc = dprl_stats_merge_init(m, c, NULL, err);
+  for (size_t i = 0; i < n && !rc; i++) rc = dprl_stats_merge_row(m, &rows[i], err);
+  return rc ? rc : dprl_stats_merge_finish(m, NULL, err);
+}
+
+static void test_merge(void) {
+  dprl_pe_config c = merge_cfg(4, 0);
+  dprl_stats_merge m;
+  dprl_error err = {0};
+  /* two shards covering buckets 0..1 and 2..3: sums add per state */
+  const dprl_stats_row ok[] = {srow(0, 3, 2.5, 0, 1), srow(2, 1, 0.5, 0, 1),
+                               srow(0, 4, 1.0, 2, 3), srow(1, 2, 3.0, 2, 3)};
+  int rc = merge_run(&c, ok, 4, &m, &err);
+  CHECK(rc == DPRL_OK, "merge: two shards covering 0..3 pass");
+  CHECK(m.st.visits[0] == 7 && m.st.visits[1] == 2 && m.st.visits[2] == 1 && m.st.m == 10,
+        "merge: visits add per state, m = episodes");
+  CHECK_NEAR(m.st.return_sum[0], 3.5, 0, "merge: return sums add per state");
+  dprl_stats_merge_free(&m);
+
+  const dprl_stats_row gap[] = {srow(0, 3, 2.5, 0, 1), srow(0, 1, 0.5, 3, 3)};
+  rc = merge_run(&c, gap, 2, &m, &err);
+  CHECK(rc == DPRL_EINVAL && strstr(err.msg, "bucket 2 is not covered"),
+        "merge: an uncovered bucket is named");
+  dprl_stats_merge_free(&m);
+
+  const dprl_stats_row overlap[] = {srow(0, 3, 2.5, 0, 2), srow(0, 1, 0.5, 2, 3)};
+  rc = merge_run(&c, overlap, 2, &m, &err);
+  CHECK(rc == DPRL_EINVAL && strstr(err.msg, "0..2 and 2..3 overlap"),
+        "merge: overlapping shards are refused");
+  dprl_stats_merge_free(&m);
+
+  const dprl_stats_row twice[] = {srow(1, 3, 2.5, 0, 3), srow(1, 3, 2.5, 0, 3)};
+  rc = merge_run(&c, twice, 2, &m, &err);
+  CHECK(rc == DPRL_EINVAL && strstr(err.msg, "gives a state twice"),
+        "merge: a shard unioned twice is refused");
+  dprl_stats_merge_free(&m);
+
+  dprl_stats_row badk = srow(0, 1, 1, 0, 3);
+  badk.bucket_k = 5;
+  rc = merge_run(&c, &badk, 1, &m, &err);
+  CHECK(rc == DPRL_EINVAL && strstr(err.msg, "option buckets = 4") && strstr(err.msg, "got 5"),
+        "merge: a shard hashed with another K is refused");
+  dprl_stats_merge_free(&m);
+
+  /* returns: 3 visits can sum to at most 3 x fmax = 6 */
+  const dprl_stats_row big[] = {srow(0, 3, 6.5, 0, 3)};
+  rc = merge_run(&c, big, 1, &m, &err);
+  CHECK(rc == DPRL_EINVAL && strstr(err.msg, "outside visits x [fmin, fmax]"),
+        "merge: a return sum above visits x fmax is refused");
+  dprl_stats_merge_free(&m);
+  const dprl_stats_row ulp[] = {srow(0, 3, 6.0 * (1 + 1e-15), 0, 3)};
+  rc = merge_run(&c, ulp, 1, &m, &err);
+  CHECK(rc == DPRL_OK && m.st.return_sum[0] == 6.0, "merge: an ulp over is clamped to 6");
+  dprl_stats_merge_free(&m);
+
+  const dprl_stats_row many[] = {srow(2, 6, 1, 0, 1), srow(2, 5, 1, 2, 3)};
+  rc = merge_run(&c, many, 2, &m, &err);
+  CHECK(rc == DPRL_EINVAL && strstr(err.msg, "state 2: visits add up to 11"),
+        "merge: visits above m across shards are refused");
+  dprl_stats_merge_free(&m);
+
+  /* max_states = 1 with m = 10: the visits of all states add up to <= 10 */
+  c = merge_cfg(0, 1);
+  dprl_stats_row k1[] = {srow(0, 6, 0, 0, 0), srow(1, 4, 0, 0, 0)};
+  for (int i = 0; i < 2; i++) {
+    k1[i].with_buckets = 0;
+    k1[i].has_bound = 1;
+    k1[i].bound = 1;
+  }
+  rc = merge_run(&c, k1, 2, &m, &err);
+  CHECK(rc == DPRL_OK, "merge: max_states 1, visits adding to m pass");
+  dprl_stats_merge_free(&m);
+  k1[1].visits = 5;
+  rc = merge_run(&c, k1, 2, &m, &err);
+  CHECK(rc == DPRL_EINVAL && strstr(err.msg, "add up to 11"),
+        "merge: max_states 1, visits adding to m + 1 are refused");
+  dprl_stats_merge_free(&m);
+  k1[0].bound = 0;
+  rc = merge_run(&c, k1, 1, &m, &err);
+  CHECK(rc == DPRL_EINVAL && strstr(err.msg, "made with max_states = NULL (no bound)"),
+        "merge: statistics made without the option's bound are refused");
+  dprl_stats_merge_free(&m);
+}
+
 int main(void) {
   test_calibrate();
   test_perturb_statistics();
   test_estimate();
   test_means_estimators();
+  test_merge();
   printf("%d passed, %d failed\n", check_passed_count, check_failed_count);
   return CHECK_DONE();
 }
