@@ -21,8 +21,9 @@
 **   sqlite> .load ./dprl
 **   sqlite> SELECT dprl_version();
 **
-** Each feature lives in its own sql_*.c file and registers itself here;
-** the numerical core (every other file in ext/) knows nothing of SQLite.
+** Every function is registered from one table below (its arguments and
+** flags); each lives in its mechanism's sql_*.c glue, and the numerical
+** core (every other file in ext/) knows nothing of SQLite.
 ** The table-valued functions run caller SQL and are therefore
 ** SQLITE_VTAB_DIRECTONLY (sql_tvf.c): top-level statements only.
 **
@@ -38,7 +39,13 @@ SQLITE_EXTENSION_INIT1
 #include "base/core.h"
 #include "dprl.h"
 #include "base/linalg.h"
+#include "policy_eval/sql_policy_eval.h"
+#include "prefix_stable/sql_prefix_stable.h"
+#include "q_learning/sql_q.h"
+#include "sqlite/sql_agg.h"
+#include "sqlite/sql_budget.h"
 #include "sqlite/sql_glue.h"
+#include "sqlite/sql_tvf.h"
 
 /* The commit the Makefile compiled in (git rev-parse --short HEAD). */
 #ifndef DPRL_GIT_COMMIT
@@ -82,7 +89,74 @@ static void debug_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   else sqlite3_result_text(ctx, s, -1, sqlite3_free);
 }
 
-typedef int (*register_fn)(sqlite3 *);
+/* Every SQL function dprl registers, with its arguments and flags.
+** PURE: deterministic, reads nothing but its arguments (usable in views,
+**   indexes and CHECKs).
+** NOISY: draws fresh noise (never deterministic: two calls in a statement
+**   are independent) or touches the database, and may write the privacy
+**   ledger; direct-only (top-level statements, never a view or trigger).
+** The table-valued functions run caller SQL: direct-only too (sql_tvf.c).
+** tests/sql/test_registry.py checks these flags from SQL. */
+#define PURE (SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS)
+#define PURE_JSON (DPRL_JSON_FLAGS | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS)
+#define NOISY (SQLITE_UTF8 | SQLITE_DIRECTONLY)
+#define NOISY_JSON (DPRL_JSON_FLAGS | SQLITE_DIRECTONLY)
+
+typedef void (*sql_fn)(sqlite3_context *, int, sqlite3_value **);
+static const struct function {
+  const char *name;
+  int nargs, flags;
+  const void *data;          /* user data: an aggregate's dprl_agg_fn */
+  sql_fn func, step;         /* scalar, or aggregate step */
+  void (*final)(sqlite3_context *);
+} functions[] = {
+#define SCALAR(name, nargs, flags, fn) {name, nargs, flags, NULL, fn, NULL, NULL}
+#define AGGREGATE(name, nargs, flags, agg) \
+  {name, nargs, flags, &(agg), NULL, dprl_agg_step, dprl_agg_final}
+    SCALAR("dprl_version", 0, PURE, version_fn),
+    SCALAR("dprl_debug", 0, SQLITE_UTF8 | SQLITE_INNOCUOUS, debug_fn),
+    /* the privacy ledger (sqlite/sql_budget.c) */
+    SCALAR("dprl_budget", 3, NOISY_JSON, dprl_sql_budget),
+    SCALAR("dprl_budget", 4, NOISY_JSON, dprl_sql_budget),
+    SCALAR("dprl_budget_remaining", 1, NOISY_JSON, dprl_sql_budget_remaining),
+    /* policy evaluation (policy_eval/): episode, t, state, reward, options */
+    AGGREGATE("dp_lsw", 5, NOISY_JSON, dprl_lsw_agg),
+    AGGREGATE("dp_lsl", 5, NOISY_JSON, dprl_lsl_agg),
+    /* state, visits, return_sum[, buckets, bucket_lo, bucket_hi][, max_states], options */
+    AGGREGATE("dp_lsw_from_stats", 4, NOISY_JSON, dprl_lsw_stats_agg),
+    AGGREGATE("dp_lsw_from_stats", 5, NOISY_JSON, dprl_lsw_stats_agg),
+    AGGREGATE("dp_lsw_from_stats", 7, NOISY_JSON, dprl_lsw_stats_agg),
+    AGGREGATE("dp_lsw_from_stats", 8, NOISY_JSON, dprl_lsw_stats_agg),
+    AGGREGATE("dp_lsl_from_stats", 4, NOISY_JSON, dprl_lsl_stats_agg),
+    AGGREGATE("dp_lsl_from_stats", 5, NOISY_JSON, dprl_lsl_stats_agg),
+    AGGREGATE("dp_lsl_from_stats", 7, NOISY_JSON, dprl_lsl_stats_agg),
+    AGGREGATE("dp_lsl_from_stats", 8, NOISY_JSON, dprl_lsl_stats_agg),
+    /* exact first-visit statistics, NOT private */
+    AGGREGATE("dp_fv_stats", 5, PURE_JSON, dprl_fv_stats_agg),
+    SCALAR("dp_plan", 1, PURE_JSON, dprl_sql_plan),
+    /* expert-level prefixes (prefix_stable/) */
+    SCALAR("dp_prefix_calibrate", 1, PURE_JSON, dprl_sql_prefix_calibrate),
+    /* dp_prefix_stable's key reader: collects keys as a side effect */
+    SCALAR(PS_KEY_FN, 2, NOISY, ps_key_fn),
+    SCALAR(PS_KEY_FN, 5, NOISY, ps_key_fn),
+    /* Q-learning with functional noise (q_learning/) */
+    SCALAR("dp_q_calibrate", 1, PURE_JSON, dprl_sql_q_calibrate),
+    /* s, a, r, s_next, options */
+    AGGREGATE("dp_q_learn", 5, NOISY_JSON, dprl_q_learn_agg),
+    SCALAR("dp_q_value", 3, PURE, dprl_sql_q_value),
+    /* the rows of a caller's query, for the readers of sqlite/sql_tvf.c */
+    SCALAR(DPRL_ROW_FN, -1, NOISY, dprl_sql_row),
+#undef SCALAR
+#undef AGGREGATE
+};
+
+/* The table-valued functions (sqlite/sql_tvf.c): arguments are hidden
+** columns, SQLITE_VTAB_DIRECTONLY. */
+static const dprl_tvf_spec *const table_functions[] = {
+    &dprl_first_visit_tvf,   /* (trajectories_sql, options), NOT private */
+    &dprl_prefix_stable_tvf, /* (trajectories_sql, policies_sql, options) */
+    &dprl_q_noise_tvf,       /* (points_sql, options) */
+};
 
 static _Thread_local const sqlite3_api_routines *loading_api;
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
@@ -100,31 +174,19 @@ DPRL_EXPORT int sqlite3_dprl_init(sqlite3 *db, char **pzErrMsg, const sqlite3_ap
   ** reaches the one-time initialiser through a thread-local. */
   loading_api = pApi;
   pthread_once(&init_once, init_globals);
-  static const struct {
-    const char *name;
-    register_fn fn;
-  } features[] = {
-      {"dprl_row", dprl_register_query_rows},
-      {"dprl_budget", dprl_register_budget},
-      {"dp_lsw/dp_lsl", dprl_register_policy_eval},
-      {"dp_first_visit", dprl_register_first_visit},
-      {"dp_prefix_stable", dprl_register_prefix_stable},
-      {"dp_q_calibrate", dprl_register_q_calibrate},
-      {"dp_q_noise", dprl_register_q_noise},
-      {"dp_q_learn", dprl_register_q_learn},
-      {"dp_q_value", dprl_register_q_value},
-  };
-  int rc = sqlite3_create_function_v2(db, "dprl_version", 0,
-                                      SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS,
-                                      NULL, version_fn, NULL, NULL, NULL);
-  if (rc == SQLITE_OK)
-    rc = sqlite3_create_function_v2(db, "dprl_debug", 0, SQLITE_UTF8 | SQLITE_INNOCUOUS,
-                                    NULL, debug_fn, NULL, NULL, NULL);
-  for (size_t i = 0; rc == SQLITE_OK && i < sizeof features / sizeof *features; i++) {
-    rc = features[i].fn(db);
-    if (rc != SQLITE_OK && pzErrMsg)
-      *pzErrMsg = sqlite3_mprintf("dprl: registering %s failed: %s", features[i].name,
-                                  sqlite3_errstr(rc));
+  int rc = SQLITE_OK;
+  const char *failed = NULL;
+  for (size_t i = 0; rc == SQLITE_OK && i < sizeof functions / sizeof *functions; i++) {
+    const struct function *f = &functions[i];
+    rc = sqlite3_create_function_v2(db, f->name, f->nargs, f->flags, (void *)f->data, f->func,
+                                    f->step, f->final, NULL);
+    failed = f->name;
   }
+  for (size_t i = 0; rc == SQLITE_OK && i < sizeof table_functions / sizeof *table_functions; i++) {
+    rc = dprl_tvf_register(db, table_functions[i]);
+    failed = table_functions[i]->name;
+  }
+  if (rc != SQLITE_OK && pzErrMsg)
+    *pzErrMsg = sqlite3_mprintf("dprl: registering %s failed: %s", failed, sqlite3_errstr(rc));
   return rc;
 }

@@ -26,8 +26,7 @@
 #include "base/json.h"
 #include "base/options.h"
 #include "policy_eval/sql_fv_agg.h"
-#include "sqlite/sql_agg.h"
-#include "sqlite/sql_tvf.h"
+#include "policy_eval/sql_policy_eval.h"
 
 static const char *const fv_options[] = {"n_states", "gamma", "rmin", "rmax", "fmin", "fmax",
                                          "max_states", NULL};
@@ -130,7 +129,7 @@ static int fv_compute(sqlite3 *db, sqlite3_value **args, dprl_rows *out, char **
   return rc;
 }
 
-static const dprl_tvf_spec fv_spec = {
+const dprl_tvf_spec dprl_first_visit_tvf = {
     "dp_first_visit",
     "CREATE TABLE x(episode, state INTEGER, t_first INTEGER, first_visit_return REAL,"
     " max_states INTEGER, trajectories_sql HIDDEN, options HIDDEN)",
@@ -196,12 +195,3 @@ static int fvs_final(dprl_agg *a, dprl_buf *out, dprl_spend *spend, dprl_error *
 
 const dprl_agg_fn dprl_fv_stats_agg = {"dp_fv_stats", sizeof(dprl_fv_agg), NULL,
                                        fvs_start, fvs_row, fvs_final, fvs_free};
-
-int dprl_register_first_visit(sqlite3 *db) {
-  /* dp_fv_stats reads only its arguments and adds no noise: deterministic. */
-  int rc = sqlite3_create_function_v2(db, "dp_fv_stats", 5,
-                                      DPRL_JSON_FLAGS | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS,
-                                      (void *)&dprl_fv_stats_agg, NULL, dprl_agg_step,
-                                      dprl_agg_final, NULL);
-  return rc != SQLITE_OK ? rc : dprl_tvf_register(db, &fv_spec);
-}

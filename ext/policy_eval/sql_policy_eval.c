@@ -20,7 +20,7 @@
 #include "policy_eval/policy_eval.h"
 #include "policy_eval/sql_fv_agg.h"
 #include "policy_eval/stats_merge.h"
-#include "sqlite/sql_agg.h"
+#include "policy_eval/sql_policy_eval.h"
 
 /* dp_lsw, dp_lsl: the rows become first-visit statistics (sql_fv_agg.c),
 ** then one release (policy_eval.c).  The frame is sql_agg.c. */
@@ -81,11 +81,9 @@ const dprl_agg_fn dprl_lsw_agg = {"dp_lsw", sizeof(pe_state), &mech_lsw,
 const dprl_agg_fn dprl_lsl_agg = {"dp_lsl", sizeof(pe_state), &mech_lsl,
                                   pe_start, pe_row, pe_final, pe_free};
 
-static int dprl_register_policy_eval_stats(sqlite3 *db);
-
 /* dp_plan(options): deterministic, reads no data (plan.c); 10^7 states
 ** take seconds, so every phase can be interrupted. */
-static void plan_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+void dprl_sql_plan(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   dprl_error err = {0};
   dprl_pe_config c;
   dprl_sql_cancel cancel;
@@ -114,25 +112,6 @@ static void plan_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   if (rc) dprl_sql_result_error(ctx, "dp_plan", &err);
   else dprl_sql_result_json(ctx, b.data, (int)b.len);
   dprl_buf_free(&b);
-}
-
-int dprl_register_policy_eval(sqlite3 *db) {
-  /* Noisy, so registered without the deterministic flag: two calls in one
-  ** statement must draw independent noise (tests/sql/test_registry.py).
-  ** They may write the privacy ledger: direct-only (never from a view,
-  ** trigger or CHECK), SQLite's rule for functions with side effects. */
-  static const dprl_agg_fn *fns[] = {&dprl_lsw_agg, &dprl_lsl_agg};
-  for (int i = 0; i < 2; i++) {
-    int rc = sqlite3_create_function_v2(db, fns[i]->name, 5, DPRL_JSON_FLAGS | SQLITE_DIRECTONLY,
-                                        (void *)fns[i], NULL, dprl_agg_step, dprl_agg_final,
-                                        NULL);
-    if (rc != SQLITE_OK) return rc;
-  }
-  int rc = sqlite3_create_function_v2(db, "dp_plan", 1,
-                                      DPRL_JSON_FLAGS | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS,
-                                      NULL, plan_fn, NULL, NULL, NULL);
-  if (rc != SQLITE_OK) return rc;
-  return dprl_register_policy_eval_stats(db);
 }
 
 /* ---- the same release from per-state statistics ---------------------------
@@ -248,15 +227,3 @@ const dprl_agg_fn dprl_lsw_stats_agg = {"dp_lsw_from_stats", sizeof(stats_state)
                                         stats_start, stats_row, stats_final, stats_free};
 const dprl_agg_fn dprl_lsl_stats_agg = {"dp_lsl_from_stats", sizeof(stats_state), &mech_lsl,
                                         stats_start, stats_row, stats_final, stats_free};
-
-static int dprl_register_policy_eval_stats(sqlite3 *db) {
-  static const dprl_agg_fn *fns[] = {&dprl_lsw_stats_agg, &dprl_lsl_stats_agg};
-  static const int nargs[] = {4, 5, 7, 8}; /* the forms above */
-  for (int i = 0; i < 8; i++) {
-    int rc = sqlite3_create_function_v2(db, fns[i / 4]->name, nargs[i % 4],
-                                        DPRL_JSON_FLAGS | SQLITE_DIRECTONLY, (void *)fns[i / 4],
-                                        NULL, dprl_agg_step, dprl_agg_final, NULL);
-    if (rc != SQLITE_OK) return rc;
-  }
-  return SQLITE_OK;
-}

@@ -341,7 +341,7 @@ static int ps_compute(sqlite3 *db, sqlite3_value **args, dprl_rows *out, char **
   return rc;
 }
 
-static const dprl_tvf_spec ps_spec = {
+const dprl_tvf_spec dprl_prefix_stable_tvf = {
     FN,
     "CREATE TABLE x(release INTEGER, step INTEGER, state INTEGER, action INTEGER,"
     " next_state INTEGER, trajectories_sql HIDDEN, policies_sql HIDDEN, options HIDDEN)",
@@ -358,7 +358,7 @@ static void put_num(dprl_buf *b, const char *k, double x) {
 
 /* The same options as dp_prefix_stable (seed has no effect here); a JSON
 ** object of public values only: what the release will use. */
-static void calibrate_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+void dprl_sql_prefix_calibrate(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   ps_opts o;
   dprl_error err = {0};
   (void)argc;
@@ -389,16 +389,4 @@ static void calibrate_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   if (b.oom) sqlite3_result_error_nomem(ctx);
   else dprl_sql_result_json(ctx, b.data, (int)b.len);
   dprl_buf_free(&b);
-}
-
-int dprl_register_prefix_stable(sqlite3 *db) {
-  int rc = sqlite3_create_function_v2(db, FN_CAL, 1,
-                                      DPRL_JSON_FLAGS | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS,
-                                      NULL, calibrate_fn, NULL, NULL, NULL);
-  /* not deterministic: it collects keys as a side effect; direct-only: no
-  ** view or trigger may call it (it does nothing there anyway) */
-  for (int nargs = 2; nargs <= 5 && rc == SQLITE_OK; nargs += 3)
-    rc = sqlite3_create_function_v2(db, PS_KEY_FN, nargs, SQLITE_UTF8 | SQLITE_DIRECTONLY, NULL,
-                                    ps_key_fn, NULL, NULL, NULL);
-  return rc == SQLITE_OK ? dprl_tvf_register(db, &ps_spec) : rc;
 }

@@ -77,6 +77,10 @@ int ps_read_once(sqlite3 *db, sqlite3_value *sql, ps_state *ps, int64_t T, int64
 int ps_has_seeks(sqlite3 *db, const ps_state *ps, int *oom);
 int ps_choose(ps_state *ps, int64_t T, int64_t *K);
 void ps_key_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv);
+
+/* Registered by the table in dprl.c. */
+extern const dprl_tvf_spec dprl_prefix_stable_tvf;
+void dprl_sql_prefix_calibrate(sqlite3_context *ctx, int argc, sqlite3_value **argv);
 int ps_lookup(dprl_episode_index *x, sqlite3_value *v, const char *what,
                      uint32_t *out, dprl_error *err);
 

@@ -14,7 +14,7 @@
 
 #include "base/json.h"
 #include "q_learning/q_options.h"
-#include "sqlite/sql_glue.h"
+#include "q_learning/sql_q.h"
 
 static void calibrate_json(const dprl_q_cal *c, dprl_buf *b) {
   dprl_buf_puts(b, "{\"mechanism\":\"dp_q_calibrate\"");
@@ -36,7 +36,7 @@ static void calibrate_json(const dprl_q_cal *c, dprl_buf *b) {
   dprl_buf_puts(b, "}");
 }
 
-static void calibrate_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+void dprl_sql_q_calibrate(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   const char *fn = "dp_q_calibrate";
   dprl_error err = {0};
   dprl_q_cal c;
@@ -55,10 +55,4 @@ static void calibrate_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   if (b.oom) sqlite3_result_error_nomem(ctx);
   else dprl_sql_result_json(ctx, b.data, (int)b.len);
   dprl_buf_free(&b);
-}
-
-int dprl_register_q_calibrate(sqlite3 *db) {
-  return sqlite3_create_function_v2(db, "dp_q_calibrate", 1,
-                                    DPRL_JSON_FLAGS | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS,
-                                    NULL, calibrate_fn, NULL, NULL, NULL);
 }

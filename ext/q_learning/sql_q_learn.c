@@ -17,7 +17,7 @@
 #include "base/json.h"
 #include "q_learning/q_learn.h"
 #include "q_learning/q_options.h"
-#include "sqlite/sql_agg.h"
+#include "q_learning/sql_q.h"
 
 typedef struct ql_agg {
   dprl_q_learn_cfg cfg;
@@ -209,10 +209,3 @@ static int ql_final(dprl_agg *frame, dprl_buf *b, dprl_spend *sp, dprl_error *er
 
 const dprl_agg_fn dprl_q_learn_agg = {"dp_q_learn", sizeof(ql_agg), NULL,
                                       ql_start, ql_row, ql_final, ql_agg_free};
-
-int dprl_register_q_learn(sqlite3 *db) { /* noisy: never SQLITE_DETERMINISTIC */
-  /* It may write the privacy ledger: direct-only. */
-  return sqlite3_create_function_v2(db, "dp_q_learn", 5, DPRL_JSON_FLAGS | SQLITE_DIRECTONLY,
-                                    (void *)&dprl_q_learn_agg, NULL, dprl_agg_step,
-                                    dprl_agg_final, NULL);
-}

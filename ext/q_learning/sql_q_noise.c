@@ -369,10 +369,9 @@ static int noise_compute(sqlite3 *db, sqlite3_value **args, dprl_rows *out, char
 
 static const char *const noise_args[] = {"points_sql", "options"};
 
-static const dprl_tvf_spec noise_spec = {
+const dprl_tvf_spec dprl_q_noise_tvf = {
     "dp_q_noise",
     "CREATE TABLE x(state REAL, action INTEGER, q REAL, noisy_q REAL,"
     " points_sql HIDDEN, options HIDDEN)",
     4, 2, 2, noise_args, noise_compute, 1 /* writes the path table */};
 
-int dprl_register_q_noise(sqlite3 *db) { return dprl_tvf_register(db, &noise_spec); }

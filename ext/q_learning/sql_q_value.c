@@ -15,7 +15,7 @@
 #include "base/json.h"
 #include "q_learning/q_learn.h"
 #include "q_learning/q_options.h"
-#include "sqlite/sql_glue.h"
+#include "q_learning/sql_q.h"
 
 typedef struct q_model {
   dprl_q_features feat;
@@ -124,7 +124,7 @@ static q_model *model_parse(sqlite3_value *v, dprl_error *err) {
   return q;
 }
 
-static void value_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+void dprl_sql_q_value(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   const char *fn = "dp_q_value";
   dprl_error err = {0};
   (void)argc;
@@ -146,10 +146,4 @@ static void value_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
                                             dprl_q_rescale(&q->feat, s)));
   /* Keep the parsed model for the next row (SQLite frees it if it cannot). */
   if (fresh) sqlite3_set_auxdata(ctx, 0, q, q_model_free);
-}
-
-int dprl_register_q_value(sqlite3 *db) {
-  return sqlite3_create_function_v2(db, "dp_q_value", 3,
-                                    SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS, NULL,
-                                    value_fn, NULL, NULL, NULL);
 }

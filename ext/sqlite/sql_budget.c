@@ -432,7 +432,7 @@ static int declare(sqlite3 *db, const ledger_at *at, double eps, double delta, i
 
 static const char *const budget_keys[] = {"in_memory", NULL};
 
-static void budget_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+void dprl_sql_budget(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   const char *fn = "dprl_budget";
   sqlite3 *db = sqlite3_context_db_handle(ctx);
   dprl_error err = {0};
@@ -485,7 +485,7 @@ static void budget_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   dprl_buf_free(&b);
 }
 
-static void remaining_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+void dprl_sql_budget_remaining(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   const char *fn = "dprl_budget_remaining";
   sqlite3 *db = sqlite3_context_db_handle(ctx);
   dprl_error err = {0};
@@ -535,18 +535,4 @@ static void remaining_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   if (b.oom) sqlite3_result_error_nomem(ctx);
   else dprl_sql_result_json(ctx, b.data, (int)b.len);
   dprl_buf_free(&b);
-}
-
-int dprl_register_budget(sqlite3 *db) {
-  /* Both touch the database: top-level statements only (never from a view
-  ** or trigger), and not deterministic. */
-  int rc = SQLITE_OK;
-  for (int n = 3; n <= 4 && rc == SQLITE_OK; n++)
-    rc = sqlite3_create_function_v2(db, "dprl_budget", n, DPRL_JSON_FLAGS | SQLITE_DIRECTONLY,
-                                    NULL, budget_fn, NULL, NULL, NULL);
-  if (rc == SQLITE_OK)
-    rc = sqlite3_create_function_v2(db, "dprl_budget_remaining", 1,
-                                    DPRL_JSON_FLAGS | SQLITE_DIRECTONLY, NULL, remaining_fn, NULL,
-                                    NULL, NULL);
-  return rc;
 }

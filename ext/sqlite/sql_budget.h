@@ -28,4 +28,9 @@ typedef struct dprl_spend {
 ** interrupted while waiting. */
 int dprl_budget_charge(sqlite3 *db, const dprl_spend *s, dprl_error *err);
 
+/* dprl_budget(name, epsilon, delta[, options]) and
+** dprl_budget_remaining(name), registered by dprl.c. */
+void dprl_sql_budget(sqlite3_context *ctx, int argc, sqlite3_value **argv);
+void dprl_sql_budget_remaining(sqlite3_context *ctx, int argc, sqlite3_value **argv);
+
 #endif

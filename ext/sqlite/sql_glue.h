@@ -87,15 +87,4 @@ typedef struct dprl_sql_cancel {
 int dprl_sql_cancel_open(dprl_sql_cancel *c, sqlite3 *db, dprl_error *err);
 void dprl_sql_cancel_close(dprl_sql_cancel *c);
 
-/* Registration of each feature (one per sql_*.c). */
-int dprl_register_policy_eval(sqlite3 *db);
-int dprl_register_budget(sqlite3 *db); /* sql_budget.c */
-int dprl_register_query_rows(sqlite3 *db); /* sql_tvf.c: dprl_row */
-int dprl_register_first_visit(sqlite3 *db);
-int dprl_register_prefix_stable(sqlite3 *db); /* sql_prefix_stable.c */
-int dprl_register_q_calibrate(sqlite3 *db);   /* sql_q_calibrate.c */
-int dprl_register_q_noise(sqlite3 *db);       /* sql_q_noise.c */
-int dprl_register_q_learn(sqlite3 *db);       /* sql_q_learn.c */
-int dprl_register_q_value(sqlite3 *db);       /* sql_q_value.c */
-
 #endif

@@ -192,7 +192,6 @@ sqlite3_stmt *dprl_query_wrap(sqlite3 *db, const char *with, const char *body,
 
 /* ---- every row of a caller's query, in one step ----------------------------- */
 
-#define ROW_FN "dprl_row"
 #define ROW_PTR "dprl_row_reader"
 
 typedef struct row_reader {
@@ -205,7 +204,7 @@ typedef struct row_reader {
 ** arguments.  ?1 is a pointer bound by dprl_query_rows
 ** (sqlite3_bind_pointer), which SQL cannot make: called from SQL, the
 ** function is NULL and does nothing. */
-static void row_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+void dprl_sql_row(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   /* the pointer's type check is a strcmp: once per statement, then kept as
   ** the argument's auxiliary data */
   row_reader *r = argc > 0 ? sqlite3_get_auxdata(ctx, 0) : NULL;
@@ -219,12 +218,6 @@ static void row_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   if (r->row(r->ctx, argv + 1) == DPRL_OK) sqlite3_result_int(ctx, 1);
   else if (r->err->code == DPRL_ENOMEM) sqlite3_result_error_nomem(ctx);
   else sqlite3_result_error(ctx, r->err->msg, -1); /* stops the scan */
-}
-
-int dprl_register_query_rows(sqlite3 *db) {
-  /* side effects: not deterministic; never from a view or trigger */
-  return sqlite3_create_function_v2(db, ROW_FN, -1, SQLITE_UTF8 | SQLITE_DIRECTONLY, NULL, row_fn,
-                                    NULL, NULL, NULL);
 }
 
 /* A failure of the query (its message in *pzErr, from dprl_query_*) as a
@@ -245,7 +238,7 @@ static int query_failed(sqlite3 *db, int rc, char **pzErr, dprl_error *err) {
 static sqlite3_stmt *wrap_rows(sqlite3 *db, const char *body, int ncol, int *oom) {
   dprl_buf with = {0}, tail = {0};
   dprl_buf_puts(&with, "WITH dprl_rows(");
-  dprl_buf_puts(&tail, "SELECT count(" ROW_FN "(?1");
+  dprl_buf_puts(&tail, "SELECT count(" DPRL_ROW_FN "(?1");
   for (int i = 0; i < ncol; i++) {
     dprl_buf_printf(&with, "%sc%d", i ? ", " : "", i);
     dprl_buf_printf(&tail, ", c%d", i);

@@ -87,8 +87,10 @@ sqlite3_stmt *dprl_query_wrap(sqlite3 *db, const char *with, const char *body,
 ** PRAGMA), is stepped row by row instead.  row returns DPRL_OK, or an
 ** error code with err set, which stops the read.  Returns err->code: the
 ** query's own failure is DPRL_EINVAL with its message ("fn: what: ..."),
-** DPRL_EINTR "interrupted" or DPRL_ENOMEM.  dprl_row is registered by
-** dprl_register_query_rows (SQLITE_DIRECTONLY; NULL when SQL calls it). */
+** DPRL_EINTR "interrupted" or DPRL_ENOMEM.  DPRL_ROW_FN is dprl_sql_row,
+** registered by dprl.c (SQLITE_DIRECTONLY; NULL when SQL calls it). */
+#define DPRL_ROW_FN "dprl_row"
+void dprl_sql_row(sqlite3_context *ctx, int argc, sqlite3_value **argv);
 #define DPRL_QUERY_MAX_COLS 8
 typedef int (*dprl_row_fn)(void *ctx, sqlite3_value **values);
 int dprl_query_rows(sqlite3 *db, sqlite3_value *sql, const char *what, int ncol, const char *fn,
@@ -113,6 +115,6 @@ typedef struct dprl_tvf_spec {
   int writes;
 } dprl_tvf_spec;
 
-int dprl_tvf_register(sqlite3 *db, const dprl_tvf_spec *spec);
+int dprl_tvf_register(sqlite3 *db, const dprl_tvf_spec *spec); /* by dprl.c */
 
 #endif
