@@ -194,4 +194,4 @@ static int fvs_final(dprl_agg *a, dprl_buf *out, dprl_spend *spend, dprl_error *
 }
 
 const dprl_agg_fn dprl_fv_stats_agg = {"dp_fv_stats", sizeof(dprl_fv_agg), NULL,
-                                       fvs_start, fvs_row, fvs_final, fvs_free};
+                                       fvs_start, fvs_row, fvs_final, fvs_free, NULL};

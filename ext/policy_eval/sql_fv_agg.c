@@ -27,6 +27,10 @@ int dprl_fv_agg_row(dprl_fv_agg *a, sqlite3_value **argv, dprl_error *err) {
   size_t n;
   rc = dprl_episode_stream_push(&a->stream, &ep, t, state, reward, &finished, &steps, &n,
                                 err);
+  if (!rc && a->keep_keys && (finished || a->rows == 1)) { /* a new episode starts */
+    uint32_t id;
+    rc = dprl_key_intern(&a->keys, &ep, &id, err);
+  }
   if (!rc && finished)
     rc = dprl_fv_add_episode(&a->st, &a->sc, &a->rule, steps, n, NULL, NULL, err);
   return rc;
@@ -52,11 +56,18 @@ int dprl_fv_agg_collect(dprl_fv_agg *a, dprl_cancel *cancel, dprl_error *err) {
     if (!rc) rc = dprl_fv_add_episode(&a->st, &a->sc, &a->rule, steps, n, NULL, NULL, err);
   }
   a->buf.cancel = NULL;
+  if (!rc && a->keep_keys) { /* the keys outlive the buffer */
+    a->keys = a->buf.ep;
+    memset(&a->buf.ep, 0, sizeof a->buf.ep);
+  }
   dprl_step_buffer_free(&a->buf); /* the statistics are all that is needed now */
   return rc;
 }
 
+dprl_episode_index *dprl_fv_agg_keys(dprl_fv_agg *a) { return a->keep_keys ? &a->keys : NULL; }
+
 void dprl_fv_agg_free(dprl_fv_agg *a) {
+  dprl_key_index_free(&a->keys);
   dprl_step_buffer_free(&a->buf);
   dprl_episode_stream_free(&a->stream);
   dprl_fv_stats_free(&a->st);

@@ -22,6 +22,10 @@ typedef struct dprl_fv_agg {
   dprl_episode_stream stream; /* grouped: true */
   dprl_fv_stats st;           /* the result of collect */
   dprl_fv_scratch sc;
+  /* keep_keys: the episode keys are kept in keys after collect (the units
+  ** of a release, for the check that groups of one statement are disjoint) */
+  int keep_keys;
+  dprl_episode_index keys;
 } dprl_fv_agg;
 
 /* The per-state arrays, zeroed (polls cancel; a is zeroed first). */
@@ -31,6 +35,9 @@ int dprl_fv_agg_start(dprl_fv_agg *a, int64_t n_states, const dprl_return_rule *
 int dprl_fv_agg_row(dprl_fv_agg *a, sqlite3_value **argv, dprl_error *err);
 /* All rows seen: a->st holds the statistics; the row buffer is freed. */
 int dprl_fv_agg_collect(dprl_fv_agg *a, dprl_cancel *cancel, dprl_error *err);
+/* With keep_keys set before the first row: the episodes' keys, after
+** collect (NULL otherwise). */
+dprl_episode_index *dprl_fv_agg_keys(dprl_fv_agg *a);
 void dprl_fv_agg_free(dprl_fv_agg *a);
 
 #endif

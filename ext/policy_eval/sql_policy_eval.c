@@ -46,6 +46,7 @@ static int pe_start(dprl_agg *a, const char *text, size_t len, int argc, dprl_er
   if (!rc)
     rc = dprl_fv_agg_start(&g->fv, g->cfg.n_states, &g->cfg.rule, g->cfg.grouped,
                            &a->cancel.base, err);
+  g->fv.keep_keys = g->cfg.budget != NULL; /* a budget's groups may share a charge */
   return rc;
 }
 
@@ -75,11 +76,16 @@ static int pe_final(dprl_agg *a, dprl_buf *out, dprl_spend *spend, dprl_error *e
   return rc;
 }
 
+/* The episodes of the release: its units of privacy. */
+static dprl_episode_index *pe_units(dprl_agg *a) {
+  return dprl_fv_agg_keys(&((pe_state *)a->state)->fv);
+}
+
 static const dprl_mechanism mech_lsw = DPRL_LSW, mech_lsl = DPRL_LSL;
 const dprl_agg_fn dprl_lsw_agg = {"dp_lsw", sizeof(pe_state), &mech_lsw,
-                                  pe_start, pe_row, pe_final, pe_free};
+                                  pe_start, pe_row, pe_final, pe_free, pe_units};
 const dprl_agg_fn dprl_lsl_agg = {"dp_lsl", sizeof(pe_state), &mech_lsl,
-                                  pe_start, pe_row, pe_final, pe_free};
+                                  pe_start, pe_row, pe_final, pe_free, pe_units};
 
 /* dp_plan(options): deterministic, reads no data (plan.c); 10^7 states
 ** take seconds, so every phase can be interrupted. */
@@ -224,6 +230,6 @@ static int stats_final(dprl_agg *a, dprl_buf *out, dprl_spend *spend, dprl_error
 }
 
 const dprl_agg_fn dprl_lsw_stats_agg = {"dp_lsw_from_stats", sizeof(stats_state), &mech_lsw,
-                                        stats_start, stats_row, stats_final, stats_free};
+                                        stats_start, stats_row, stats_final, stats_free, NULL};
 const dprl_agg_fn dprl_lsl_stats_agg = {"dp_lsl_from_stats", sizeof(stats_state), &mech_lsl,
-                                        stats_start, stats_row, stats_final, stats_free};
+                                        stats_start, stats_row, stats_final, stats_free, NULL};

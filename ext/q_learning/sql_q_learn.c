@@ -208,4 +208,4 @@ static int ql_final(dprl_agg *frame, dprl_buf *b, dprl_spend *sp, dprl_error *er
 }
 
 const dprl_agg_fn dprl_q_learn_agg = {"dp_q_learn", sizeof(ql_agg), NULL,
-                                      ql_start, ql_row, ql_final, ql_agg_free};
+                                      ql_start, ql_row, ql_final, ql_agg_free, NULL};

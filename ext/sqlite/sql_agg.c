@@ -5,7 +5,96 @@
 
 #include <string.h>
 
+/* ---- one charge for the groups of a statement (sql_agg.h) ----------------
+** The record lives as the auxiliary data of the options argument at this
+** call site: SQLite drops it when the statement is reset or finalized, so
+** a new execution starts a new record.  If SQLite drops it earlier, the
+** next group starts a new record and is charged again: the failure is
+** always towards charging more, never less. */
+struct dprl_agg_stmt {
+  int refs;
+  int charged;               /* the shared ledger row is committed */
+  dprl_sql_pinned options;   /* ... for releases with this options text */
+  dprl_episode_index seen;   /* the units of the groups released so far */
+};
+
+static void stmt_unref(void *p) {
+  dprl_agg_stmt *st = p;
+  if (!st || --st->refs > 0) return;
+  dprl_sql_unpin(&st->options);
+  dprl_key_index_free(&st->seen);
+  dprl_free(st);
+}
+
+/* The record of this call site in this execution, a reference for the
+** group (NULL when none could be kept: the group is charged alone). */
+static dprl_agg_stmt *stmt_get(sqlite3_context *ctx, int arg) {
+  dprl_agg_stmt *st = sqlite3_get_auxdata(ctx, arg);
+  if (!st) {
+    st = dprl_calloc(1, sizeof *st);
+    if (!st) return NULL;
+    st->refs = 1; /* the auxiliary data's */
+    sqlite3_set_auxdata(ctx, arg, st, stmt_unref);
+    if (sqlite3_get_auxdata(ctx, arg) != st) return NULL; /* dropped (and freed) */
+  }
+  st->refs++;
+  return st;
+}
+
+/* Every unit of this group must be new to the statement; then they join
+** the statement's.  The message names no episode (ALGORITHMS.md §6.2). */
+static int stmt_add_units(dprl_agg_stmt *st, dprl_episode_index *units, dprl_cancel *cancel,
+                          dprl_error *err) {
+  if (st->seen.n == 0) { /* the first group: take its index over */
+    dprl_key_index_free(&st->seen);
+    st->seen = *units;
+    memset(units, 0, sizeof *units);
+    return DPRL_OK;
+  }
+  dprl_key k;
+  uint32_t id;
+  for (size_t i = 0; i < units->n; i++) {
+    if (dprl_cancel_poll(cancel, 8, err)) return err->code;
+    dprl_key_get(units, (uint32_t)i, &k);
+    if (dprl_key_find(&st->seen, &k, &id))
+      return dprl_fail(err, DPRL_EINVAL,
+                       "an episode appears in two groups of this statement: groups charged "
+                       "once to a budget (parallel composition) must be a partition of the "
+                       "episodes (GROUP BY a column that is the same in every row of an "
+                       "episode); this group is not released");
+  }
+  for (size_t i = 0; i < units->n; i++) {
+    if (dprl_cancel_poll(cancel, 8, err)) return err->code;
+    dprl_key_get(units, (uint32_t)i, &k);
+    if (dprl_key_intern(&st->seen, &k, &id, err)) return err->code;
+  }
+  return DPRL_OK;
+}
+
+/* The ledger row of a group's release: once for the statement's groups
+** that share it, else its own. */
+static int agg_charge(dprl_agg *a, dprl_spend *spend, dprl_error *err) {
+  dprl_agg_stmt *st = a->stmt;
+  dprl_episode_index *units = a->fn->units ? a->fn->units(a) : NULL;
+  int shares = st && units && spend->spends;
+  if (shares && st->charged) {
+    if (st->options.len == a->options.len &&
+        !memcmp(st->options.text, a->options.text, (size_t)a->options.len))
+      return stmt_add_units(st, units, &a->cancel.base, err);
+    shares = 0; /* other options: another release, charged alone */
+  }
+  int rc = dprl_budget_charge(a->db, spend, err);
+  if (rc || !shares) return rc;
+  st->options.text = sqlite3_malloc(a->options.len + 1);
+  if (!st->options.text) return DPRL_OK; /* charged; later groups are charged alone */
+  memcpy(st->options.text, a->options.text ? a->options.text : "", (size_t)a->options.len + 1);
+  st->options.len = a->options.len;
+  st->charged = 1;
+  return stmt_add_units(st, units, &a->cancel.base, err);
+}
+
 static void agg_free(dprl_agg *a) {
+  stmt_unref(a->stmt);
   if (a->state && a->fn->free) a->fn->free(a->state);
   dprl_free(a->state);
   dprl_sql_unpin(&a->options);
@@ -26,6 +115,7 @@ static int agg_start(sqlite3_context *ctx, dprl_agg *a, int argc, sqlite3_value 
   int rc = dprl_sql_cancel_open(&a->cancel, a->db, err);
   if (!rc) rc = a->fn->start(a, text, (size_t)sqlite3_value_bytes(opt), argc, err);
   if (!rc) rc = dprl_sql_pin_options(&a->options, opt, err);
+  if (!rc && a->fn->units) a->stmt = stmt_get(ctx, argc - 1);
   return rc;
 }
 
@@ -79,7 +169,7 @@ void dprl_agg_final(sqlite3_context *ctx) {
       spend.fn = a->fn->name;
       spend.options = a->options.text;
       spend.options_len = a->options.text ? (size_t)a->options.len : 0;
-      rc = dprl_budget_charge(a->db, &spend, &err);
+      rc = agg_charge(a, &spend, &err);
     }
     if (rc) dprl_sql_result_error(ctx, a->fn->name, &err);
     else dprl_sql_result_json(ctx, out.data, (int)out.len);

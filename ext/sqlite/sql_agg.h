@@ -12,10 +12,21 @@
 **
 ** A mechanism describes itself with a dprl_agg_fn (its registration's
 ** user data) and four callbacks over its own state.
+**
+** Groups of one statement (GROUP BY over a partition of the episodes) are
+** charged once (parallel composition, ALGORITHMS.md §12): the first
+** group's release takes the ledger row before its value is returned; a
+** later group of the same statement execution and the same call site,
+** with the same options text, is not charged again, provided its units
+** (episodes) are disjoint from every earlier group's, which the frame
+** checks (an episode in two groups is an error, and that group is not
+** released).  Only mechanisms that give their units (fn->units) share a
+** charge; the others are charged once per group.
 */
 #ifndef DPRL_SQL_AGG_H
 #define DPRL_SQL_AGG_H
 
+#include "rows/steps.h"
 #include "sqlite/sql_budget.h"
 #include "sqlite/sql_glue.h"
 
@@ -34,7 +45,15 @@ typedef struct dprl_agg_fn {
   ** release, what it spends (spend->budget NULL: no budget named). */
   int (*final)(dprl_agg *a, dprl_buf *out, dprl_spend *spend, dprl_error *err);
   void (*free)(void *state);
+  /* After final: the keys of the units of privacy the release read (one
+  ** per episode), or NULL when groups cannot share a charge (dp_q_learn:
+  ** its neighbours may change every group at once; the statistics forms:
+  ** their rows carry no episode).  The frame may take the index over
+  ** (it zeroes it). */
+  dprl_episode_index *(*units)(dprl_agg *a);
 } dprl_agg_fn;
+
+typedef struct dprl_agg_stmt dprl_agg_stmt;
 
 struct dprl_agg {
   const dprl_agg_fn *fn;
@@ -43,6 +62,7 @@ struct dprl_agg {
   int64_t max_length;      /* the connection's SQLITE_LIMIT_LENGTH */
   dprl_sql_cancel cancel;  /* opened on the first row */
   dprl_sql_pinned options; /* the first row's options text */
+  dprl_agg_stmt *stmt;     /* the statement's shared charge, or NULL */
   int failed;
 };
 

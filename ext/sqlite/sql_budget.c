@@ -152,7 +152,7 @@ static int ledger_write(sqlite3 *c, const char *where, const char *shown, const 
   if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED)
     return dprl_fail(err, DPRL_EBUSY,
                      "%s: budget \"%s\": the ledger is locked by another connection (%s); "
-                     "nothing was released: retry", s->fn, s->budget,
+                     "this release was not returned: retry", s->fn, s->budget,
                      w->timeout_ms == 0 ? "this connection has no busy timeout: PRAGMA "
                                           "busy_timeout = 5000 makes a release wait up to 5 s"
                      : !w->nested || w->waited ? "waited for the busy timeout"
@@ -187,7 +187,7 @@ static int ledger_write(sqlite3 *c, const char *where, const char *shown, const 
   return dprl_fail(err, DPRL_EINVAL,
                    "%s: budget \"%s\" exceeded: this release needs epsilon %.6g, delta %.6g; "
                    "already spent epsilon %.6g of %.6g and delta %.6g of %.6g (basic "
-                   "composition); nothing was released",
+                   "composition); this release was not returned",
                    s->fn, s->budget, s->epsilon, s->delta, used[0], have[0], used[1], have[1]);
 }
 

@@ -86,7 +86,7 @@ def test_spend_and_refuse():
     before = con.execute("SELECT count(*) FROM dprl_ledger").fetchone()[0]
     err = sql_error(con, LSW, (json.dumps(o),))
     check(err == 'dp_lsw: budget "icu" exceeded: this release needs epsilon 1, delta 1e-06; already '
-          'spent epsilon 2.5 of 3 and delta 2.1e-05 of 0.0001 (basic composition); nothing was released',
+          'spent epsilon 2.5 of 3 and delta 2.1e-05 of 0.0001 (basic composition); this release was not returned',
           "over the budget: refused", err)
     check(con.execute("SELECT count(*) FROM dprl_ledger").fetchone()[0] == before,
           "a refused release leaves no ledger row")
@@ -203,7 +203,8 @@ def test_wal_store_releases():
 
 def test_group_by_returning_interrupted():
     # INSERT ... SELECT ... GROUP BY ... RETURNING read one row at a time,
-    # then interrupted: every group whose value was computed is charged.
+    # then interrupted: the statement's groups share one row, committed
+    # before the first group was returned.
     con, f = database("wal", groups=4)
     con.execute("SELECT dprl_budget('b', 10, 1e-4)").fetchone()
     con.execute("CREATE TEMP TABLE out(g, v)")
@@ -216,8 +217,8 @@ def test_group_by_returning_interrupted():
     except sqlite3.Error:
         pass
     con.set_progress_handler(None, 1)
-    check(first is not None and ledger_rows(f) == 4,
-          "GROUP BY ... RETURNING interrupted after a row: all 4 computed groups charged",
+    check(first is not None and ledger_rows(f) == 1,
+          "GROUP BY ... RETURNING interrupted after a row: the statement's one row is there",
           ledger_rows(f))
     # A budgeted SELECT while an INSERT ... RETURNING into main is half read
     # on the same connection: refused (its row would join that writer).
@@ -227,8 +228,98 @@ def test_group_by_returning_interrupted():
     con2 = con.cursor()
     err = sql_error(con2, LSW, (json.dumps(O),))
     cur.fetchall()
-    check(err is not None and "writes to" in err and ledger_rows(f) == 4,
+    check(err is not None and "writes to" in err and ledger_rows(f) == 1,
           "a SELECT while a writer on the same connection is half read: refused", err)
+
+
+def spent(path, budget):
+    c = sqlite3.connect(path)
+    r = c.execute("SELECT count(*), total(epsilon) FROM dprl_ledger WHERE budget = ?",
+                  (budget,)).fetchone()
+    c.close()
+    return r
+
+
+def test_group_by_charged_once():
+    # Six hospitals, a partition of the episodes: one statement, one row, one
+    # epsilon (parallel composition, ALGORITHMS.md section 12).
+    con, f = database("wal", groups=6)
+    con.execute("SELECT dprl_budget('study', 3, 1e-5)").fetchone()
+    o = json.dumps(dict(O, budget="study"))
+    by_g = "SELECT g, dp_lsw(episode, t, state, reward, ?) FROM steps GROUP BY g"
+    rows = con.execute(by_g, (o,)).fetchall()
+    check(len(rows) == 6 and all(json.loads(v)["private"] for _, v in rows)
+          and spent(f, "study") == (1, 1.0),
+          "GROUP BY over 6 groups: 6 releases, one ledger row of epsilon 1", spent(f, "study"))
+    con.execute(by_g, (o,)).fetchall()  # the same statement again: another release
+    check(spent(f, "study") == (2, 2.0), "the statement run again is charged again",
+          spent(f, "study"))
+    # grouped (streaming) rows, in the order of an index on (g, episode, t)
+    con.execute("CREATE INDEX steps_g ON steps(g, episode, t)")
+    og = json.dumps(dict(O, budget="study", grouped=True))
+    rows = con.execute(by_g, (og,)).fetchall()
+    check(len(rows) == 6 and spent(f, "study") == (3, 3.0),
+          "grouped: true: the statement's 6 groups share one row", spent(f, "study"))
+    # all or nothing: the budget is spent, so the first group is refused,
+    # nothing is returned, nothing is charged, and the message says so
+    got, msg = [], None
+    try:
+        for r in con.execute(by_g, (o,)):
+            got.append(r)
+    except sqlite3.Error as e:
+        msg = str(e)
+    check(got == [] and msg and "exceeded" in msg and "this release was not returned" in msg
+          and spent(f, "study") == (3, 3.0),
+          "a GROUP BY over an exhausted budget: no group returned, none charged", msg)
+
+
+def test_group_by_not_a_partition():
+    con, f = database("wal", groups=2)
+    con.execute("SELECT dprl_budget('p', 10, 1e-5)").fetchone()
+    o = json.dumps(dict(O, budget="p"))
+    # every episode has a step at t = 0, 1, 2: the groups of t share episodes
+    # (Python's cursor steps one row ahead, so the error may come before the
+    # first group's row reaches the loop)
+    got, msg = [], None
+    try:
+        for r in con.execute("SELECT t, dp_lsw(episode, t, state, reward, ?) FROM steps GROUP BY t",
+                             (o,)):
+            got.append(r)
+    except sqlite3.Error as e:
+        msg = str(e)
+    check(msg and "an episode appears in two groups" in msg and len(got) <= 1
+          and spent(f, "p") == (1, 1.0),
+          "GROUP BY t (not a partition of episodes): the second group is refused", f"{got} {msg}")
+    # the same with grouped rows (an index on (t, episode))
+    con.execute("CREATE INDEX steps_t ON steps(t, episode)")
+    msg = sql_error(con, "SELECT t, dp_lsw(episode, t, state, reward, ?) FROM steps GROUP BY t",
+                    (json.dumps(dict(O, budget="p", grouped=True)),))
+    check(msg and "an episode appears in two groups" in msg and spent(f, "p") == (2, 2.0),
+          "grouped: true, GROUP BY t: refused at the second group", msg)
+    # options that differ per group are different releases: each its own row
+    rows = con.execute("SELECT g, dp_lsw(episode, t, state, reward, json_set(?, '$.epsilon', 0.5 + g)) "
+                       "FROM steps GROUP BY g", (o,)).fetchall()
+    check(len(rows) == 2 and spent(f, "p") == (4, 4.0),  # 2 + 0.5 + 1.5
+          "GROUP BY with options that differ per group: each group charged alone", spent(f, "p"))
+    # two call sites in one statement: two releases, each charged once
+    ol = json.dumps(dict(O, budget="p", epsilon=0.5, **{"lambda": 30}))
+    rows = con.execute("SELECT g, dp_lsw(episode, t, state, reward, ?), "
+                       "dp_lsl(episode, t, state, reward, ?) FROM steps GROUP BY g", (o, ol)).fetchall()
+    check(len(rows) == 2 and spent(f, "p") == (6, 5.5),  # 4 + 1 + 0.5
+          "dp_lsw and dp_lsl in one GROUP BY: one row each", spent(f, "p"))
+
+
+def test_group_by_per_group_charges():
+    # dp_q_learn's neighbours may change every reward of every group at once:
+    # k groups are k releases, and are charged as such.
+    con, f = database("wal", groups=3)
+    con.execute("SELECT dprl_budget('q', 10, 1e-3)").fetchone()
+    q = {"n_actions": 1, "gamma": 0.9, "rmin": 0, "rmax": 1, "lr": 3e-4, "T": 64, "B": 64,
+         "K": 5, "k": 60, "epsilon": 1, "delta": 1e-5, "budget": "q"}
+    rows = con.execute("SELECT g, dp_q_learn(state * 0.5, action, reward, state * 0.5, ?) FROM steps "
+                       "GROUP BY g", (json.dumps(q),)).fetchall()
+    check(len(rows) == 3 and spent(f, "q") == (3, 3.0),
+          "dp_q_learn GROUP BY over 3 groups: 3 rows, epsilon 3", spent(f, "q"))
 
 
 KILL_CHILD = r"""
@@ -418,7 +509,7 @@ def test_waits():
     msg, code = error(con, LSW, (o,))
     took = time.monotonic() - t0
     holder.execute("ROLLBACK")
-    check(code == BUSY and 0.25 < took < 3 and "nothing was released: retry" in msg,
+    check(code == BUSY and 0.25 < took < 3 and "this release was not returned: retry" in msg,
           "the busy timeout ends the wait: SQLITE_BUSY, retry", f"{msg} {code} {took:.2f}")
     # attached files locked by others do not hold the release up
     aux = os.path.join(os.path.dirname(f), "aux.db")
@@ -635,4 +726,5 @@ def test_review_findings():
 run([test_spend_and_refuse, test_not_private_refused, test_statement_fails_after_release,
      test_wal_store_releases, test_group_by_returning_interrupted, test_kill_after_first_row,
      test_triggers_and_shape, test_schemas, test_name_polish, test_errors, test_waits,
-     test_concurrent_spenders, test_review_findings])
+     test_concurrent_spenders, test_review_findings, test_group_by_charged_once,
+     test_group_by_not_a_partition, test_group_by_per_group_charges])
