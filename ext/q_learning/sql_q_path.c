@@ -75,11 +75,6 @@ int dprl_q_path_prepare_fmt(dprl_q_store *st, sqlite3_stmt **s, const char *what
 
 /* ---- loading and storing points -------------------------------------------- */
 
-static int pt_cmp(const void *pa, const void *pb) {
-  const dprl_q_point *a = pa, *b = pb;
-  return (a->x > b->x) - (a->x < b->x);
-}
-
 /* Column i of the load statement: a number below 2^52 grid steps, on the grid. */
 static int on_grid(dprl_q_store *st, int i) {
   int t = sqlite3_column_type(st->load, i);
@@ -106,10 +101,9 @@ static int check_row(dprl_q_store *st, int64_t a, dprl_error *err) {
                    st->name, (long long)a, v[0], v[1], v[2]);
 }
 
-/* The stored rows of action a, checked, rescaled, unsorted. */
-static int read_rows(dprl_q_store *st, int64_t a, dprl_q_point **out, size_t *nout,
-                     dprl_error *err) {
-  const dprl_q_path_params *c = st->p;
+/* The stored rows of action a, checked, in table order. */
+int dprl_q_store_load(dprl_q_store *st, int64_t a, dprl_q_point **out, size_t *nout,
+                      dprl_error *err) {
   size_t n = 0, cap = 0;
   dprl_q_point *v = NULL;
   int rc = DPRL_OK, step;
@@ -132,7 +126,7 @@ static int read_rows(dprl_q_store *st, int64_t a, dprl_q_point **out, size_t *no
       if ((rc = dprl_grow_parallel(nc, 1, arrays, sizes, err))) break;
       cap = nc;
     }
-    v[n].x = (sqlite3_column_double(st->load, 0) - c->lo) / (c->hi - c->lo);
+    v[n].x = sqlite3_column_double(st->load, 0);
     v[n].g = sqlite3_column_double(st->load, 1);
     v[n].q = sqlite3_column_double(st->load, 2);
     n++;
@@ -148,67 +142,12 @@ static int read_rows(dprl_q_store *st, int64_t a, dprl_q_point **out, size_t *no
   return DPRL_OK;
 }
 
-/* The (x, g) pairs of v[0..n) into path. */
-static int load_path(dprl_gp_path *path, const dprl_q_point *v, size_t n, dprl_error *err) {
-  dprl_gp_point *xg = dprl_malloc_array(n ? n : 1, sizeof *xg); /* written before read */
-  if (!xg) return dprl_nomem(err);
-  for (size_t i = 0; i < n; i++) {
-    xg[i].x = v[i].x;
-    xg[i].g = v[i].g;
-  }
-  int rc = dprl_gp_path_load(path, xg, n, err);
-  dprl_free(xg);
-  return rc;
-}
-
-int dprl_q_store_load(dprl_q_store *st, int64_t a, dprl_gp_path *path, dprl_q_point **pts,
-                      size_t *npts, dprl_error *err) {
-  dprl_q_point *v = NULL;
-  size_t n = 0, m = 0;
-  int rc = read_rows(st, a, &v, &n, err);
-  if (rc) return rc;
-  /* Distinct states can rescale to the same x; they were stored with the
-  ** same value and the same q (a repeated point), so keep one. */
-  rc = dprl_sort(v, n, sizeof *v, pt_cmp, st->cancel, err);
-  for (size_t i = 0; i < n && !rc; i++) {
-    if ((rc = dprl_cancel_poll(st->cancel, 2, err))) break;
-    if (m && v[m - 1].x == v[i].x) {
-      char x[32];
-      if (v[m - 1].g != v[i].g || v[m - 1].q != v[i].q)
-        rc = dprl_fail(err, DPRL_EINVAL,
-                       "path table \"%s\": two values stored at one point (action %lld, "
-                       "rescaled state %s)",
-                       st->name, (long long)a, dprl_json_num(v[i].x, x, 32));
-      continue;
-    }
-    v[m++] = v[i];
-  }
-  if (!rc) rc = load_path(path, v, m, err);
-  if (rc) {
-    dprl_free(v);
-    return rc;
-  }
-  *pts = v;
-  *npts = m;
-  return DPRL_OK;
-}
-
-size_t dprl_q_store_find(const dprl_q_point *pts, size_t n, double x) {
-  size_t lo = 0, hi = n;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (pts[mid].x < x) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo < n && pts[lo].x == x ? lo : n;
-}
-
 /* A plain INSERT per point: a point that cannot be stored is an error,
 ** never skipped, since its value is about to be released. */
 int dprl_q_store_add(dprl_q_store *st, int64_t a, dprl_q_point *pts, size_t n,
                      dprl_error *err) {
   int rc = dprl_q_path_may_write(st, err);
-  if (!rc) rc = dprl_sort(pts, n, sizeof *pts, pt_cmp, st->cancel, err);
+  if (!rc) rc = dprl_sort(pts, n, sizeof *pts, dprl_q_point_cmp, st->cancel, err);
   for (size_t j = 0; j < n && !rc; j++) {
     if (j && pts[j].x == pts[j - 1].x) continue; /* a state repeated in this call */
     if ((rc = dprl_cancel_poll(st->cancel, 2000, err))) break;

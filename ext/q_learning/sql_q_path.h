@@ -10,9 +10,9 @@
 **
 ** A store is opened once per call (dprl_q_store_begin): inside a SAVEPOINT
 ** it checks or creates both tables, refuses triggers on them, and records
-** or compares the parameters.  Then, per action, the stored points are
-** loaded into the path before new ones are drawn, and the new points
-** stored before any value is released.  dprl_q_store_end commits, or undoes
+** or compares the parameters.  Then, as the path store of q_noise.h, it
+** gives each action's stored points before new ones are drawn, and stores
+** the new points before any value is released.  dprl_q_store_end commits, or undoes
 ** everything the call wrote and leaves the connection as it was found;
 ** after the ledger row, dprl_q_store_mark_charged records the budget, and
 ** dprl_q_store_close frees the store.
@@ -20,7 +20,7 @@
 #ifndef DPRL_SQL_Q_PATH_H
 #define DPRL_SQL_Q_PATH_H
 
-#include "q_learning/gp_path.h"
+#include "q_learning/q_noise.h"
 #include "sqlite/sql_glue.h"
 
 /* The law of the path, the public grid of its values, and the budget the
@@ -30,12 +30,6 @@ typedef struct dprl_q_path_params {
   int seeded;
   const char *budget;
 } dprl_q_path_params;
-
-/* A stored point: the rescaled state, its noise, the q (on the grid) that
-** was released with it. */
-typedef struct dprl_q_point {
-  double x, g, q;
-} dprl_q_point;
 
 typedef struct dprl_q_store {
   sqlite3 *db;
@@ -63,13 +57,11 @@ typedef struct dprl_q_store {
 int dprl_q_store_begin(dprl_q_store *st, sqlite3 *db, const char *name,
                        const dprl_q_path_params *p, dprl_cancel *cancel,
                        dprl_error *err);
-/* The stored points of action a into path (states rescaled to [0, 1]);
-** *pts gets a sorted copy (x rescaled, g, q), *npts its size, for
-** dprl_q_store_find; the caller frees it. */
-int dprl_q_store_load(dprl_q_store *st, int64_t a, dprl_gp_path *path,
-                      dprl_q_point **pts, size_t *npts, dprl_error *err);
-/* The index of the rescaled state x among the n sorted points, or n. */
-size_t dprl_q_store_find(const dprl_q_point *pts, size_t n, double x);
+/* The stored points of action a, checked (state in [lo, hi], g and q on
+** the grid), in table order: *pts (x the state as stored; the caller
+** frees it), *npts its size.  (q_noise.h: the path store's load.) */
+int dprl_q_store_load(dprl_q_store *st, int64_t a, dprl_q_point **pts, size_t *npts,
+                      dprl_error *err);
 /* Store n new points (state as given, g, q) of action a, each state once;
 ** sorts pts.  A point that cannot be stored is an error, never skipped. */
 int dprl_q_store_add(dprl_q_store *st, int64_t a, dprl_q_point *pts, size_t n,
