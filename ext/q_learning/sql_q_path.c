@@ -10,68 +10,12 @@
 #include "q_learning/sql_q_path.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/json.h"
 #include "q_learning/q_options.h"
-
-/* Called before any write: refused when the SAVEPOINT could not be opened
-** (the calling statement writes itself, e.g. CREATE TABLE ... AS SELECT). */
-int dprl_q_path_may_write(dprl_q_store *st, dprl_error *err) {
-  if (st->writable) return DPRL_OK;
-  return dprl_fail(err, DPRL_EINVAL,
-                   "path table \"%s\": cannot store new noise from inside a statement that "
-                   "writes (%s); run the same call in a plain SELECT first: once its points "
-                   "are stored, it writes nothing",
-                   st->name, st->why);
-}
-
-int dprl_q_path_db_fail(dprl_q_store *st, const char *what, dprl_error *err) {
-  return dprl_sql_db_error(st->db, err, "path table \"%s\": %s", st->name, what);
-}
-
-/* A write refused for a lock.  In autocommit mode every SELECT reads the
-** main schema, and a connection that already reads a schema cannot wait
-** to write it (SQLite would deadlock): say what works instead. */
-int dprl_q_path_write_fail(dprl_q_store *st, const char *what, dprl_error *err) {
-  int rc = dprl_q_path_db_fail(st, what, err);
-  const char *tail = "; this call cannot wait for another connection's write lock, since its "
-                     "statement or your transaction already reads this schema: run it inside "
-                     "BEGIN IMMEDIATE ... COMMIT, or keep the path table in an attached database";
-  if (rc == DPRL_EBUSY && st->cannot_wait &&
-      strlen(err->msg) + strlen(tail) < sizeof err->msg)
-    strcat(err->msg, tail);
-  return rc;
-}
-
-/* Run a write (sqlite3_mprintf style SQL). */
-int dprl_q_path_write_fmt(dprl_q_store *st, const char *what, dprl_error *err,
-                          const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  char *sql = sqlite3_vmprintf(fmt, ap);
-  va_end(ap);
-  if (!sql) return dprl_nomem(err);
-  int rc = sqlite3_exec(st->db, sql, NULL, NULL, NULL);
-  sqlite3_free(sql);
-  return rc == SQLITE_OK ? DPRL_OK : dprl_q_path_write_fail(st, what, err);
-}
-
-/* Prepare the SQL of fmt (sqlite3_mprintf style) into *s. */
-int dprl_q_path_prepare_fmt(dprl_q_store *st, sqlite3_stmt **s, const char *what,
-                            dprl_error *err, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  char *sql = sqlite3_vmprintf(fmt, ap);
-  va_end(ap);
-  if (!sql) return dprl_nomem(err);
-  int rc = sqlite3_prepare_v2(st->db, sql, -1, s, NULL);
-  sqlite3_free(sql);
-  return rc == SQLITE_OK ? DPRL_OK : dprl_q_path_db_fail(st, what, err);
-}
 
 /* ---- loading and storing points -------------------------------------------- */
 
@@ -247,12 +191,13 @@ static int resolve(dprl_q_store *st, dprl_error *err) {
 
 /* ---- the transaction ---------------------------------------------------------- */
 
-/* Run one statement that takes the write lock; DPRL_OK unless the lock
-** itself was refused (other failures, say a view or a read-only file, are
-** left for the checks that follow to explain). */
-static int try_lock(dprl_q_store *st, const char *sql, dprl_error *err) {
-  if (!dprl_q_path_write_fmt(st, "taking its write lock", err, sql, st->schema, st->table))
-    return DPRL_OK;
+/* The result rc of a statement that takes the write lock: DPRL_OK unless
+** the lock itself was refused (other failures, say a view or a read-only
+** file, are left for the checks that follow to explain). */
+#define LOCKING "taking its write lock"
+
+static int try_lock(dprl_q_store *st, int rc, dprl_error *err) {
+  if (!rc) return DPRL_OK;
   int code = sqlite3_errcode(st->db) & 0xff;
   if (err->code != DPRL_EINVAL || (code != SQLITE_BUSY && code != SQLITE_LOCKED)) {
     if (err->code == DPRL_EINVAL) dprl_error_clear(err);
@@ -272,12 +217,13 @@ static int lock_schema(dprl_q_store *st, dprl_error *err) {
   st->cannot_wait = state == SQLITE_TXN_READ;
   if (state != SQLITE_TXN_NONE) return DPRL_OK;
   if ((rc = exists_in(st, st->schema, st->table, &found, err))) return rc;
-  if (!found &&
-      (rc = try_lock(st, "CREATE TABLE IF NOT EXISTS \"%w\".\"%w\"" PATH_SCHEMA, err)))
-    return rc;
+  if (!found && (rc = try_lock(st, dprl_q_path_create(st, 1, LOCKING, err), err))) return rc;
   /* (created by another connection meanwhile, IF NOT EXISTS wrote nothing) */
   if (sqlite3_txn_state(st->db, st->schema) != SQLITE_TXN_WRITE)
-    rc = try_lock(st, "DELETE FROM \"%w\".\"%w\" WHERE 0", err); /* writes nothing */
+    rc = try_lock(st,
+                  dprl_q_path_write_fmt(st, LOCKING, err, "DELETE FROM \"%w\".\"%w\" WHERE 0",
+                                        st->schema, st->table), /* writes nothing */
+                  err);
   return rc;
 }
 

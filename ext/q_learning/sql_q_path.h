@@ -16,36 +16,15 @@
 ** everything the call wrote and leaves the connection as it was found;
 ** after the ledger row, dprl_q_store_mark_charged records the budget, and
 ** dprl_q_store_close frees the store.
+**
+** Two layers: sql_q_path_check.c (the statements, the tables, their
+** checks) below; the store (sql_q_path.c) on top of it.
 */
 #ifndef DPRL_SQL_Q_PATH_H
 #define DPRL_SQL_Q_PATH_H
 
 #include "q_learning/q_noise.h"
-#include "sqlite/sql_glue.h"
-
-/* The law of the path, the public grid of its values, and the budget the
-** call names (NULL: none). */
-typedef struct dprl_q_path_params {
-  double sigma, beta, lo, hi, grid;
-  int seeded;
-  const char *budget;
-} dprl_q_path_params;
-
-typedef struct dprl_q_store {
-  sqlite3 *db;
-  const char *name;          /* the path table, as the user gave it */
-  char *schema;              /* the schema of both tables (sqlite3_malloc'd, as the */
-  char *table, *params;      /* ... names below): "<table>_params" */
-  char *params_shown;        /* "<name>_params", for messages */
-  const dprl_q_path_params *p;
-  dprl_cancel *cancel;       /* polled while sorting and storing */
-  sqlite3_stmt *load, *ins;  /* prepared once per call */
-  int writable;              /* inside our SAVEPOINT */
-  int outermost;             /* the SAVEPOINT opened the transaction */
-  int cannot_wait;           /* the schema was read before: no waiting for its lock */
-  int charged;               /* the path's release is charged to p->budget already */
-  char why[160];             /* why not writable (SQLite's message) */
-} dprl_q_store;
+#include "q_learning/sql_q_path_check.h"
 
 /* Open the store of table `name` (kept, not copied): "schema.table", the
 ** schema main, temp or an attached database, or "table", in the schema
@@ -72,25 +51,5 @@ int dprl_q_store_end(dprl_q_store *st, int rc, dprl_error *err);
 ** release is charged to p->budget (a write of its own). */
 int dprl_q_store_mark_charged(dprl_q_store *st, dprl_error *err);
 void dprl_q_store_close(dprl_q_store *st);
-
-/* ---- shared by sql_q_path.c and sql_q_path_check.c only ------------------ */
-
-#define PATH_SCHEMA "(action INTEGER, state REAL, g REAL, q REAL, PRIMARY KEY(action, state))"
-
-/* Check or create both tables, record or compare the parameters
-** (sql_q_path_check.c). */
-int dprl_q_path_open(dprl_q_store *st, dprl_error *err);
-/* Refused when the SAVEPOINT could not be opened (the calling statement
-** writes itself). */
-int dprl_q_path_may_write(dprl_q_store *st, dprl_error *err);
-/* SQLite's error on st->db as err: 'path table "gp": <what>: <message>'. */
-int dprl_q_path_db_fail(dprl_q_store *st, const char *what, dprl_error *err);
-/* The same for a write, saying what works when the lock cannot be waited for. */
-int dprl_q_path_write_fail(dprl_q_store *st, const char *what, dprl_error *err);
-/* Run a write, or prepare a statement, from sqlite3_mprintf-style SQL. */
-int dprl_q_path_write_fmt(dprl_q_store *st, const char *what, dprl_error *err,
-                          const char *fmt, ...);
-int dprl_q_path_prepare_fmt(dprl_q_store *st, sqlite3_stmt **s, const char *what,
-                            dprl_error *err, const char *fmt, ...);
 
 #endif
