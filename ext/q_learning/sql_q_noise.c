@@ -8,8 +8,9 @@
 **       "lr": 3e-4, "k": 60, "K": 21, "path": "q_noise_path"}');
 **   -- state | action | q | noisy_q
 **
-** Glue only: options -> q_options.c; the points from points_sql; the
-** paths from gp_path.c, kept in the path table by sql_q_path.c.
+** Glue only: options -> q_options.c; the points from points_sql; their
+** noise -> q_noise.c, whose path store is the path table of sql_q_path.c;
+** the ledger row; the rows.
 **
 ** A path is the noise of one function (ALGORITHMS.md section 8.1): a point
 ** has one q, in a call and on a stored path (q as rounded to the grid, the
@@ -19,7 +20,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "q_learning/gp_path.h"
+#include "q_learning/q_noise.h"
 #include "q_learning/q_options.h"
 #include "q_learning/sql_q_path.h"
 #include "sqlite/sql_budget.h"
@@ -120,173 +121,6 @@ static int read_points(sqlite3 *db, sqlite3_value *sql, const dprl_q_noise_cfg *
   return dprl_query_rows(db, sql, "points_sql", 3, "dp_q_noise", point_row, &r, err);
 }
 
-/* ---- sampling ---------------------------------------------------------------- */
-
-typedef struct qn_work {
-  const dprl_q_noise_cfg *c;
-  dprl_cancel *cancel;
-  const qn_points *p;
-  dprl_q_store *st;      /* NULL: no path table */
-  size_t *start, *order; /* rows of action a: order[start[a] .. start[a+1]) */
-  double *xs, *out;      /* rescaled states and values of one action */
-  size_t *where;         /* the index of each row's point on the path */
-  dprl_q_point *fresh;   /* new points of one action (path table only) */
-  dprl_gp_path *path;
-  dprl_rng rng;
-} qn_work;
-
-static void work_free(qn_work *w) {
-  dprl_rng_wipe(&w->rng);
-  dprl_gp_path_free(w->path);
-  dprl_free(w->start);
-  dprl_free(w->order);
-  dprl_free(w->xs);
-  dprl_free(w->out);
-  dprl_free(w->where);
-  dprl_free(w->fresh);
-}
-
-/* Buffers, the path, the generator; the rows sorted by action (counting
-** sort, stable).  The per-action buffers are as long as the largest
-** action's rows, and like order they are written before they are read, so
-** they are not zeroed. */
-static int work_init(qn_work *w, dprl_error *err) {
-  size_t n = w->p->n, m = (size_t)w->c->n_actions, n1 = n ? n : 1, most = 1;
-  int rc = DPRL_OK;
-  if (!(w->path = dprl_gp_path_create(w->c->sigma, w->c->beta, w->c->grid, err)))
-    return err->code;
-  w->path->cancel = w->cancel;
-  if (!w->c->has_seed && dprl_rng_init_secure(&w->rng, err)) return err->code;
-  size_t *fill = dprl_calloc(m, sizeof *fill);
-  w->start = dprl_calloc(m + 1, sizeof *w->start);
-  w->order = dprl_malloc_array(n1, sizeof *w->order);
-  if (!fill || !w->start || !w->order) {
-    dprl_free(fill);
-    return dprl_nomem(err);
-  }
-  for (size_t i = 0; i < n && !rc; i++) {
-    w->start[w->p->a[i] + 1]++;
-    rc = dprl_cancel_poll(w->cancel, 4, err);
-  }
-  for (size_t a = 0; a < m; a++) {
-    if (w->start[a + 1] > most) most = w->start[a + 1];
-    w->start[a + 1] += w->start[a];
-  }
-  for (size_t i = 0; i < n && !rc; i++) {
-    w->order[w->start[w->p->a[i]] + fill[w->p->a[i]]++] = i;
-    rc = dprl_cancel_poll(w->cancel, 4, err);
-  }
-  dprl_free(fill);
-  if (rc) return rc;
-  w->xs = dprl_malloc_array(most, sizeof *w->xs);
-  w->out = dprl_malloc_array(most, sizeof *w->out);
-  w->where = dprl_malloc_array(most, sizeof *w->where);
-  w->fresh = w->st ? dprl_malloc_array(most, sizeof *w->fresh) : NULL;
-  if (!w->xs || !w->out || !w->where || (w->st && !w->fresh)) return dprl_nomem(err);
-  return DPRL_OK;
-}
-
-/* q on the public grid: the part of noisy_q that is not noise. */
-static double q_on_grid(const dprl_q_noise_cfg *c, double q) {
-  return c->grid * (double)llround(q / c->grid);
-}
-
-/* Row i gives the point of row `first` (same action, same rescaled state,
-** earlier in this call) another q. */
-static int twice_in_call(const qn_work *w, size_t first, size_t i, dprl_error *err) {
-  char s[32], q1[32], q2[32];
-  dprl_fail(err, DPRL_EINVAL,
-            "state %s, action %lld has two values of q in this call, %s (row %zu) and %s: one "
-            "noise value at a point cannot hide two (their difference would be released "
-            "exactly); a path is the noise of one function",
-            dprl_json_num(w->p->s[i], s, sizeof s), (long long)w->p->a[i],
-            dprl_json_num(w->p->q[first], q1, sizeof q1), first + 1,
-            dprl_json_num(w->p->q[i], q2, sizeof q2));
-  dprl_error_at_row(err, "points_sql", i + 1);
-  return err->code;
-}
-
-/* Row i gives a stored point another q than the one it was released with. */
-static int other_than_stored(const qn_work *w, double stored, size_t i, dprl_error *err) {
-  char s[32], q1[32], q2[32];
-  dprl_fail(err, DPRL_EINVAL,
-            "path table \"%s\" holds state %s, action %lld with q = %s (on the grid: its noise "
-            "was released with that q); this call gives q = %s: a path is the noise of one "
-            "function, so another function needs another path table",
-            w->c->path, dprl_json_num(w->p->s[i], s, sizeof s), (long long)w->p->a[i],
-            dprl_json_num(stored, q1, sizeof q1), dprl_json_num(w->p->q[i], q2, sizeof q2));
-  dprl_error_at_row(err, "points_sql", i + 1);
-  return err->code;
-}
-
-/* Every row of action a (rows order[lo .. lo + cnt), their points at
-** where[]) has the q of its point: the stored one, else the first row's at
-** that point in this call; the new points go to fresh[] (path table). */
-static int bind_action(qn_work *w, size_t lo, size_t cnt, const dprl_q_point *old, size_t nold,
-                       size_t *nnew, dprl_error *err) {
-  size_t npath = dprl_gp_path_count(w->path), *first;
-  int rc = DPRL_OK;
-  if (!(first = dprl_malloc_array(npath, sizeof *first))) return dprl_nomem(err);
-  for (size_t k = 0; k < npath; k++) first[k] = SIZE_MAX;
-  for (size_t j = 0; j < cnt && !rc; j++) {
-    size_t i = w->order[lo + j], k = w->where[j], at;
-    double q = q_on_grid(w->c, w->p->q[i]);
-    if ((rc = dprl_cancel_poll(w->cancel, 50, err))) break;
-    if (first[k] == SIZE_MAX) first[k] = i;
-    else if (q_on_grid(w->c, w->p->q[first[k]]) != q) rc = twice_in_call(w, first[k], i, err);
-    if (rc || !w->st) continue;
-    if ((at = dprl_q_store_find(old, nold, w->xs[j])) < nold) {
-      if (old[at].q != q) rc = other_than_stored(w, old[at].q, i, err);
-      continue;
-    }
-    w->fresh[*nnew].x = w->p->s[i]; /* (state, g, q) of a new point */
-    w->fresh[*nnew].g = w->out[j];
-    w->fresh[*nnew].q = q;
-    (*nnew)++;
-  }
-  dprl_free(first);
-  return rc;
-}
-
-/* Action a: its path (loaded), the batch draw, the new points written;
-** vals[i] = g_a(x_i) for its rows. */
-static int sample_action(qn_work *w, size_t a, double *vals, dprl_error *err) {
-  const dprl_q_noise_cfg *c = w->c;
-  size_t lo = w->start[a], cnt = w->start[a + 1] - lo, nold = 0, nnew = 0;
-  dprl_q_point *old = NULL;
-  int rc;
-  if (!cnt) return DPRL_OK;
-  dprl_gp_path_reset(w->path);
-  if (w->st && (rc = dprl_q_store_load(w->st, (int64_t)a, w->path, &old, &nold, err)))
-    return rc;
-  if (c->has_seed) /* one stream per action and per size of the stored path */
-    dprl_rng_init_seeded(&w->rng, c->seed, DPRL_STREAM_Q_NOISE | (uint64_t)a | (uint64_t)nold << 21);
-  for (size_t j = 0; j < cnt; j++)
-    w->xs[j] = (w->p->s[w->order[lo + j]] - c->lo) / (c->hi - c->lo);
-  rc = dprl_cancel_poll(w->cancel, 4 * (uint64_t)cnt, err);
-  if (!rc) rc = dprl_gp_path_sample_indexed(w->path, &w->rng, w->xs, cnt, w->out, w->where, err);
-  if (!rc) rc = bind_action(w, lo, cnt, old, nold, &nnew, err);
-  for (size_t j = 0; j < cnt && !rc; j++) vals[w->order[lo + j]] = w->out[j];
-  dprl_free(old);
-  if (!rc && nnew) rc = dprl_q_store_add(w->st, (int64_t)a, w->fresh, nnew, err);
-  return rc;
-}
-
-/* vals[i] = g_{a_i}(x_i), one path per action, kept in st if not NULL. */
-static int noise_sample(const dprl_q_noise_cfg *c, const qn_points *p, dprl_q_store *st,
-                        dprl_cancel *cancel, double *vals, dprl_error *err) {
-  qn_work w;
-  memset(&w, 0, sizeof w);
-  w.c = c;
-  w.cancel = cancel;
-  w.p = p;
-  w.st = st;
-  int rc = work_init(&w, err);
-  for (size_t a = 0; a < (size_t)c->n_actions && !rc; a++) rc = sample_action(&w, a, vals, err);
-  work_free(&w);
-  return rc;
-}
-
 /* q on the public grid, then the grid-valued noise: nothing of q's low
 ** bits survives (ALGORITHMS.md section 6). */
 static int noise_rows(const dprl_q_noise_cfg *c, const qn_points *p, const double *vals,
@@ -294,7 +128,7 @@ static int noise_rows(const dprl_q_noise_cfg *c, const qn_points *p, const doubl
   if (dprl_rows_reserve(out, p->n)) return dprl_nomem(err);
   for (size_t i = 0; i < p->n; i++) {
     if (dprl_cancel_poll(cancel, 20, err)) return err->code;
-    double qr = q_on_grid(c, p->q[i]);
+    double qr = dprl_q_on_grid(c, p->q[i]);
     if (dprl_rows_add(out)) return dprl_nomem(err);
     dprl_rows_double(out, 0, p->s[i]);
     dprl_rows_int(out, 1, p->a[i]);
@@ -304,24 +138,30 @@ static int noise_rows(const dprl_q_noise_cfg *c, const qn_points *p, const doubl
   return DPRL_OK;
 }
 
-/* The ledger row, before any row is returned (ALGORITHMS.md section 8.1).
-** Without a path table every call draws fresh paths: one release, charged.
-** With one, all calls on the path are one release: charged (epsilon,
-** delta_total) by the first budgeted call, then marked so; later calls on
-** it log a row that spends nothing.  The mark is written only after the
-** ledger row is committed: a failure in between makes a later call charge
-** again, never charge less. */
-static int noise_charge(sqlite3 *db, const dprl_q_noise_cfg *c, dprl_q_store *st,
+/* ---- the path table as dp_q_noise's path store (q_noise.h) ---------------- */
+
+static int store_load(void *ctx, int64_t a, dprl_q_point **pts, size_t *npts, dprl_error *err) {
+  return dprl_q_store_load(ctx, a, pts, npts, err);
+}
+
+static int store_add(void *ctx, int64_t a, dprl_q_point *pts, size_t n, dprl_error *err) {
+  return dprl_q_store_add(ctx, a, pts, n, err);
+}
+
+static int store_mark_charged(void *ctx, dprl_error *err) {
+  return dprl_q_store_mark_charged(ctx, err);
+}
+
+/* The ledger row, before any row is returned; the path marked charged
+** after it (q_noise.h, dprl_q_noise_cost_of). */
+static int noise_charge(sqlite3 *db, const dprl_q_noise_cfg *c, const dprl_q_path_store *ps,
                         const char *text, size_t len, dprl_error *err) {
-  /* J < T/B reuses paths, which the accountant does not cover */
-  int fresh = c->cal.epsilon <= 0 || dprl_q_fresh_paths(&c->cal);
-  int spends = c->sigma > 0 && c->cal.epsilon > 0 && !c->has_seed && fresh;
-  int paid = c->path && st->charged; /* this path's release is charged already */
-  dprl_spend sp = {c->budget, "dp_q_noise", spends && !paid ? c->cal.epsilon : 0,
-                   spends && !paid ? c->cal.out.delta_total : 0, spends, text, len,
-                   c->has_seed ? "seed" : !fresh ? "J (below T/B)" : "sigma"};
+  dprl_q_noise_cost cost;
+  dprl_q_noise_cost_of(c, ps, &cost);
+  dprl_spend sp = {c->budget, "dp_q_noise", cost.epsilon, cost.delta, cost.spends,
+                   text,      len,          cost.why_not};
   int rc = dprl_budget_charge(db, &sp, err);
-  if (!rc && c->budget && c->path && spends && !paid) rc = dprl_q_store_mark_charged(st, err);
+  if (!rc) rc = dprl_q_noise_charged(&cost, ps, err);
   return rc;
 }
 
@@ -333,16 +173,19 @@ static int noise_run(sqlite3 *db, sqlite3_value *sql, const dprl_q_noise_cfg *c,
                      dprl_error *err) {
   dprl_q_path_params pp = {c->sigma, c->beta, c->lo, c->hi, c->grid, c->has_seed, c->budget};
   dprl_q_store st;
+  dprl_q_path_store ps = {&st, store_load, store_add, store_mark_charged, 0};
   qn_points p = {0};
   double *vals = NULL;
   memset(&st, 0, sizeof st);
   int rc = c->path ? dprl_q_store_begin(&st, db, c->path, &pp, cancel, err) : DPRL_OK;
+  ps.charged = st.charged;
   if (!rc) rc = read_points(db, sql, c, &p, err);
+  dprl_q_noise_in in = {p.s, p.a, p.q, p.n, "points_sql"};
   /* every entry is written (each point has an action) before it is read */
   if (!rc && !(vals = dprl_malloc_array(p.n ? p.n : 1, sizeof *vals))) rc = dprl_nomem(err);
-  if (!rc) rc = noise_sample(c, &p, c->path ? &st : NULL, cancel, vals, err);
+  if (!rc) rc = dprl_q_noise_sample(c, &in, c->path ? &ps : NULL, cancel, vals, err);
   if (c->path) rc = dprl_q_store_end(&st, rc, err);
-  if (!rc) rc = noise_charge(db, c, &st, text, len, err);
+  if (!rc) rc = noise_charge(db, c, c->path ? &ps : NULL, text, len, err);
   if (c->path) dprl_q_store_close(&st);
   if (!rc) rc = noise_rows(c, &p, vals, out, cancel, err);
   dprl_free(vals);

@@ -10,7 +10,6 @@
 #include "q_learning/sql_q_path.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,67 +17,7 @@
 #include "base/json.h"
 #include "q_learning/q_options.h"
 
-/* Called before any write: refused when the SAVEPOINT could not be opened
-** (the calling statement writes itself, e.g. CREATE TABLE ... AS SELECT). */
-int dprl_q_path_may_write(dprl_q_store *st, dprl_error *err) {
-  if (st->writable) return DPRL_OK;
-  return dprl_fail(err, DPRL_EINVAL,
-                   "path table \"%s\": cannot store new noise from inside a statement that "
-                   "writes (%s); run the same call in a plain SELECT first: once its points "
-                   "are stored, it writes nothing",
-                   st->name, st->why);
-}
-
-int dprl_q_path_db_fail(dprl_q_store *st, const char *what, dprl_error *err) {
-  return dprl_sql_db_error(st->db, err, "path table \"%s\": %s", st->name, what);
-}
-
-/* A write refused for a lock.  In autocommit mode every SELECT reads the
-** main schema, and a connection that already reads a schema cannot wait
-** to write it (SQLite would deadlock): say what works instead. */
-int dprl_q_path_write_fail(dprl_q_store *st, const char *what, dprl_error *err) {
-  int rc = dprl_q_path_db_fail(st, what, err);
-  const char *tail = "; this call cannot wait for another connection's write lock, since its "
-                     "statement or your transaction already reads this schema: run it inside "
-                     "BEGIN IMMEDIATE ... COMMIT, or keep the path table in an attached database";
-  if (rc == DPRL_EBUSY && st->cannot_wait &&
-      strlen(err->msg) + strlen(tail) < sizeof err->msg)
-    strcat(err->msg, tail);
-  return rc;
-}
-
-/* Run a write (sqlite3_mprintf style SQL). */
-int dprl_q_path_write_fmt(dprl_q_store *st, const char *what, dprl_error *err,
-                          const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  char *sql = sqlite3_vmprintf(fmt, ap);
-  va_end(ap);
-  if (!sql) return dprl_nomem(err);
-  int rc = sqlite3_exec(st->db, sql, NULL, NULL, NULL);
-  sqlite3_free(sql);
-  return rc == SQLITE_OK ? DPRL_OK : dprl_q_path_write_fail(st, what, err);
-}
-
-/* Prepare the SQL of fmt (sqlite3_mprintf style) into *s. */
-int dprl_q_path_prepare_fmt(dprl_q_store *st, sqlite3_stmt **s, const char *what,
-                            dprl_error *err, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  char *sql = sqlite3_vmprintf(fmt, ap);
-  va_end(ap);
-  if (!sql) return dprl_nomem(err);
-  int rc = sqlite3_prepare_v2(st->db, sql, -1, s, NULL);
-  sqlite3_free(sql);
-  return rc == SQLITE_OK ? DPRL_OK : dprl_q_path_db_fail(st, what, err);
-}
-
 /* ---- loading and storing points -------------------------------------------- */
-
-static int pt_cmp(const void *pa, const void *pb) {
-  const dprl_q_point *a = pa, *b = pb;
-  return (a->x > b->x) - (a->x < b->x);
-}
 
 /* Column i of the load statement: a number below 2^52 grid steps, on the grid. */
 static int on_grid(dprl_q_store *st, int i) {
@@ -106,10 +45,9 @@ static int check_row(dprl_q_store *st, int64_t a, dprl_error *err) {
                    st->name, (long long)a, v[0], v[1], v[2]);
 }
 
-/* The stored rows of action a, checked, rescaled, unsorted. */
-static int read_rows(dprl_q_store *st, int64_t a, dprl_q_point **out, size_t *nout,
-                     dprl_error *err) {
-  const dprl_q_path_params *c = st->p;
+/* The stored rows of action a, checked, in table order. */
+int dprl_q_store_load(dprl_q_store *st, int64_t a, dprl_q_point **out, size_t *nout,
+                      dprl_error *err) {
   size_t n = 0, cap = 0;
   dprl_q_point *v = NULL;
   int rc = DPRL_OK, step;
@@ -132,7 +70,7 @@ static int read_rows(dprl_q_store *st, int64_t a, dprl_q_point **out, size_t *no
       if ((rc = dprl_grow_parallel(nc, 1, arrays, sizes, err))) break;
       cap = nc;
     }
-    v[n].x = (sqlite3_column_double(st->load, 0) - c->lo) / (c->hi - c->lo);
+    v[n].x = sqlite3_column_double(st->load, 0);
     v[n].g = sqlite3_column_double(st->load, 1);
     v[n].q = sqlite3_column_double(st->load, 2);
     n++;
@@ -148,67 +86,12 @@ static int read_rows(dprl_q_store *st, int64_t a, dprl_q_point **out, size_t *no
   return DPRL_OK;
 }
 
-/* The (x, g) pairs of v[0..n) into path. */
-static int load_path(dprl_gp_path *path, const dprl_q_point *v, size_t n, dprl_error *err) {
-  dprl_gp_point *xg = dprl_malloc_array(n ? n : 1, sizeof *xg); /* written before read */
-  if (!xg) return dprl_nomem(err);
-  for (size_t i = 0; i < n; i++) {
-    xg[i].x = v[i].x;
-    xg[i].g = v[i].g;
-  }
-  int rc = dprl_gp_path_load(path, xg, n, err);
-  dprl_free(xg);
-  return rc;
-}
-
-int dprl_q_store_load(dprl_q_store *st, int64_t a, dprl_gp_path *path, dprl_q_point **pts,
-                      size_t *npts, dprl_error *err) {
-  dprl_q_point *v = NULL;
-  size_t n = 0, m = 0;
-  int rc = read_rows(st, a, &v, &n, err);
-  if (rc) return rc;
-  /* Distinct states can rescale to the same x; they were stored with the
-  ** same value and the same q (a repeated point), so keep one. */
-  rc = dprl_sort(v, n, sizeof *v, pt_cmp, st->cancel, err);
-  for (size_t i = 0; i < n && !rc; i++) {
-    if ((rc = dprl_cancel_poll(st->cancel, 2, err))) break;
-    if (m && v[m - 1].x == v[i].x) {
-      char x[32];
-      if (v[m - 1].g != v[i].g || v[m - 1].q != v[i].q)
-        rc = dprl_fail(err, DPRL_EINVAL,
-                       "path table \"%s\": two values stored at one point (action %lld, "
-                       "rescaled state %s)",
-                       st->name, (long long)a, dprl_json_num(v[i].x, x, 32));
-      continue;
-    }
-    v[m++] = v[i];
-  }
-  if (!rc) rc = load_path(path, v, m, err);
-  if (rc) {
-    dprl_free(v);
-    return rc;
-  }
-  *pts = v;
-  *npts = m;
-  return DPRL_OK;
-}
-
-size_t dprl_q_store_find(const dprl_q_point *pts, size_t n, double x) {
-  size_t lo = 0, hi = n;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (pts[mid].x < x) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo < n && pts[lo].x == x ? lo : n;
-}
-
 /* A plain INSERT per point: a point that cannot be stored is an error,
 ** never skipped, since its value is about to be released. */
 int dprl_q_store_add(dprl_q_store *st, int64_t a, dprl_q_point *pts, size_t n,
                      dprl_error *err) {
   int rc = dprl_q_path_may_write(st, err);
-  if (!rc) rc = dprl_sort(pts, n, sizeof *pts, pt_cmp, st->cancel, err);
+  if (!rc) rc = dprl_sort(pts, n, sizeof *pts, dprl_q_point_cmp, st->cancel, err);
   for (size_t j = 0; j < n && !rc; j++) {
     if (j && pts[j].x == pts[j - 1].x) continue; /* a state repeated in this call */
     if ((rc = dprl_cancel_poll(st->cancel, 2000, err))) break;
@@ -308,12 +191,13 @@ static int resolve(dprl_q_store *st, dprl_error *err) {
 
 /* ---- the transaction ---------------------------------------------------------- */
 
-/* Run one statement that takes the write lock; DPRL_OK unless the lock
-** itself was refused (other failures, say a view or a read-only file, are
-** left for the checks that follow to explain). */
-static int try_lock(dprl_q_store *st, const char *sql, dprl_error *err) {
-  if (!dprl_q_path_write_fmt(st, "taking its write lock", err, sql, st->schema, st->table))
-    return DPRL_OK;
+/* The result rc of a statement that takes the write lock: DPRL_OK unless
+** the lock itself was refused (other failures, say a view or a read-only
+** file, are left for the checks that follow to explain). */
+#define LOCKING "taking its write lock"
+
+static int try_lock(dprl_q_store *st, int rc, dprl_error *err) {
+  if (!rc) return DPRL_OK;
   int code = sqlite3_errcode(st->db) & 0xff;
   if (err->code != DPRL_EINVAL || (code != SQLITE_BUSY && code != SQLITE_LOCKED)) {
     if (err->code == DPRL_EINVAL) dprl_error_clear(err);
@@ -333,12 +217,13 @@ static int lock_schema(dprl_q_store *st, dprl_error *err) {
   st->cannot_wait = state == SQLITE_TXN_READ;
   if (state != SQLITE_TXN_NONE) return DPRL_OK;
   if ((rc = exists_in(st, st->schema, st->table, &found, err))) return rc;
-  if (!found &&
-      (rc = try_lock(st, "CREATE TABLE IF NOT EXISTS \"%w\".\"%w\"" PATH_SCHEMA, err)))
-    return rc;
+  if (!found && (rc = try_lock(st, dprl_q_path_create(st, 1, LOCKING, err), err))) return rc;
   /* (created by another connection meanwhile, IF NOT EXISTS wrote nothing) */
   if (sqlite3_txn_state(st->db, st->schema) != SQLITE_TXN_WRITE)
-    rc = try_lock(st, "DELETE FROM \"%w\".\"%w\" WHERE 0", err); /* writes nothing */
+    rc = try_lock(st,
+                  dprl_q_path_write_fmt(st, LOCKING, err, "DELETE FROM \"%w\".\"%w\" WHERE 0",
+                                        st->schema, st->table), /* writes nothing */
+                  err);
   return rc;
 }
 

@@ -10,48 +10,21 @@
 **
 ** A store is opened once per call (dprl_q_store_begin): inside a SAVEPOINT
 ** it checks or creates both tables, refuses triggers on them, and records
-** or compares the parameters.  Then, per action, the stored points are
-** loaded into the path before new ones are drawn, and the new points
-** stored before any value is released.  dprl_q_store_end commits, or undoes
+** or compares the parameters.  Then, as the path store of q_noise.h, it
+** gives each action's stored points before new ones are drawn, and stores
+** the new points before any value is released.  dprl_q_store_end commits, or undoes
 ** everything the call wrote and leaves the connection as it was found;
 ** after the ledger row, dprl_q_store_mark_charged records the budget, and
 ** dprl_q_store_close frees the store.
+**
+** Two layers: sql_q_path_check.c (the statements, the tables, their
+** checks) below; the store (sql_q_path.c) on top of it.
 */
 #ifndef DPRL_SQL_Q_PATH_H
 #define DPRL_SQL_Q_PATH_H
 
-#include "q_learning/gp_path.h"
-#include "sqlite/sql_glue.h"
-
-/* The law of the path, the public grid of its values, and the budget the
-** call names (NULL: none). */
-typedef struct dprl_q_path_params {
-  double sigma, beta, lo, hi, grid;
-  int seeded;
-  const char *budget;
-} dprl_q_path_params;
-
-/* A stored point: the rescaled state, its noise, the q (on the grid) that
-** was released with it. */
-typedef struct dprl_q_point {
-  double x, g, q;
-} dprl_q_point;
-
-typedef struct dprl_q_store {
-  sqlite3 *db;
-  const char *name;          /* the path table, as the user gave it */
-  char *schema;              /* the schema of both tables (sqlite3_malloc'd, as the */
-  char *table, *params;      /* ... names below): "<table>_params" */
-  char *params_shown;        /* "<name>_params", for messages */
-  const dprl_q_path_params *p;
-  dprl_cancel *cancel;       /* polled while sorting and storing */
-  sqlite3_stmt *load, *ins;  /* prepared once per call */
-  int writable;              /* inside our SAVEPOINT */
-  int outermost;             /* the SAVEPOINT opened the transaction */
-  int cannot_wait;           /* the schema was read before: no waiting for its lock */
-  int charged;               /* the path's release is charged to p->budget already */
-  char why[160];             /* why not writable (SQLite's message) */
-} dprl_q_store;
+#include "q_learning/q_noise.h"
+#include "q_learning/sql_q_path_check.h"
 
 /* Open the store of table `name` (kept, not copied): "schema.table", the
 ** schema main, temp or an attached database, or "table", in the schema
@@ -63,13 +36,11 @@ typedef struct dprl_q_store {
 int dprl_q_store_begin(dprl_q_store *st, sqlite3 *db, const char *name,
                        const dprl_q_path_params *p, dprl_cancel *cancel,
                        dprl_error *err);
-/* The stored points of action a into path (states rescaled to [0, 1]);
-** *pts gets a sorted copy (x rescaled, g, q), *npts its size, for
-** dprl_q_store_find; the caller frees it. */
-int dprl_q_store_load(dprl_q_store *st, int64_t a, dprl_gp_path *path,
-                      dprl_q_point **pts, size_t *npts, dprl_error *err);
-/* The index of the rescaled state x among the n sorted points, or n. */
-size_t dprl_q_store_find(const dprl_q_point *pts, size_t n, double x);
+/* The stored points of action a, checked (state in [lo, hi], g and q on
+** the grid), in table order: *pts (x the state as stored; the caller
+** frees it), *npts its size.  (q_noise.h: the path store's load.) */
+int dprl_q_store_load(dprl_q_store *st, int64_t a, dprl_q_point **pts, size_t *npts,
+                      dprl_error *err);
 /* Store n new points (state as given, g, q) of action a, each state once;
 ** sorts pts.  A point that cannot be stored is an error, never skipped. */
 int dprl_q_store_add(dprl_q_store *st, int64_t a, dprl_q_point *pts, size_t n,
@@ -80,25 +51,5 @@ int dprl_q_store_end(dprl_q_store *st, int rc, dprl_error *err);
 ** release is charged to p->budget (a write of its own). */
 int dprl_q_store_mark_charged(dprl_q_store *st, dprl_error *err);
 void dprl_q_store_close(dprl_q_store *st);
-
-/* ---- shared by sql_q_path.c and sql_q_path_check.c only ------------------ */
-
-#define PATH_SCHEMA "(action INTEGER, state REAL, g REAL, q REAL, PRIMARY KEY(action, state))"
-
-/* Check or create both tables, record or compare the parameters
-** (sql_q_path_check.c). */
-int dprl_q_path_open(dprl_q_store *st, dprl_error *err);
-/* Refused when the SAVEPOINT could not be opened (the calling statement
-** writes itself). */
-int dprl_q_path_may_write(dprl_q_store *st, dprl_error *err);
-/* SQLite's error on st->db as err: 'path table "gp": <what>: <message>'. */
-int dprl_q_path_db_fail(dprl_q_store *st, const char *what, dprl_error *err);
-/* The same for a write, saying what works when the lock cannot be waited for. */
-int dprl_q_path_write_fail(dprl_q_store *st, const char *what, dprl_error *err);
-/* Run a write, or prepare a statement, from sqlite3_mprintf-style SQL. */
-int dprl_q_path_write_fmt(dprl_q_store *st, const char *what, dprl_error *err,
-                          const char *fmt, ...);
-int dprl_q_path_prepare_fmt(dprl_q_store *st, sqlite3_stmt **s, const char *what,
-                            dprl_error *err, const char *fmt, ...);
 
 #endif

@@ -1,7 +1,8 @@
 /*
-** sql_q_path_check.c: the checks of dp_q_noise's path table before any
-** point is loaded or stored (see sql_q_path.h): both tables' columns, no
-** trigger on them, and the parameters row.
+** sql_q_path_check.c: the lower layer of dp_q_noise's path table (see
+** sql_q_path_check.h; the store of sql_q_path.c is built on it): SQL
+** statement helpers, both tables created (only here) or their columns
+** checked, no trigger on them, and the parameters row.
 **
 **   CREATE TABLE gp(action INTEGER, state REAL, g REAL);   -- no primary key
 **   SELECT * FROM dp_q_noise('SELECT 0.5, 0, 1.0',
@@ -14,7 +15,64 @@
 #include <string.h>
 
 #include "base/json.h"
-#include "q_learning/sql_q_path.h"
+#include "q_learning/sql_q_path_check.h"
+
+/* ---- statements -------------------------------------------------------------- */
+
+/* Called before any write: refused when the SAVEPOINT could not be opened
+** (the calling statement writes itself, e.g. CREATE TABLE ... AS SELECT). */
+int dprl_q_path_may_write(dprl_q_store *st, dprl_error *err) {
+  if (st->writable) return DPRL_OK;
+  return dprl_fail(err, DPRL_EINVAL,
+                   "path table \"%s\": cannot store new noise from inside a statement that "
+                   "writes (%s); run the same call in a plain SELECT first: once its points "
+                   "are stored, it writes nothing",
+                   st->name, st->why);
+}
+
+int dprl_q_path_db_fail(dprl_q_store *st, const char *what, dprl_error *err) {
+  return dprl_sql_db_error(st->db, err, "path table \"%s\": %s", st->name, what);
+}
+
+/* A write refused for a lock.  In autocommit mode every SELECT reads the
+** main schema, and a connection that already reads a schema cannot wait
+** to write it (SQLite would deadlock): say what works instead. */
+int dprl_q_path_write_fail(dprl_q_store *st, const char *what, dprl_error *err) {
+  int rc = dprl_q_path_db_fail(st, what, err);
+  const char *tail = "; this call cannot wait for another connection's write lock, since its "
+                     "statement or your transaction already reads this schema: run it inside "
+                     "BEGIN IMMEDIATE ... COMMIT, or keep the path table in an attached database";
+  if (rc == DPRL_EBUSY && st->cannot_wait &&
+      strlen(err->msg) + strlen(tail) < sizeof err->msg)
+    strcat(err->msg, tail);
+  return rc;
+}
+
+/* Run a write (sqlite3_mprintf style SQL). */
+int dprl_q_path_write_fmt(dprl_q_store *st, const char *what, dprl_error *err,
+                          const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  char *sql = sqlite3_vmprintf(fmt, ap);
+  va_end(ap);
+  if (!sql) return dprl_nomem(err);
+  int rc = sqlite3_exec(st->db, sql, NULL, NULL, NULL);
+  sqlite3_free(sql);
+  return rc == SQLITE_OK ? DPRL_OK : dprl_q_path_write_fail(st, what, err);
+}
+
+/* Prepare the SQL of fmt (sqlite3_mprintf style) into *s. */
+int dprl_q_path_prepare_fmt(dprl_q_store *st, sqlite3_stmt **s, const char *what,
+                            dprl_error *err, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  char *sql = sqlite3_vmprintf(fmt, ap);
+  va_end(ap);
+  if (!sql) return dprl_nomem(err);
+  int rc = sqlite3_prepare_v2(st->db, sql, -1, s, NULL);
+  sqlite3_free(sql);
+  return rc == SQLITE_OK ? DPRL_OK : dprl_q_path_db_fail(st, what, err);
+}
 
 /* ---- the two tables' schemas ------------------------------------------------ */
 
@@ -26,6 +84,7 @@ typedef struct table_want {
   const char *schema;              /* as SQL */
 } table_want;
 
+#define PATH_SCHEMA "(action INTEGER, state REAL, g REAL, q REAL, PRIMARY KEY(action, state))"
 static const char *const path_names[] = {"action", "state", "g", "q"};
 static const char *const path_types[] = {"INTEGER", "REAL", "REAL", "REAL"};
 static const int path_pk[] = {1, 2, 0, 0};
@@ -90,6 +149,19 @@ static int table_shape(dprl_q_store *st, const char *name, const table_want *w, 
   return DPRL_OK;
 }
 
+/* CREATE TABLE [IF NOT EXISTS] schema.name with the columns of w. */
+static int create_table(dprl_q_store *st, const char *name, const table_want *w,
+                        int if_not_exists, const char *what, dprl_error *err) {
+  return dprl_q_path_write_fmt(st, what, err, "CREATE TABLE %s\"%w\".\"%w\"%s",
+                               if_not_exists ? "IF NOT EXISTS " : "", st->schema, name,
+                               w->schema);
+}
+
+int dprl_q_path_create(dprl_q_store *st, int if_not_exists, const char *what,
+                       dprl_error *err) {
+  return create_table(st, st->table, &path_want, if_not_exists, what, err);
+}
+
 /* Check the schema of table `name` (in st->schema; shown as `shown`) if it
 ** exists, else create it. */
 static int open_table(dprl_q_store *st, const char *name, const char *shown,
@@ -108,9 +180,8 @@ static int open_table(dprl_q_store *st, const char *name, const char *shown,
   *existed = ncol > 0;
   if (ncol) return DPRL_OK;
   if ((rc = dprl_q_path_may_write(st, err))) return rc;
-  const char *what = w == &path_want ? "creating it" : "creating its parameters table";
-  return dprl_q_path_write_fmt(st, what, err, "CREATE TABLE \"%w\".\"%w\"%s", st->schema, name,
-                               w->schema);
+  if (w == &path_want) return dprl_q_path_create(st, 0, "creating it", err);
+  return create_table(st, name, w, 0, "creating its parameters table", err);
 }
 
 /* A trigger on the path table (or its parameters) could skip, change or
