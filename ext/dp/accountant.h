@@ -28,7 +28,7 @@ double dprl_gdp_sigma(double eps, double delta, double sens);
 ** bracket that passes) with dprl_gdp_delta(eps, mu) <= delta: the eps of a
 ** mu-GDP mechanism at delta. A composition of Gaussian mechanisms is one
 ** with mu = sqrt(sum mu_i^2) (Dong, Roth, Su 2019, Corollary 3.3); GDP is
-** proven for the continuous Gaussian only (ALGORITHMS.md section 13.4).
+** proven for the continuous Gaussian only (ALGORITHMS.md section 12.1).
 ** mu >= 0 finite, delta in (0, 1); NaN otherwise. mu = 0 gives 0. */
 double dprl_gdp_eps(double mu, double delta);
 

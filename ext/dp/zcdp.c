@@ -1,5 +1,5 @@
 /* zcdp.c: zCDP accounting and its conversion to (eps, delta) (zcdp.h;
-** ALGORITHMS.md section 13). */
+** ALGORITHMS.md section 12.1). */
 #include "dp/zcdp.h"
 
 #include <float.h>

@@ -1,6 +1,6 @@
 /*
 ** zcdp.h: zero-concentrated DP (zCDP) accounting for the ledger (plain C,
-** no SQLite; ALGORITHMS.md section 13).
+** no SQLite; ALGORITHMS.md section 12.1).
 **
 ** A Gaussian release (discrete Gaussian of scale sigma grid steps on an
 ** integer-valued query of l2 sensitivity Delta grid steps) is rho-zCDP with
@@ -9,7 +9,7 @@
 ** mechanisms whose eps and delta add up. The combination of rho-zCDP
 ** releases and plain releases with sums (eps_sum, delta_sum) is
 **   (eps_sum + dprl_zcdp_eps(rho, delta_z), delta_sum + delta_z)-DP
-** for every delta_z in (0, 1) (section 13 gives the proof).
+** for every delta_z in (0, 1) (section 12.1, rule 4, gives the proof).
 **
 ** Rounding: every returned eps or delta is an upper bound on the exact
 ** quantity it names (rounded up, never down); rho is rounded up; the
@@ -22,7 +22,7 @@
 /* rho = sens^2 / (2 sigma^2) of a Gaussian release, rounded up.
 ** sens >= 0 and sigma > 0, both finite; NaN otherwise. The caller passes
 ** the sensitivity and the scale in the same units (for dprl's releases: the
-** grid steps after rounding, ALGORITHMS.md section 13.3). */
+** grid steps after rounding, ALGORITHMS.md section 12.1). */
 double dprl_zcdp_rho(double sens, double sigma);
 
 /* The eps of rho-zCDP at delta by the conversion of CKS 2020 (Corollary 13):
