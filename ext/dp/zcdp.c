@@ -62,10 +62,11 @@ double dprl_zcdp_eps(double rho, double delta) {
   /* L is rounded up (the margin in eps_at covers the rest): a larger L only
   ** raises f, so the bound stays valid. */
   double L = up(-log(delta));
-  /* phi(hi) = log1p(hi) > 0; at lo both rho lo^2 and log1p(lo) are <= L/2. */
-  double hi = sqrt(L / rho), lo = fmin(sqrt(L / (2 * rho)), expm1(L / 2));
-  if (!(hi > 0) || !isfinite(hi)) return NAN; /* not reached for valid input */
-  double t = lo > 0 ? root_log(eps_phi, rho, L, lo, hi) : hi;
+  /* phi(hi) = log1p(hi) > 0; at lo both rho lo^2 and log1p(lo) are <= L/2.
+  ** The square roots are split so that a subnormal rho cannot overflow. */
+  double sr = sqrt(rho);
+  double hi = sqrt(L) / sr, lo = fmin(sqrt(L / 2) / sr, expm1(L / 2));
+  double t = lo > 0 && lo < hi ? root_log(eps_phi, rho, L, lo, hi) : hi;
   double e = eps_at(t, rho, L);
   if (isnan(e)) return HUGE_VAL; /* inf - inf at absurd rho: no finite eps */
   return e > 0 ? e : 0;
@@ -89,13 +90,17 @@ static double delta_psi(double t, double rho, double eps) {
 double dprl_zcdp_delta(double rho, double eps) {
   if (!(rho >= 0) || !isfinite(rho) || !(eps >= 0) || !isfinite(eps)) return NAN;
   if (rho == 0) return 0;
-  /* psi(hi) >= (eps + 1) - log 2 - eps > 0 since 2 hi rho >= eps + 1 and
-  ** hi >= 1. */
-  double hi = fmax(1, (eps + 1) / (2 * rho)), lo = hi;
-  if (!isfinite(hi)) return 1;
-  while (lo > DBL_MIN && !(delta_psi(lo, rho, eps) < 0)) lo /= 2;
-  if (!(delta_psi(lo, rho, eps) < 0)) return 1; /* the infimum is near a = 1 */
-  double t = root_log(delta_psi, rho, eps, lo, hi);
+  /* psi(hi) >= 0: log1p(1/t) <= 1/t, and t >= eps/rho, t >= 1/sqrt(rho) give
+  ** 2 t rho >= eps + 1/t. The cap keeps t eps and t(1+t) rho finite (hi
+  ** above it means eps^2 > 2^1000 rho); past it the bound at the cap is
+  ** used (every a gives a valid bound), where t rho < eps. */
+  double cap = 0x1p1000 / fmax(1, eps);
+  double hi = fmin(fmax(eps / rho, 1 / sqrt(rho)), cap), lo = hi, t = hi;
+  if (!(delta_psi(hi, rho, eps) < 0)) {
+    while (lo > DBL_MIN && !(delta_psi(lo, rho, eps) < 0)) lo /= 2;
+    if (!(delta_psi(lo, rho, eps) < 0)) return 1; /* the infimum is near a = 1 */
+    t = root_log(delta_psi, rho, eps, lo, hi);
+  }
   double A = t * ((1 + t) * rho), B = -t * eps, C = -(1 + t) * log1p(1 / t),
          D = -log(t);
   double lg = A + B + C + D;

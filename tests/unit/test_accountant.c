@@ -230,6 +230,20 @@ static void test_bad_inputs(void) {
   CHECK(big >= 1e300, "huge rho: eps at least rho");
   CHECK(dprl_zcdp_eps(DBL_MAX, 1e-5) == HUGE_VAL, "rho at DBL_MAX: eps inf");
   CHECK(dprl_gdp_eps(0, 1e-5) == 0, "gdp_eps of mu 0 is 0");
+  /* Extremes, against the reference at getcontext().prec = 400 (60 digits
+  ** lose ln(t/a) near 0 at t ~ 1e150) with golden(f, -800, 800, 700), rho
+  ** given as Decimal(5e-324), the double's exact value. At rho < delta^2
+  ** eps is 0. */
+  CHECK(dprl_zcdp_eps(5e-324, 1e-5) == 0, "subnormal rho: eps 0");
+  CHECK_REL(dprl_zcdp_eps(1e-12, 1e-9), 4.4955780701146502e-06, REL, "eps(1e-12, 1e-9)");
+  CHECK_REL(dprl_zcdp_eps(1e-300, 1e-160), 9.0561896034631343e-150, REL,
+            "eps(1e-300, 1e-160)");
+  CHECK_REL(dprl_zcdp_delta(5e-324, 0), 1.9066021802887224e-162, REL, "delta(subnormal rho, 0)");
+  CHECK_REL(dprl_zcdp_delta(1e-300, 0), 8.5776388496070681e-151, REL, "delta(1e-300, 0)");
+  double sub = dprl_zcdp_delta(1e-300, 1e-140);
+  CHECK(sub > 0 && sub <= 1e-300, "delta(1e-300, 1e-140) is below every double");
+  sub = dprl_zcdp_delta(5e-324, 1e300);
+  CHECK(sub > 0 && sub <= 1e-300, "eps / rho beyond the doubles: a vanishing delta");
   double tiny = dprl_zcdp_eps(1e-300, 1e-300);
   CHECK(tiny > 0 && tiny < 1e-140, "tiny rho, tiny delta: small positive eps");
 }
