@@ -44,6 +44,27 @@ double dprl_gdp_sigma(double eps, double delta, double sens) {
   return hi;
 }
 
+/* delta(eps) falls as eps grows: bracket [lo, hi] with hi passing, then
+** bisect; hi is returned (eps rounded up). */
+double dprl_gdp_eps(double mu, double delta) {
+  if (!(mu >= 0) || !isfinite(mu) || !(delta > 0 && delta < 1)) return NAN;
+  if (mu == 0 || dprl_gdp_delta(0, mu) <= delta) return 0;
+  double lo = 0, hi = 1;
+  for (int i = 0; i < 2100 && !(dprl_gdp_delta(hi, mu) <= delta); i++) {
+    lo = hi;
+    hi *= 2;
+  }
+  while (hi - lo > 1e-12 * hi) {
+    double mid = lo + (hi - lo) / 2;
+    if (!(mid > lo && mid < hi)) break;
+    if (dprl_gdp_delta(mid, mu) <= delta)
+      hi = mid;
+    else
+      lo = mid;
+  }
+  return hi;
+}
+
 /* ---- Exact composition (ALGORITHMS.md section 10) --------------------------- */
 
 /* ln Gamma(x) for x > 0 without lgamma's write of the global signgam (a

@@ -24,6 +24,14 @@ double dprl_gdp_delta(double eps, double mu);
 ** bracket that passes) with dprl_gdp_delta(eps, sens / sigma) <= delta. */
 double dprl_gdp_sigma(double eps, double delta, double sens);
 
+/* The smallest eps >= 0 (to relative 1e-12, rounded up: the end of the
+** bracket that passes) with dprl_gdp_delta(eps, mu) <= delta: the eps of a
+** mu-GDP mechanism at delta. A composition of Gaussian mechanisms is one
+** with mu = sqrt(sum mu_i^2) (Dong, Roth, Su 2019, Corollary 3.3); GDP is
+** proven for the continuous Gaussian only (ALGORITHMS.md section 12.1).
+** mu >= 0 finite, delta in (0, 1); NaN otherwise. mu = 0 gives 0. */
+double dprl_gdp_eps(double mu, double delta);
+
 /* The largest k dprl_composition_delta takes. */
 #define DPRL_COMPOSITION_MAX_K 1000000
 

@@ -1,0 +1,81 @@
+/*
+** zcdp.h: zero-concentrated DP (zCDP) accounting for the ledger (plain C,
+** no SQLite; ALGORITHMS.md section 12.1).
+**
+** A Gaussian release (discrete Gaussian of scale sigma grid steps on an
+** integer-valued query of l2 sensitivity Delta grid steps) is rho-zCDP with
+** rho = Delta^2 / (2 sigma^2) (Canonne, Kamath, Steinke 2020); rho adds up
+** over releases (Bun & Steinke 2016). The other releases are (eps, delta)
+** mechanisms whose eps and delta add up. The combination of rho-zCDP
+** releases and plain releases with sums (eps_sum, delta_sum) is
+**   (eps_sum + dprl_zcdp_eps(rho, delta_z), delta_sum + delta_z)-DP
+** for every delta_z in (0, 1) (section 12.1, rule 4, gives the proof).
+**
+** Rounding: every returned eps or delta is an upper bound on the exact
+** quantity it names (rounded up, never down); rho is rounded up; the
+** remaining rho is rounded down. Bad inputs (NaN, negative, out of range)
+** give NaN.
+*/
+#ifndef DPRL_ZCDP_H
+#define DPRL_ZCDP_H
+
+/* rho = sens^2 / (2 sigma^2) of a Gaussian release, rounded up.
+** sens >= 0 and sigma > 0, both finite; NaN otherwise. The caller passes
+** the sensitivity and the scale in the same units (for dprl's releases: the
+** grid steps after rounding, ALGORITHMS.md section 12.1). */
+double dprl_zcdp_rho(double sens, double sigma);
+
+/* The eps of rho-zCDP at delta by the conversion of CKS 2020 (Corollary 13):
+**   eps(delta) = inf_{a>1} a rho + (log(1/delta) + (a-1) log(1-1/a) - log a)/(a-1),
+** clamped below at 0. The minimiser is the unique root of
+** rho (a-1)^2 = log(1/delta) - log a, found by bisection; the value is then
+** evaluated at that a with an upward margin covering its floating-point
+** error, so the result is never below the exact value of the formula at
+** the a used (and therefore a valid eps). It exceeds the exact infimum by
+** at most a relative 1e-12 (plus 1e-300 absolute). rho >= 0 finite, delta
+** in (0, 1); NaN otherwise. rho = 0 gives 0; a result too large for a
+** double is +inf. */
+double dprl_zcdp_eps(double rho, double delta);
+
+/* The delta of rho-zCDP at eps by the same conversion:
+**   delta(eps) = inf_{a>1} exp((a-1)(a rho - eps)) (1-1/a)^a / (a-1),
+** capped at 1. The minimiser is the unique root of
+** (2a-1) rho + log(1-1/a) = eps; the value is rounded up as for
+** dprl_zcdp_eps; its margin is on ln delta, so it exceeds the exact
+** infimum by a relative error that grows with |ln delta|: about
+** 2e-13 + 1e-14 |ln delta| (plus the smallest subnormal). rho >= 0 finite, eps >= 0 finite; NaN
+** otherwise. rho = 0 gives 0. */
+double dprl_zcdp_delta(double rho, double eps);
+
+/* The classic conversion eps = rho + 2 sqrt(rho log(1/delta)) (Bun & Steinke
+** 2016, Proposition 1.3), rounded up; never below dprl_zcdp_eps. Same
+** domain as dprl_zcdp_eps. */
+double dprl_zcdp_eps_classic(double rho, double delta);
+
+/* The eps, at total delta, of rho-zCDP releases combined with plain releases
+** whose eps and delta sum to eps_sum and delta_sum: the rho part gets
+** delta_z = delta - delta_sum (rounded down), so
+**   eps = eps_sum + dprl_zcdp_eps(rho, delta_z), rounded up.
+** +inf when rho > 0 and delta <= delta_sum (no finite eps at that delta);
+** eps_sum when rho = 0 and delta_sum <= delta. rho >= 0 finite, eps_sum
+** >= 0 finite, delta_sum in [0, 1), delta in [0, 1); NaN otherwise. */
+double dprl_zcdp_total_eps(double rho, double eps_sum, double delta_sum,
+                           double delta);
+
+/* Whether the releases fit a budget (eps_b, delta_b): 1 if
+** dprl_zcdp_total_eps(rho, eps_sum, delta_sum, delta_b) <= eps_b, 0 if not,
+** -1 for bad inputs (those of dprl_zcdp_total_eps; eps_b >= 0 finite). */
+int dprl_zcdp_fits(double rho, double eps_sum, double delta_sum, double eps_b,
+                   double delta_b);
+
+/* The largest r >= 0 such that dprl_zcdp_fits(rho + r, eps_sum, delta_sum,
+** eps_b, delta_b) is 1, rounded down (to within a relative 1e-12 of the
+** largest; the returned r itself always passes the check, with rho + r
+** computed in double as written). -1 when the releases already do not fit
+** (fits is 0); NaN for bad inputs. 0 when only r = 0 fits (e.g. delta_b <=
+** delta_sum). The smallest scale of a new Gaussian release of sensitivity
+** sens that still fits is then sens / sqrt(2 r). */
+double dprl_zcdp_rho_left(double rho, double eps_sum, double delta_sum,
+                          double eps_b, double delta_b);
+
+#endif
