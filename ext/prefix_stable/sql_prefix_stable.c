@@ -39,9 +39,6 @@
 
 static const char *const ps_options[] = {"epsilon", "delta", "p_min", "T", "L", "accountant",
                                          "seed", "budget", "read", NULL};
-/* "read": how the examined trajectories are found (ALGORITHMS.md 7.1) */
-enum { PS_READ_AUTO, PS_READ_ONCE, PS_READ_TWICE };
-static const char *const ps_read_names[] = {"auto", "once", "twice", NULL};
 static const char *const ps_args[] = {"trajectories_sql", "policies_sql", "options"};
 
 /* The options -> the public parameters (eps' by the accountant, threshold,
@@ -67,7 +64,8 @@ static int ps_parse(const char *fn, sqlite3_value *v, ps_opts *o, dprl_error *er
   if (!rc) rc = dprl_opt_choice(&op, "accountant", dprl_prefix_accountant_names, 0, &acc);
   if (!rc) rc = dprl_opt_seed(&op, &o->has_seed, &o->seed);
   if (!rc) rc = dprl_opt_name(&op, "budget", &o->budget);
-  if (!rc) rc = dprl_opt_choice(&op, "read", ps_read_names, PS_READ_AUTO, &o->read);
+  if (!rc) rc = dprl_opt_choice(&op, "read", dprl_prefix_read_names, DPRL_PREFIX_READ_AUTO,
+                                  &o->read);
   dprl_options_close(&op);
   o->epsilon = eps;
   o->delta = delta;
@@ -298,11 +296,10 @@ static int ps_compute(sqlite3 *db, sqlite3_value **args, dprl_rows *out, char **
       dprl_query_close(&q);
       ps.body = dprl_query_body(db, args[0]);
       ps.buf.cancel = &ps.cancel.base;
-      /* One pass unless told otherwise, an index makes two passes cheaper,
-      ** or the call is seeded (two passes make a seeded release
-      ** independent of the order of the rows; both have the same law). */
-      int oom = 0, once = o.read == PS_READ_ONCE ||
-                          (o.read == PS_READ_AUTO && !o.has_seed && !ps_has_seeks(db, &ps, &oom));
+      /* One pass or two (dprl_prefix_reads_once); the plan is asked only
+      ** when the choice rests on it. */
+      int oom = 0, once = dprl_prefix_reads_once(o.read, o.has_seed);
+      if (once < 0) once = !ps_has_seeks(db, &ps, &oom);
       if (!oom && !(ps.run = dprl_malloc((size_t)o.pp.T * sizeof *ps.run))) oom = 1;
       if (oom) rc = SQLITE_NOMEM;
       else if (!(rc = ps_open(db, &ps, &o, pzErr))) {
@@ -333,11 +330,8 @@ static int ps_compute(sqlite3 *db, sqlite3_value **args, dprl_rows *out, char **
   dprl_free(ps.offsets);
   dprl_free(ps.st);
   dprl_free(ps.ac);
-  dprl_free(ps.res);
   dprl_free(ps.run);
-  dprl_free(ps.member);
-  for (size_t i = 0; i < ps.n_bad; i++) dprl_free(ps.bad[i].msg);
-  dprl_free(ps.bad);
+  dprl_reservoir_free(&ps.once);
   return rc;
 }
 
