@@ -66,6 +66,51 @@ int dprl_examined_choose(dprl_rng *rng, int64_t n, int64_t T, int64_t *run,
   return DPRL_OK;
 }
 
+/* ---- The examined trajectories, for the release ------------------------ */
+
+int dprl_examined_flatten(dprl_step_buffer *buf, dprl_episode_index *chosen, int64_t K,
+                          int64_t **offsets, int64_t **states, int64_t **actions,
+                          dprl_error *err) {
+  size_t E = dprl_step_buffer_episodes(buf), n = buf->n;
+  /* place[e]: episode e's place in chosen, UINT32_MAX when not examined */
+  uint32_t *place = dprl_calloc(E ? E : 1, sizeof *place);
+  int64_t *off = dprl_calloc((size_t)K + 1, sizeof *off);
+  int64_t *st = dprl_malloc_array(n ? n : 1, sizeof *st);
+  int64_t *ac = dprl_malloc_array(n ? n : 1, sizeof *ac);
+  int rc = !place || !off || !st || !ac ? dprl_nomem(err) : DPRL_OK;
+  for (size_t e = 0; !rc && e < E; e++) { /* lengths, at the chosen places */
+    dprl_key k;
+    dprl_step_buffer_episode_key(buf, e, &k);
+    if (!dprl_key_find(chosen, &k, &place[e]) || (int64_t)place[e] >= K) place[e] = UINT32_MAX;
+    else off[place[e] + 1] = (int64_t)(buf->start[e + 1] - buf->start[e]);
+  }
+  for (int64_t c = 0; !rc && c < K; c++) off[c + 1] += off[c];
+  for (size_t e = 0; !rc && e < E; e++) {
+    const dprl_step *steps;
+    size_t len;
+    /* only the examined are read (and so checked for a duplicate t) */
+    if (place[e] != UINT32_MAX) {
+      if ((rc = dprl_step_buffer_episode(buf, e, &steps, &len, err))) break;
+      for (size_t j = 0, at = (size_t)off[place[e]]; j < len; j++, at++) {
+        st[at] = steps[j].state;
+        ac[at] = (int64_t)steps[j].reward; /* the action index */
+      }
+    }
+    dprl_step_buffer_done_before(buf, e + 1);
+  }
+  dprl_free(place);
+  if (rc) {
+    dprl_free(off);
+    dprl_free(st);
+    dprl_free(ac);
+    off = st = ac = NULL;
+  }
+  *offsets = off;
+  *states = st;
+  *actions = ac;
+  return rc;
+}
+
 /* ---- One pass --------------------------------------------------------- */
 
 enum { IN = 1, BAD = 2, EXAMINED = 4 }; /* r->flag bits */

@@ -64,6 +64,23 @@ int dprl_examined_key_order(const dprl_episode_index *ids, uint32_t *order,
 int dprl_examined_choose(dprl_rng *rng, int64_t n, int64_t T, int64_t *run,
                          uint32_t *chosen, int64_t *K, dprl_error *err);
 
+/* ---- The examined trajectories, for the release ------------------------ */
+
+/* The K examined trajectories as the core's arrays (dprl_trajectories),
+** from a grouped step buffer (dprl_step_buffer_group done) whose steps
+** hold the state in .state and the action index in .reward: trajectory c
+** is the key of place c in chosen (order of first draw; ids 0..K-1), its
+** steps sorted by t. An episode of buf that is not chosen is skipped
+** unread, so not checked (one pass: a key that left the sample); a chosen
+** key without rows is an empty trajectory. The episodes are consumed in
+** order (dprl_step_buffer_done_before). *offsets (K + 1 entries),
+** *states and *actions are allocated here, freed with dprl_free; on error
+** they are NULL. Errors: a duplicate (episode, t) of a chosen episode,
+** memory, an interrupt. */
+int dprl_examined_flatten(dprl_step_buffer *buf, dprl_episode_index *chosen, int64_t K,
+                          int64_t **offsets, int64_t **states, int64_t **actions,
+                          dprl_error *err);
+
 /* ---- One pass --------------------------------------------------------- */
 
 /* A row that failed its checks, kept until the draw says whether its key is

@@ -80,14 +80,10 @@ static int ps_plan_seeks(sqlite3 *db, sqlite3_stmt *st) {
   return ok && rows > 0;
 }
 
-
-
 /* A row's episode key into ps->ids (every row's key is checked: an integer
-** or text); *id its index, *fresh 1 the first time the key is seen. */
-static int ps_see_id(sqlite3_value *v, ps_state *ps, uint32_t *id, int *fresh) {
+** or text); *id its index (0, 1, 2, ... in order of first appearance). */
+static int ps_see_id(sqlite3_value *v, ps_state *ps, uint32_t *id) {
   dprl_key k;
-  size_t before = ps->ids.n;
-  *fresh = 0;
   if (ps->last_ok && sqlite3_value_type(v) == SQLITE_INTEGER &&
       sqlite3_value_int64(v) == ps->last_key) {
     *id = ps->last_id;
@@ -96,7 +92,6 @@ static int ps_see_id(sqlite3_value *v, ps_state *ps, uint32_t *id, int *fresh) {
   if (dprl_sql_key(v, "trajectories_sql: episode", &k, &ps->err) ||
       dprl_key_intern(&ps->ids, &k, id, &ps->err))
     return ps->err.code;
-  *fresh = ps->ids.n > before;
   ps->last_ok = !k.is_text;
   ps->last_key = k.ival;
   ps->last_id = *id;
@@ -106,16 +101,15 @@ static int ps_see_id(sqlite3_value *v, ps_state *ps, uint32_t *id, int *fresh) {
 /* One episode key seen by pass 1. */
 static int ps_add_id(sqlite3_value *v, ps_state *ps) {
   uint32_t id;
-  int fresh;
-  return ps_see_id(v, ps, &id, &fresh);
+  return ps_see_id(v, ps, &id);
 }
 
 /* One pass: a row's key checked and sampled (dprl_reservoir_see).  1 if the
 ** key is in the sample now, 0 if not, -1 on error. */
 static int ps_sample_row(sqlite3_value *v, ps_state *ps) {
   uint32_t id;
-  int fresh, in;
-  if (ps_see_id(v, ps, &id, &fresh) || dprl_reservoir_see(&ps->once, &ps->rng, id, &in, &ps->err))
+  int in;
+  if (ps_see_id(v, ps, &id) || dprl_reservoir_see(&ps->once, &ps->rng, id, &in, &ps->err))
     return -1;
   return in;
 }

@@ -171,50 +171,6 @@ int ps_lookup(dprl_episode_index *x, sqlite3_value *v, const char *what,
   return DPRL_OK;
 }
 
-/* The K drawn trajectories flattened into the core's arrays in order of
-** first draw (trajectory c = chosen key c; ps->run maps runs to them),
-** each sorted by t; a drawn key with no rows (a query that changed between
-** the passes) is an empty trajectory. */
-static int ps_flatten(ps_state *ps, int64_t K, char **pzErr) {
-  size_t E = dprl_step_buffer_episodes(&ps->buf), n = ps->buf.n;
-  uint32_t *pos = dprl_calloc(E ? E : 1, sizeof *pos);
-  ps->offsets = dprl_calloc((size_t)K + 1, sizeof *ps->offsets);
-  ps->st = dprl_malloc((n ? n : 1) * sizeof *ps->st);
-  ps->ac = dprl_malloc((n ? n : 1) * sizeof *ps->ac);
-  if (!pos || !ps->offsets || !ps->st || !ps->ac) {
-    dprl_free(pos);
-    return SQLITE_NOMEM;
-  }
-  for (size_t e = 0; e < E; e++) { /* lengths, at the chosen positions */
-    dprl_key k;
-    dprl_step_buffer_episode_key(&ps->buf, e, &k);
-    /* not examined: a key the one pass let go (its rows were read while it
-    ** was in the reservoir) */
-    if (!dprl_key_find(&ps->chosen, &k, &pos[e])) pos[e] = UINT32_MAX;
-    else ps->offsets[pos[e] + 1] = (int64_t)(ps->buf.start[e + 1] - ps->buf.start[e]);
-  }
-  for (int64_t c = 0; c < K; c++) ps->offsets[c + 1] += ps->offsets[c];
-  int rc = SQLITE_OK;
-  for (size_t e = 0; e < E && !rc; e++) {
-    const dprl_step *steps;
-    size_t len;
-    /* only the examined are read (and so checked for a duplicate t) */
-    if (pos[e] != UINT32_MAX) {
-      if (dprl_step_buffer_episode(&ps->buf, e, &steps, &len, &ps->err)) {
-        rc = dprl_sql_vtab_error(pzErr, FN, &ps->err);
-        break;
-      }
-      for (size_t j = 0, at = (size_t)ps->offsets[pos[e]]; j < len; j++, at++) {
-        ps->st[at] = steps[j].state;
-        ps->ac[at] = (int64_t)steps[j].reward; /* the action index */
-      }
-    }
-    dprl_step_buffer_done_before(&ps->buf, e + 1);
-  }
-  dprl_free(pos);
-  return rc;
-}
-
 static void put_key(dprl_rows *out, int col, const dprl_key *k) {
   if (k->is_text) dprl_rows_text(out, col, k->text, k->len);
   else dprl_rows_int(out, col, k->ival);
@@ -309,9 +265,12 @@ static int ps_compute(sqlite3 *db, sqlite3_value **args, dprl_rows *out, char **
           else rc = ps_read_trajectories(db, args[0], &ps, K, pzErr);
         }
         if (!rc) {
-          ps.buf.frees_as_read = 1; /* ps_flatten copies while freeing the buffer */
+          ps.buf.frees_as_read = 1; /* dprl_examined_flatten copies while freeing it */
           if (dprl_step_buffer_group(&ps.buf, &ps.err)) rc = dprl_sql_vtab_error(pzErr, FN, &ps.err);
-          else if (!(rc = ps_flatten(&ps, K, pzErr))) rc = ps_release(db, &ps, &o, K, out, pzErr);
+          else if (dprl_examined_flatten(&ps.buf, &ps.chosen, K, &ps.offsets, &ps.st, &ps.ac,
+                                         &ps.err))
+            rc = dprl_sql_vtab_error(pzErr, FN, &ps.err);
+          else rc = ps_release(db, &ps, &o, K, out, pzErr);
         }
       }
     }
