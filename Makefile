@@ -144,7 +144,7 @@ build/static/test_embed: tests/packaging/test_embed.c tests/unit/check.h ext/dpr
 core_objs = $(patsubst ext/%.c,$(B)/%.o,$(filter-out $(GLUE_SRC),$(foreach d,$(1),$(wildcard ext/$(d)/*.c))))
 LINK_test_noise        = base dp
 LINK_test_accountant   = base dp
-LINK_test_prefix       = base dp prefix_stable
+LINK_test_prefix       = base dp rows prefix_stable
 LINK_test_gpq          = base dp q_learning
 LINK_test_stats        = base dp rows policy_eval
 LINK_test_core         = base dp rows policy_eval

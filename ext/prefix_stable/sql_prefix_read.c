@@ -29,7 +29,9 @@
 ** samples each key at its first row (Algorithm R, without replacement) and
 ** lets through the rows of the keys in the sample, which is shuffled at
 ** the end and turned into T draws with replacement: the same law, half
-** the reading.  The keys themselves never leave this file. */
+** the reading.  The choices themselves (key order, the draws, the sample,
+** the deferred errors) are made in examined.c over key indices; the keys
+** never leave this file. */
 
 #define PS_WITH "WITH dprl_ps_rows(e, t, s, a) AS (\n"
 
@@ -78,14 +80,10 @@ static int ps_plan_seeks(sqlite3 *db, sqlite3_stmt *st) {
   return ok && rows > 0;
 }
 
-
-
 /* A row's episode key into ps->ids (every row's key is checked: an integer
-** or text); *id its index, *fresh 1 the first time the key is seen. */
-static int ps_see_id(sqlite3_value *v, ps_state *ps, uint32_t *id, int *fresh) {
+** or text); *id its index (0, 1, 2, ... in order of first appearance). */
+static int ps_see_id(sqlite3_value *v, ps_state *ps, uint32_t *id) {
   dprl_key k;
-  size_t before = ps->ids.n;
-  *fresh = 0;
   if (ps->last_ok && sqlite3_value_type(v) == SQLITE_INTEGER &&
       sqlite3_value_int64(v) == ps->last_key) {
     *id = ps->last_id;
@@ -94,7 +92,6 @@ static int ps_see_id(sqlite3_value *v, ps_state *ps, uint32_t *id, int *fresh) {
   if (dprl_sql_key(v, "trajectories_sql: episode", &k, &ps->err) ||
       dprl_key_intern(&ps->ids, &k, id, &ps->err))
     return ps->err.code;
-  *fresh = ps->ids.n > before;
   ps->last_ok = !k.is_text;
   ps->last_key = k.ival;
   ps->last_id = *id;
@@ -104,49 +101,17 @@ static int ps_see_id(sqlite3_value *v, ps_state *ps, uint32_t *id, int *fresh) {
 /* One episode key seen by pass 1. */
 static int ps_add_id(sqlite3_value *v, ps_state *ps) {
   uint32_t id;
-  int fresh;
-  return ps_see_id(v, ps, &id, &fresh);
+  return ps_see_id(v, ps, &id);
 }
 
-/* One pass (ALGORITHMS.md 7.1): Algorithm R over the keys' first
-** occurrences.  The i-th distinct key enters the reservoir while it has
-** fewer than T members, and otherwise replaces member j for a uniform j in
-** 0..i-1 when j < T (probability T/i).  A key's fate is settled at its first
-** row: a key left out never enters later, so every row of a final member is
-** read.  1 if this row's key is a member now, 0 if not, -1 on error. */
+/* One pass: a row's key checked and sampled (dprl_reservoir_see).  1 if the
+** key is in the sample now, 0 if not, -1 on error. */
 static int ps_sample_row(sqlite3_value *v, ps_state *ps) {
   uint32_t id;
-  int fresh;
-  if (ps_see_id(v, ps, &id, &fresh)) return -1;
-  if (!fresh) return ps->member[id] & PS_IN;
-  if (ps->ids.n > ps->member_cap) { /* one flag per key seen */
-    size_t mc = ps->member_cap ? 2 * ps->member_cap : 1024;
-    unsigned char *m = dprl_realloc(ps->member, mc);
-    if (!m) return dprl_nomem(&ps->err), -1;
-    ps->member = m;
-    ps->member_cap = mc;
-  }
-  if (ps->res_n == ps->res_cap && (int64_t)ps->res_n < ps->T) { /* min(T, n) slots */
-    size_t rc = ps->res_cap ? 2 * ps->res_cap : 64;
-    if ((int64_t)rc > ps->T) rc = (size_t)ps->T;
-    uint32_t *r = dprl_realloc(ps->res, rc * sizeof *r);
-    if (!r) return dprl_nomem(&ps->err), -1;
-    ps->res = r;
-    ps->res_cap = rc;
-  }
-  ps->member[id] = 0;
-  if ((int64_t)ps->res_n < ps->T) {
-    ps->res[ps->res_n++] = id;
-    ps->member[id] = PS_IN;
-  } else {
-    uint64_t j = dprl_rng_below(&ps->rng, (uint64_t)ps->ids.n);
-    if (j < (uint64_t)ps->T) {
-      ps->member[ps->res[j]] &= (unsigned char)~PS_IN;
-      ps->res[j] = id;
-      ps->member[id] = PS_IN;
-    }
-  }
-  return ps->member[id] & PS_IN;
+  int in;
+  if (ps_see_id(v, ps, &id) || dprl_reservoir_see(&ps->once, &ps->rng, id, &in, &ps->err))
+    return -1;
+  return in;
 }
 
 /* Run st to the end, adding column 0 of each row as a key. */
@@ -269,40 +234,26 @@ int ps_read_ids(sqlite3 *db, sqlite3_value *sql, ps_state *ps, char **pzErr) {
   return rc;
 }
 
-typedef struct ps_keyed {
-  dprl_key key;
-  uint32_t i;
-} ps_keyed;
-
-static int ps_keyed_cmp(const void *a, const void *b) {
-  return dprl_key_compare(&((const ps_keyed *)a)->key, &((const ps_keyed *)b)->key);
-}
-
-/* The draw: the keys in key order (as the grouped buffer numbered its
-** episodes), and each run's key drawn uniformly with replacement with the
-** generator as dprl_prefix_release_run draws (dprl_prefix_draw: the same
-** words of the stream); the K distinct drawn keys go to ps->chosen in
-** order of first draw, and ps->run[c] is run c's place there. */
+/* The draw (dprl_examined_key_order, dprl_examined_choose): the K distinct
+** drawn keys go to ps->chosen in order of first draw, and ps->run[c] is run
+** c's place there. */
 int ps_choose(ps_state *ps, int64_t T, int64_t *K) {
-  size_t n = ps->ids.n;
+  size_t n = ps->ids.n, most = (uint64_t)T < n ? (size_t)T : n;
+  uint32_t *order = dprl_malloc((n ? n : 1) * sizeof *order);
+  uint32_t *chosen = dprl_malloc((most ? most : 1) * sizeof *chosen);
+  int rc = !order || !chosen ? dprl_nomem(&ps->err) : DPRL_OK;
   *K = 0;
-  ps_keyed *k = dprl_calloc(n ? n : 1, sizeof *k);
-  int rc = DPRL_OK;
-  if (!k) rc = dprl_nomem(&ps->err);
-  for (size_t i = 0; !rc && i < n; i++) {
-    dprl_key_get(&ps->ids, (uint32_t)i, &k[i].key);
-    k[i].i = (uint32_t)i;
-  }
-  if (!rc) rc = dprl_sort(k, n, sizeof *k, ps_keyed_cmp, &ps->cancel.base, &ps->err);
-  if (!rc) dprl_prefix_draw(&ps->rng, (int64_t)n, T, ps->run);
-  for (int64_t c = 0; !rc && c < T; c++) {
+  if (!rc) rc = dprl_examined_key_order(&ps->ids, order, &ps->cancel.base, &ps->err);
+  if (!rc) rc = dprl_examined_choose(&ps->rng, (int64_t)n, T, ps->run, chosen, K, &ps->err);
+  for (int64_t c = 0; !rc && c < *K; c++) {
+    dprl_key k;
     uint32_t got;
-    if (ps->run[c] < 0) continue;
-    rc = dprl_key_intern(&ps->chosen, &k[ps->run[c]].key, &got, &ps->err);
-    ps->run[c] = got;
+    dprl_key_get(&ps->ids, order[chosen[c]], &k);
+    rc = dprl_key_intern(&ps->chosen, &k, &got, &ps->err);
   }
-  if (!rc) *K = (int64_t)ps->chosen.n;
-  dprl_free(k);
+  if (rc) *K = 0;
+  dprl_free(order);
+  dprl_free(chosen);
   return rc;
 }
 
@@ -328,15 +279,15 @@ static int ps_row_chosen(sqlite3_value *v, ps_state *ps) {
 }
 
 
-/* One pass: a row of a key in the reservoir (ps->last_id, just sampled).
-** A row that fails its checks is not an error yet: the key may leave the
-** reservoir, and then its rows were never examined (as with two passes,
-** where they are not read).  Its first such row is kept, and the rest of
-** its rows skipped; other errors (memory, interrupt) stop the scan. */
+/* One pass: a row of a key in the sample (ps->last_id, just sampled).  A
+** row that fails its checks is not an error yet: it is deferred
+** (dprl_reservoir_defer), and the rest of its key's rows skipped; other
+** errors (memory, interrupt) stop the scan. */
 static int ps_take_once(sqlite3_value **v, ps_state *ps) {
   uint32_t id = ps->last_id;
   dprl_key k, sampled;
-  if (ps->picking != PS_SAMPLE || !ps->member || id >= ps->ids.n)
+  int read;
+  if (ps->picking != PS_SAMPLE || id >= ps->ids.n)
     return dprl_fail(&ps->err, DPRL_EINVAL, "dprl_prefix_key: not sampling");
   /* the row's key is the one just sampled (SQLite evaluates the episode
   ** column again for the row: it must give the same key) */
@@ -346,45 +297,9 @@ static int ps_take_once(sqlite3_value **v, ps_state *ps) {
     return dprl_fail(&ps->err, DPRL_EINVAL,
                      "trajectories_sql: the episode column must give the same value each "
                      "time it is read (not random())");
-  ps->row_no++;
-  if (ps->member[id] & PS_BAD) return DPRL_OK;
+  if (dprl_reservoir_take(&ps->once, id, &read, &ps->err) || !read) return ps->err.code;
   int rc = ps_push_values(v, ps);
-  if (rc != DPRL_EINVAL) return rc;
-  /* kept, not raised: the message moves out of ps->err first, so that an
-  ** allocation failing below is reported as such */
-  char msg_now[sizeof ps->err.msg];
-  memcpy(msg_now, ps->err.msg, sizeof msg_now);
-  ps->err.code = DPRL_OK;
-  ps->err.msg[0] = 0;
-  if (ps->n_bad == ps->cap_bad) {
-    size_t nc = ps->cap_bad ? 2 * ps->cap_bad : 16;
-    ps_bad *b = dprl_realloc(ps->bad, nc * sizeof *b);
-    if (!b) return dprl_nomem(&ps->err);
-    ps->bad = b;
-    ps->cap_bad = nc;
-  }
-  size_t len = strnlen(msg_now, sizeof msg_now - 1);
-  char *msg = dprl_malloc(len + 1);
-  if (!msg) return dprl_nomem(&ps->err);
-  memcpy(msg, msg_now, len);
-  msg[len] = 0;
-  ps->bad[ps->n_bad++] = (ps_bad){id, ps->row_no, msg};
-  ps->member[id] |= PS_BAD;
-  return DPRL_OK;
-}
-
-/* One pass, at the end: the first failed row (in the order read) of a
-** drawn key, which two passes would have met first too. */
-static int ps_bad_examined(ps_state *ps) {
-  const ps_bad *first = NULL;
-  for (size_t i = 0; i < ps->n_bad; i++) {
-    dprl_key k;
-    uint32_t c;
-    dprl_key_get(&ps->ids, ps->bad[i].id, &k);
-    if (dprl_key_find(&ps->chosen, &k, &c) && (!first || ps->bad[i].row < first->row))
-      first = &ps->bad[i];
-  }
-  return first ? dprl_fail(&ps->err, DPRL_EINVAL, "%s", first->msg) : DPRL_OK;
+  return rc == DPRL_EINVAL ? dprl_reservoir_defer(&ps->once, id, &ps->err) : rc;
 }
 
 /* A row of the caller's query: its values if its key was drawn. */
@@ -454,17 +369,14 @@ int ps_has_seeks(sqlite3 *db, const ps_state *ps, int *oom) {
 }
 
 /* One pass (ALGORITHMS.md 7.1): every row's key is checked and sampled
-** (ps_sample_row); the rows of keys in the reservoir at the time are read
-** into the buffer.  Then the min(T, n) members are shuffled with the
-** generator (S, a uniform ordered sample without replacement), and the T
-** runs drawn with replacement from it: run c repeats the u-th distinct key
-** drawn so far for u = dprl_rng_below(n) < d, and otherwise takes S[d], the
-** next fresh key (d of them so far).  The K = d fresh keys, in that order,
-** are ps->chosen. */
+** (ps_sample_row); the rows of keys in the sample at the time are read
+** into the buffer.  Then dprl_reservoir_draw turns the sample into the T
+** runs; the K keys they examine, in order of first draw, are ps->chosen,
+** and a deferred error of one of them is raised. */
 int ps_read_once(sqlite3 *db, sqlite3_value *sql, ps_state *ps, int64_t T, int64_t *K,
                         char **pzErr) {
   int oom = 0, rc;
-  ps->T = T;
+  dprl_reservoir_init(&ps->once, T);
   ps->picking = PS_SAMPLE;
   sqlite3_stmt *st =
       ps->body ? ps_wrap(db, ps, "SELECT count(CASE WHEN " PS_KEY_FN "(?1, e) THEN " PS_KEY_FN
@@ -491,22 +403,17 @@ int ps_read_once(sqlite3 *db, sqlite3_value *sql, ps_state *ps, int64_t T, int64
     if (rc == SQLITE_DONE) rc = SQLITE_OK;
   }
   if (rc) return rc;
-  dprl_rng_shuffle_u32(&ps->rng, ps->res, (uint64_t)ps->res_n);
-  uint64_t n = ps->ids.n, d = 0;
-  for (int64_t c = 0; c < T; c++) {
-    uint64_t u = n ? dprl_rng_below(&ps->rng, n) : 0;
-    if (!n) ps->run[c] = -1;
-    else if (u < d) ps->run[c] = (int64_t)u;
-    else {
-      dprl_key k;
-      uint32_t got;
-      dprl_key_get(&ps->ids, ps->res[d], &k); /* d < min(T, n) = res_n */
-      if (dprl_key_intern(&ps->chosen, &k, &got, &ps->err))
-        return dprl_sql_vtab_error(pzErr, FN, &ps->err);
-      ps->run[c] = (int64_t)d++;
-    }
+  int64_t d;
+  dprl_reservoir_draw(&ps->once, &ps->rng, ps->run, &d);
+  for (int64_t c = 0; c < d; c++) { /* the examined keys, in order of first draw */
+    dprl_key k;
+    uint32_t got;
+    dprl_key_get(&ps->ids, ps->once.res[c], &k);
+    if (dprl_key_intern(&ps->chosen, &k, &got, &ps->err))
+      return dprl_sql_vtab_error(pzErr, FN, &ps->err);
   }
-  if (ps_bad_examined(ps)) return dprl_sql_vtab_error(pzErr, FN, &ps->err);
-  *K = (int64_t)d;
+  if (dprl_reservoir_bad_examined(&ps->once, &ps->err))
+    return dprl_sql_vtab_error(pzErr, FN, &ps->err);
+  *K = d;
   return SQLITE_OK;
 }

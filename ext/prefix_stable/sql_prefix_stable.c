@@ -39,9 +39,6 @@
 
 static const char *const ps_options[] = {"epsilon", "delta", "p_min", "T", "L", "accountant",
                                          "seed", "budget", "read", NULL};
-/* "read": how the examined trajectories are found (ALGORITHMS.md 7.1) */
-enum { PS_READ_AUTO, PS_READ_ONCE, PS_READ_TWICE };
-static const char *const ps_read_names[] = {"auto", "once", "twice", NULL};
 static const char *const ps_args[] = {"trajectories_sql", "policies_sql", "options"};
 
 /* The options -> the public parameters (eps' by the accountant, threshold,
@@ -67,7 +64,8 @@ static int ps_parse(const char *fn, sqlite3_value *v, ps_opts *o, dprl_error *er
   if (!rc) rc = dprl_opt_choice(&op, "accountant", dprl_prefix_accountant_names, 0, &acc);
   if (!rc) rc = dprl_opt_seed(&op, &o->has_seed, &o->seed);
   if (!rc) rc = dprl_opt_name(&op, "budget", &o->budget);
-  if (!rc) rc = dprl_opt_choice(&op, "read", ps_read_names, PS_READ_AUTO, &o->read);
+  if (!rc) rc = dprl_opt_choice(&op, "read", dprl_prefix_read_names, DPRL_PREFIX_READ_AUTO,
+                                  &o->read);
   dprl_options_close(&op);
   o->epsilon = eps;
   o->delta = delta;
@@ -173,50 +171,6 @@ int ps_lookup(dprl_episode_index *x, sqlite3_value *v, const char *what,
   return DPRL_OK;
 }
 
-/* The K drawn trajectories flattened into the core's arrays in order of
-** first draw (trajectory c = chosen key c; ps->run maps runs to them),
-** each sorted by t; a drawn key with no rows (a query that changed between
-** the passes) is an empty trajectory. */
-static int ps_flatten(ps_state *ps, int64_t K, char **pzErr) {
-  size_t E = dprl_step_buffer_episodes(&ps->buf), n = ps->buf.n;
-  uint32_t *pos = dprl_calloc(E ? E : 1, sizeof *pos);
-  ps->offsets = dprl_calloc((size_t)K + 1, sizeof *ps->offsets);
-  ps->st = dprl_malloc((n ? n : 1) * sizeof *ps->st);
-  ps->ac = dprl_malloc((n ? n : 1) * sizeof *ps->ac);
-  if (!pos || !ps->offsets || !ps->st || !ps->ac) {
-    dprl_free(pos);
-    return SQLITE_NOMEM;
-  }
-  for (size_t e = 0; e < E; e++) { /* lengths, at the chosen positions */
-    dprl_key k;
-    dprl_step_buffer_episode_key(&ps->buf, e, &k);
-    /* not examined: a key the one pass let go (its rows were read while it
-    ** was in the reservoir) */
-    if (!dprl_key_find(&ps->chosen, &k, &pos[e])) pos[e] = UINT32_MAX;
-    else ps->offsets[pos[e] + 1] = (int64_t)(ps->buf.start[e + 1] - ps->buf.start[e]);
-  }
-  for (int64_t c = 0; c < K; c++) ps->offsets[c + 1] += ps->offsets[c];
-  int rc = SQLITE_OK;
-  for (size_t e = 0; e < E && !rc; e++) {
-    const dprl_step *steps;
-    size_t len;
-    /* only the examined are read (and so checked for a duplicate t) */
-    if (pos[e] != UINT32_MAX) {
-      if (dprl_step_buffer_episode(&ps->buf, e, &steps, &len, &ps->err)) {
-        rc = dprl_sql_vtab_error(pzErr, FN, &ps->err);
-        break;
-      }
-      for (size_t j = 0, at = (size_t)ps->offsets[pos[e]]; j < len; j++, at++) {
-        ps->st[at] = steps[j].state;
-        ps->ac[at] = (int64_t)steps[j].reward; /* the action index */
-      }
-    }
-    dprl_step_buffer_done_before(&ps->buf, e + 1);
-  }
-  dprl_free(pos);
-  return rc;
-}
-
 static void put_key(dprl_rows *out, int col, const dprl_key *k) {
   if (k->is_text) dprl_rows_text(out, col, k->text, k->len);
   else dprl_rows_int(out, col, k->ival);
@@ -298,11 +252,10 @@ static int ps_compute(sqlite3 *db, sqlite3_value **args, dprl_rows *out, char **
       dprl_query_close(&q);
       ps.body = dprl_query_body(db, args[0]);
       ps.buf.cancel = &ps.cancel.base;
-      /* One pass unless told otherwise, an index makes two passes cheaper,
-      ** or the call is seeded (two passes make a seeded release
-      ** independent of the order of the rows; both have the same law). */
-      int oom = 0, once = o.read == PS_READ_ONCE ||
-                          (o.read == PS_READ_AUTO && !o.has_seed && !ps_has_seeks(db, &ps, &oom));
+      /* One pass or two (dprl_prefix_reads_once); the plan is asked only
+      ** when the choice rests on it. */
+      int oom = 0, once = dprl_prefix_reads_once(o.read, o.has_seed);
+      if (once < 0) once = !ps_has_seeks(db, &ps, &oom);
       if (!oom && !(ps.run = dprl_malloc((size_t)o.pp.T * sizeof *ps.run))) oom = 1;
       if (oom) rc = SQLITE_NOMEM;
       else if (!(rc = ps_open(db, &ps, &o, pzErr))) {
@@ -312,9 +265,12 @@ static int ps_compute(sqlite3 *db, sqlite3_value **args, dprl_rows *out, char **
           else rc = ps_read_trajectories(db, args[0], &ps, K, pzErr);
         }
         if (!rc) {
-          ps.buf.frees_as_read = 1; /* ps_flatten copies while freeing the buffer */
+          ps.buf.frees_as_read = 1; /* dprl_examined_flatten copies while freeing it */
           if (dprl_step_buffer_group(&ps.buf, &ps.err)) rc = dprl_sql_vtab_error(pzErr, FN, &ps.err);
-          else if (!(rc = ps_flatten(&ps, K, pzErr))) rc = ps_release(db, &ps, &o, K, out, pzErr);
+          else if (dprl_examined_flatten(&ps.buf, &ps.chosen, K, &ps.offsets, &ps.st, &ps.ac,
+                                         &ps.err))
+            rc = dprl_sql_vtab_error(pzErr, FN, &ps.err);
+          else rc = ps_release(db, &ps, &o, K, out, pzErr);
         }
       }
     }
@@ -333,11 +289,8 @@ static int ps_compute(sqlite3 *db, sqlite3_value **args, dprl_rows *out, char **
   dprl_free(ps.offsets);
   dprl_free(ps.st);
   dprl_free(ps.ac);
-  dprl_free(ps.res);
   dprl_free(ps.run);
-  dprl_free(ps.member);
-  for (size_t i = 0; i < ps.n_bad; i++) dprl_free(ps.bad[i].msg);
-  dprl_free(ps.bad);
+  dprl_reservoir_free(&ps.once);
   return rc;
 }
 

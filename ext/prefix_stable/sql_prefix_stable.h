@@ -9,28 +9,21 @@
 
 #include "base/options.h"
 #include "dp/noise.h"
+#include "prefix_stable/examined.h"
 #include "prefix_stable/prefix_stable.h"
 #include "sqlite/sql_tvf.h"
 
 #define FN "dp_prefix_stable"
 enum { PS_COLLECT, PS_PICK, PS_SAMPLE }; /* what dprl_prefix_key does */
-enum { PS_IN = 1, PS_BAD = 2 };            /* ps->member flags */
 #define PS_KEY_FN "dprl_prefix_key"
 #define PS_KEY_PTR "dprl_prefix_key_state"
-
-/* One pass: the first row of a sampled key that failed its checks. */
-typedef struct ps_bad {
-  uint32_t id;
-  uint64_t row; /* its place among the rows read */
-  char *msg;
-} ps_bad;
 
 typedef struct ps_opts {
   dprl_prefix_params pp; /* from the options alone */
   double epsilon, delta; /* (eps1, delta1): what a release spends */
   int has_seed;
   uint64_t seed;
-  int read; /* PS_READ_* */
+  int read; /* dprl_prefix_read */
   char *budget; /* a privacy ledger to charge (sql_budget.c), or NULL */
   const char *text;
   size_t len;
@@ -52,17 +45,8 @@ typedef struct ps_state {
   int last_ok;
   int64_t last_key;
   uint32_t last_id;
-  /* one pass: a reservoir of min(T, n) ids over first occurrences */
-  int64_t T;
-  uint32_t *res;
-  size_t res_n, res_cap;
-  unsigned char *member; /* per id: PS_IN while in the reservoir, | PS_BAD */
-  size_t member_cap;
-  /* one pass: the first row of each key that failed its checks while the
-  ** key was in the reservoir (reported only if the key is examined) */
-  struct ps_bad *bad;
-  size_t n_bad, cap_bad;
-  uint64_t row_no;
+  /* one pass: the sample of ids (ps->ids) and the deferred errors */
+  dprl_reservoir once;
   dprl_sql_cancel cancel;
   int cancel_open;
   dprl_rng rng;
