@@ -527,8 +527,8 @@ int dprl_pe_release(const dprl_pe_config *c, const dprl_fv_stats *st,
   else if ((rc = dprl_rng_init_secure(&rng, err))) return rc;
   int stats = c->perturb == DPRL_PERTURB_STATISTICS;
   size_t n = (size_t)c->n_states;
-  /* Every array is written before it is read: no zeroing (for 10^7 states
-  ** that alone was 0.4 s with no chance to stop). */
+  /* Every array is written before it is read: no zeroing (at 10^7 states
+  ** zeroing is a long loop with no chance to stop). */
   double *mem = dprl_malloc((2 * (size_t)d + (stats ? 6 : 1) * n) * sizeof *mem);
   if (!mem) {
     dprl_rng_wipe(&rng);
