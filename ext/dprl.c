@@ -44,6 +44,7 @@ SQLITE_EXTENSION_INIT1
 #include "q_learning/sql_q.h"
 #include "sqlite/sql_agg.h"
 #include "sqlite/sql_budget.h"
+#include "sqlite/sql_ledger.h"
 #include "sqlite/sql_glue.h"
 #include "sqlite/sql_tvf.h"
 
@@ -119,6 +120,8 @@ static const struct function {
     SCALAR("dprl_budget", 3, NOISY_JSON, dprl_sql_budget),
     SCALAR("dprl_budget", 4, NOISY_JSON, dprl_sql_budget),
     SCALAR("dprl_budget_remaining", 1, NOISY_JSON, dprl_sql_budget_remaining),
+    /* the budget check inside the ledger's INSERT (sqlite/sql_ledger.c) */
+    SCALAR("dprl_ledger_fits", 6, PURE, dprl_sql_ledger_fits),
     /* policy evaluation (policy_eval/): episode, t, state, reward, options */
     AGGREGATE("dp_lsw", 5, NOISY_JSON, dprl_lsw_agg),
     AGGREGATE("dp_lsl", 5, NOISY_JSON, dprl_lsl_agg),

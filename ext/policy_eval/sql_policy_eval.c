@@ -20,6 +20,7 @@
 #include "policy_eval/policy_eval.h"
 #include "policy_eval/sql_fv_agg.h"
 #include "policy_eval/stats_merge.h"
+#include "policy_eval/stats_perturb.h"
 #include "policy_eval/sql_policy_eval.h"
 
 /* dp_lsw, dp_lsl: the rows become first-visit statistics (sql_fv_agg.c),
@@ -64,6 +65,10 @@ static void pe_spend(const dprl_pe_config *c, dprl_spend *s) {
   s->delta = c->delta;
   s->spends = !c->diagnostic && !c->has_seed;
   s->why_not = c->diagnostic ? "release (\"diagnostic\")" : "seed";
+  s->unit = "episode";
+  /* statistics perturbation: one discrete Gaussian release (zCDP) */
+  s->gaussian = c->perturb == DPRL_PERTURB_STATISTICS;
+  if (s->gaussian) s->rho = dprl_sp_rho(c->epsilon, c->delta);
 }
 
 static int pe_final(dprl_agg *a, dprl_buf *out, dprl_spend *spend, dprl_error *err) {

@@ -4,6 +4,11 @@
 #include <math.h>
 
 #include "dp/accountant.h" /* the analytic Gaussian requirement (GDP delta) */
+#include "dp/zcdp.h"
+
+double dprl_sp_rho(double epsilon, double delta) {
+  return dprl_zcdp_rho(1.0, dprl_gdp_sigma(epsilon, delta, 1.0));
+}
 
 int dprl_sp_calibrate(const dprl_sp_params *p, dprl_sp_noise *out,
                       dprl_error *err) {

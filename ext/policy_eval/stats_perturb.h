@@ -43,6 +43,9 @@ typedef struct dprl_sp_noise {
 } dprl_sp_noise;
 
 /* Public calibration; DPRL_EINVAL (public values only) when unusable. */
+/* The zCDP cost of one statistics release at (epsilon, delta): rho =
+** 1/(2 sigma1^2), sigma1 the calibration's (ALGORITHMS.md §12.1). */
+double dprl_sp_rho(double epsilon, double delta);
 int dprl_sp_calibrate(const dprl_sp_params *p, dprl_sp_noise *out,
                       dprl_error *err);
 

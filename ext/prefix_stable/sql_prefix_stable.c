@@ -217,7 +217,7 @@ static int ps_release(sqlite3 *db, ps_state *ps, const ps_opts *o, int64_t K, dp
     rc = ps_emit(ps, &rel, out);
   if (rc == SQLITE_OK) { /* the ledger row, before any row is returned */
     dprl_spend sp = {o->budget, FN, o->epsilon, o->delta, !o->has_seed, o->text, o->len,
-                     "seed"};
+                     "seed", "expert", 0, 0};
     if (dprl_budget_charge(db, &sp, &ps->err)) rc = dprl_sql_vtab_error(pzErr, FN, &ps->err);
   }
   dprl_prefix_release_free(&rel);

@@ -204,6 +204,9 @@ static int ql_final(dprl_agg *frame, dprl_buf *b, dprl_spend *sp, dprl_error *er
   sp->epsilon = sp->spends ? c->cal.epsilon : 0;
   sp->delta = sp->spends ? c->cal.delta : 0;
   sp->why_not = c->has_seed ? "seed" : "sigma";
+  sp->unit = "reward function";
+  sp->gaussian = sp->spends; /* theta: mu-GDP steps of the discrete Gaussian, rho = mu^2/2 */
+  sp->rho = sp->spends ? c->th.mu * c->th.mu / 2 : 0;
   return rc;
 }
 

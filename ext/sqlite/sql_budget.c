@@ -104,6 +104,58 @@ static int busy_timeout(sqlite3 *db) {
 
 /* ---- the charge ---------------------------------------------------------- */
 
+/* The unit and the accountant of a budget ("" for a NULL unit). */
+int dprl_budget_texts(sqlite3 *c, const char *where, const char *name, char *unit, size_t nu,
+                        char *acct, size_t na) {
+  sqlite3_stmt *st = NULL;
+  char *sql = sqlite3_mprintf("SELECT unit, accountant FROM \"%w\".dprl_budgets WHERE name = ?1",
+                              where);
+  int rc = sql ? sqlite3_prepare_v2(c, sql, -1, &st, NULL) : SQLITE_NOMEM;
+  sqlite3_free(sql);
+  if (rc != SQLITE_OK) return rc;
+  sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+  rc = sqlite3_step(st);
+  if (rc == SQLITE_ROW) {
+    const char *u = (const char *)sqlite3_column_text(st, 0);
+    const char *a = (const char *)sqlite3_column_text(st, 1);
+    snprintf(unit, nu, "%s", u ? u : "");
+    snprintf(acct, na, "%s", a ? a : "");
+    rc = SQLITE_OK;
+  } else {
+    rc = rc == SQLITE_DONE ? SQLITE_OK : rc;
+  }
+  sqlite3_finalize(st);
+  return rc;
+}
+
+/* The budget would be exceeded: what it has spent, in its accountant's
+** terms, and what this release needs. */
+static int exceeded(const dprl_spend *s, const dprl_spent *sp, dprl_error *err) {
+  if (!sp->zcdp)
+    return dprl_fail(err, DPRL_EINVAL,
+                     "%s: budget \"%s\" exceeded: this release needs epsilon %.6g, delta %.6g; "
+                     "already spent epsilon %.6g of %.6g and delta %.6g of %.6g (basic "
+                     "composition); this release was not returned",
+                     s->fn, s->budget, s->epsilon, s->delta, sp->eps_plain, sp->eps_b,
+                     sp->delta_plain, sp->delta_b);
+  dprl_spent with = *sp;
+  if (s->gaussian) with.rho += s->rho;
+  else {
+    with.eps_plain += s->epsilon;
+    with.delta_plain += s->delta;
+  }
+  char need[64];
+  if (s->gaussian) snprintf(need, sizeof need, "rho %.6g", s->rho);
+  else snprintf(need, sizeof need, "epsilon %.6g, delta %.6g", s->epsilon, s->delta);
+  return dprl_fail(err, DPRL_EINVAL,
+                   "%s: budget \"%s\" exceeded: this release needs %s; with it the budget's "
+                   "total would be epsilon %.6g at delta %.6g (zCDP: rho %.6g from the "
+                   "Gaussian releases, plus epsilon %.6g and delta %.6g from the others), more "
+                   "than epsilon %.6g; this release was not returned",
+                   s->fn, s->budget, need, dprl_spent_epsilon(&with), sp->delta_b, with.rho,
+                   with.eps_plain, with.delta_plain, sp->eps_b);
+}
+
 /* Check and append in one statement on c, which commits on its own. */
 static int ledger_write(sqlite3 *c, const char *where, const char *shown, const ledger_at *at,
                         const dprl_spend *s, ledger_wait *w, dprl_error *err) {
@@ -111,7 +163,8 @@ static int ledger_write(sqlite3 *c, const char *where, const char *shown, const 
   options_hash(s->options ? s->options : "", s->options ? s->options_len : 0, hash);
   char *sql = sqlite3_mprintf(
       "INSERT INTO \"%w\".dprl_ledger(time, budget, function, epsilon, delta, options_hash, "
-      "spent) SELECT strftime('%%Y-%%m-%%dT%%H:%%M:%%fZ', 'now'), ?1, ?2, ?3, ?4, ?5, 1 "
+      "spent, rho) SELECT strftime('%%Y-%%m-%%dT%%H:%%M:%%fZ', 'now'), ?1, ?2, ?3, ?4, ?5, 1, "
+      "CASE WHEN b.accountant = '" DPRL_ACCT_ZCDP "' THEN ?9 END "
       "FROM \"%w\".dprl_budgets AS b WHERE b.name = ?1 "
       "AND (SELECT sql FROM \"%w\".sqlite_schema WHERE name = 'dprl_budgets' COLLATE NOCASE) "
       "= ?6 "
@@ -121,11 +174,18 @@ static int ledger_write(sqlite3 *c, const char *where, const char *shown, const 
       "lower(tbl_name) IN ('dprl_budgets', 'dprl_ledger')) "
       "AND NOT EXISTS (SELECT 1 FROM temp.sqlite_schema WHERE type = 'trigger' AND "
       "lower(tbl_name) IN ('dprl_budgets', 'dprl_ledger')) "
-      "AND (SELECT total(epsilon) FROM \"%w\".dprl_ledger WHERE budget = ?1 AND spent = 1) + ?3 "
-      "<= b.epsilon * (1 + 1e-12) "
-      "AND (SELECT total(delta) FROM \"%w\".dprl_ledger WHERE budget = ?1 AND spent = 1) + ?4 "
-      "<= b.delta * (1 + 1e-12) AND (b.in_memory = 1 OR ?8 = 0)",
-      where, where, where, where, where, where, where);
+      "AND b.unit = ?10 AND (b.in_memory = 1 OR ?8 = 0) "
+      /* the total with this release, in the budget's accountant's terms */
+      "AND dprl_ledger_fits(b.accountant, b.epsilon, b.delta, "
+      "(SELECT total(epsilon) FILTER (WHERE b.accountant <> '" DPRL_ACCT_ZCDP "' OR rho IS NULL) "
+      "FROM \"%w\".dprl_ledger WHERE budget = ?1 AND spent = 1) + "
+      "CASE WHEN b.accountant = '" DPRL_ACCT_ZCDP "' AND ?9 IS NOT NULL THEN 0 ELSE ?3 END, "
+      "(SELECT total(delta) FILTER (WHERE b.accountant <> '" DPRL_ACCT_ZCDP "' OR rho IS NULL) "
+      "FROM \"%w\".dprl_ledger WHERE budget = ?1 AND spent = 1) + "
+      "CASE WHEN b.accountant = '" DPRL_ACCT_ZCDP "' AND ?9 IS NOT NULL THEN 0 ELSE ?4 END, "
+      "CASE WHEN b.accountant = '" DPRL_ACCT_ZCDP "' THEN (SELECT total(rho) FROM \"%w\".dprl_ledger "
+      "WHERE budget = ?1 AND spent = 1) + coalesce(?9, 0) ELSE 0 END)",
+      where, where, where, where, where, where, where, where);
   if (!sql) return dprl_nomem(err);
   sqlite3_stmt *st = NULL;
   int rc = sqlite3_prepare_v2(c, sql, -1, &st, NULL);
@@ -145,6 +205,8 @@ static int ledger_write(sqlite3 *c, const char *where, const char *shown, const 
   sqlite3_bind_text(st, 6, BUDGETS_SQL, -1, SQLITE_STATIC);
   sqlite3_bind_text(st, 7, LEDGER_SQL, -1, SQLITE_STATIC);
   sqlite3_bind_int(st, 8, at->ephemeral);
+  if (s->gaussian) sqlite3_bind_double(st, 9, s->rho);
+  sqlite3_bind_text(st, 10, s->unit ? s->unit : "", -1, SQLITE_STATIC);
   rc = sqlite3_step(st);
   int stored = rc == SQLITE_DONE ? sqlite3_changes(c) : 0;
   sqlite3_finalize(st);
@@ -163,7 +225,7 @@ static int ledger_write(sqlite3 *c, const char *where, const char *shown, const 
   if (stored == 1) return DPRL_OK;
   /* Nothing stored: say why (the same checks, one at a time). */
   if (dprl_ledger_tables_check(c, where, s->fn, "option budget", shown, s->budget, err)) return err->code;
-  double have[3], used[2];
+  double have[3];
   int found;
   rc = dprl_ledger_query(c, where,
                      "SELECT epsilon, delta, in_memory FROM \"%w\".dprl_budgets WHERE name = ?1",
@@ -171,7 +233,7 @@ static int ledger_write(sqlite3 *c, const char *where, const char *shown, const 
   if (rc == SQLITE_OK && !found)
     return dprl_fail(err, DPRL_EINVAL,
                      "%s: option budget: no budget named \"%s\": declare it with "
-                     "dprl_budget(name, epsilon, delta)", s->fn, s->budget);
+                     "dprl_budget(name, epsilon, delta, options)", s->fn, s->budget);
   if (rc == SQLITE_OK && at->ephemeral && have[2] != 1)
     return dprl_fail(err, DPRL_EINVAL,
                      "%s: option budget \"%s\": the budget was declared in a file, and this "
@@ -179,16 +241,31 @@ static int ledger_write(sqlite3 *c, const char *where, const char *shown, const 
                      "charges would vanish with the connection. Release against the file, or "
                      "declare an in-memory budget with '{\"in_memory\": true}'",
                      s->fn, s->budget);
-  if (rc == SQLITE_OK)
-    rc = dprl_ledger_query(c, where,
-                       "SELECT total(epsilon), total(delta) FROM \"%w\".dprl_ledger WHERE "
-                       "budget = ?1 AND spent = 1", at->name, used, 2, &found);
+  char unit[64] = "", acct[64] = "";
+  if (rc == SQLITE_OK) rc = dprl_budget_texts(c, where, at->name, unit, sizeof unit, acct, sizeof acct);
   if (rc != SQLITE_OK) return dprl_ledger_db_error(c, s->fn, "reading it", err);
-  return dprl_fail(err, DPRL_EINVAL,
-                   "%s: budget \"%s\" exceeded: this release needs epsilon %.6g, delta %.6g; "
-                   "already spent epsilon %.6g of %.6g and delta %.6g of %.6g (basic "
-                   "composition); this release was not returned",
-                   s->fn, s->budget, s->epsilon, s->delta, used[0], have[0], used[1], have[1]);
+  if (!unit[0])
+    return dprl_fail(err, DPRL_EINVAL,
+                     "%s: option budget \"%s\": the budget was declared by an older dprl, "
+                     "without a unit of privacy: declare a new budget with "
+                     "dprl_budget(name, epsilon, delta, '{\"unit\": \"%s\"}')",
+                     s->fn, s->budget, s->unit ? s->unit : "episode");
+  if (!s->unit || strcmp(unit, s->unit) != 0)
+    return dprl_fail(err, DPRL_EINVAL,
+                     "%s: option budget \"%s\": the budget protects one %s, and %s protects "
+                     "one %s: epsilons of different units of privacy do not add up to a "
+                     "guarantee, so they cannot share a budget; declare a budget with "
+                     "'{\"unit\": \"%s\"}' for this release",
+                     s->fn, s->budget, unit, s->fn, s->unit ? s->unit : "?",
+                     s->unit ? s->unit : "?");
+  dprl_spent sp;
+  memset(&sp, 0, sizeof sp);
+  sp.zcdp = strcmp(acct, DPRL_ACCT_ZCDP) == 0;
+  sp.eps_b = have[0];
+  sp.delta_b = have[1];
+  if (dprl_spent_read(c, where, at->name, &sp) != SQLITE_OK)
+    return dprl_ledger_db_error(c, s->fn, "reading it", err);
+  return exceeded(s, &sp, err);
 }
 
 /* A connection of the ledger's own to the file of `schema`. */
@@ -212,6 +289,9 @@ static int ledger_open(sqlite3 *db, const char *fn, const char *schema, ledger_w
     return err->code;
   }
   sqlite3_busy_handler(*out, ledger_busy, w);
+  sqlite3_create_function_v2(*out, "dprl_ledger_fits", 6,
+                             SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS, NULL,
+                             dprl_sql_ledger_fits, NULL, NULL, NULL);
   sqlite3_db_config(*out, SQLITE_DBCONFIG_DEFENSIVE, 1, (int *)0);
   sqlite3_db_config(*out, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, (int *)0);
   /* Durable at commit, whatever the caller's connection chose. */
@@ -361,178 +441,4 @@ int dprl_budget_charge(sqlite3 *db, const dprl_spend *s, dprl_error *err) {
   }
   dprl_sql_cancel_close(&cancel);
   return rc;
-}
-
-/* ---- dprl_budget(name, epsilon, delta [, options]), dprl_budget_remaining -- */
-
-static int read_name(sqlite3 *db, sqlite3_value *v, const char *fn, ledger_at *at,
-                     dprl_error *err) {
-  if (sqlite3_value_type(v) != SQLITE_TEXT) {
-    char got[80];
-    dprl_sql_describe(v, got, sizeof got);
-    return dprl_fail(err, DPRL_EINVAL, "%s: name must be text, got %s", fn, got);
-  }
-  const char *text = (const char *)sqlite3_value_text(v);
-  if (!text) return dprl_nomem(err);
-  if ((int)strlen(text) != sqlite3_value_bytes(v))
-    return dprl_fail(err, DPRL_EINVAL, "%s: name must not contain NUL", fn);
-  return dprl_ledger_locate(db, fn, "name", text, at, err);
-}
-
-static int declare(sqlite3 *db, const ledger_at *at, double eps, double delta, int in_memory,
-                   dprl_error *err) {
-  const char *fn = "dprl_budget";
-  double have[2];
-  int found;
-  char *sql = sqlite3_mprintf("CREATE TABLE IF NOT EXISTS \"%w\".dprl_budgets%s;"
-                              "CREATE TABLE IF NOT EXISTS \"%w\".dprl_ledger%s",
-                              at->schema, strchr(BUDGETS_SQL, '('), at->schema,
-                              strchr(LEDGER_SQL, '('));
-  if (!sql) return dprl_nomem(err);
-  int rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
-  sqlite3_free(sql);
-  if (rc != SQLITE_OK) return dprl_ledger_db_error(db, fn, "creating its tables", err);
-  const char *type;
-  char *have_sql = dprl_ledger_table_sql(db, at->schema, "dprl_budgets", &type);
-  if (!have_sql) return dprl_nomem(err);
-  int old = strcmp(have_sql, BUDGETS_SQL_0 ")") == 0;
-  sqlite3_free(have_sql);
-  if (old) { /* a table of the previous definition: add the column */
-    sql = sqlite3_mprintf("ALTER TABLE \"%w\".dprl_budgets ADD COLUMN " BUDGETS_ADD_COLUMN,
-                          at->schema);
-    rc = sql ? sqlite3_exec(db, sql, NULL, NULL, NULL) : SQLITE_NOMEM;
-    sqlite3_free(sql);
-    if (rc != SQLITE_OK) return dprl_ledger_db_error(db, fn, "upgrading dprl_budgets", err);
-  }
-  if (dprl_ledger_tables_check(db, at->schema, fn, "budget", at->schema, at->name, err)) return err->code;
-  rc = dprl_ledger_query(db, at->schema, "SELECT epsilon, delta FROM \"%w\".dprl_budgets WHERE name = ?1",
-                     at->name, have, 2, &found);
-  if (rc != SQLITE_OK) return dprl_ledger_db_error(db, fn, "reading it", err);
-  if (found && (have[0] != eps || have[1] != delta))
-    return dprl_fail(err, DPRL_EINVAL,
-                     "budget \"%s\" is already declared with epsilon %.17g, delta %.17g; a "
-                     "budget cannot be changed: declare another name", at->name, have[0], have[1]);
-  if (found) return DPRL_OK;
-  sqlite3_stmt *st = NULL;
-  sql = sqlite3_mprintf("INSERT INTO \"%w\".dprl_budgets VALUES (?1, ?2, ?3, "
-                        "'basic composition', strftime('%%Y-%%m-%%dT%%H:%%M:%%fZ', 'now'), ?4)",
-                        at->schema);
-  rc = sql ? sqlite3_prepare_v2(db, sql, -1, &st, NULL) : SQLITE_NOMEM;
-  sqlite3_free(sql);
-  if (rc == SQLITE_OK) {
-    sqlite3_bind_text(st, 1, at->name, -1, SQLITE_STATIC);
-    sqlite3_bind_double(st, 2, eps);
-    sqlite3_bind_double(st, 3, delta);
-    sqlite3_bind_int(st, 4, in_memory && at->ephemeral);
-    rc = sqlite3_step(st) == SQLITE_DONE ? SQLITE_OK : SQLITE_ERROR;
-  }
-  sqlite3_finalize(st);
-  return rc == SQLITE_OK ? DPRL_OK : dprl_ledger_db_error(db, fn, "declaring the budget", err);
-}
-
-static const char *const budget_keys[] = {"in_memory", NULL};
-
-void dprl_sql_budget(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
-  const char *fn = "dprl_budget";
-  sqlite3 *db = sqlite3_context_db_handle(ctx);
-  dprl_error err = {0};
-  ledger_at at;
-  double eps = 0, delta = 0;
-  int in_memory = 0;
-  int rc = read_name(db, argv[0], fn, &at, &err);
-  if (!rc) rc = dprl_sql_real(argv[1], "epsilon", &eps, &err);
-  if (!rc && !(eps > 0))
-    rc = dprl_fail(&err, DPRL_EINVAL, "epsilon must be > 0, got %.17g", eps);
-  if (!rc) rc = dprl_sql_real(argv[2], "delta", &delta, &err);
-  if (!rc && !(delta >= 0 && delta < 1))
-    rc = dprl_fail(&err, DPRL_EINVAL, "delta must be in [0, 1), got %.17g", delta);
-  if (!rc && argc == 4) {
-    dprl_options o;
-    const char *text = (const char *)sqlite3_value_text(argv[3]);
-    rc = dprl_options_open(&o, fn, text, (size_t)sqlite3_value_bytes(argv[3]), budget_keys, &err);
-    if (!rc) {
-      rc = dprl_opt_bool(&o, "in_memory", 0, &in_memory);
-      dprl_options_close(&o);
-    }
-  }
-  if (!rc && at.ephemeral && !in_memory)
-    rc = dprl_fail(&err, DPRL_EINVAL,
-                   "the database \"%s\" is %s: a budget there ends with the connection, and "
-                   "every new session would start with a fresh one. Name a budget in a file "
-                   "(\"clinic.%s\" for the attached database clinic), or pass '{\"in_memory\": "
-                   "true}' as the fourth argument if a budget for this connection only is "
-                   "what you want", at.schema,
-                   sqlite3_stricmp(at.schema, "temp") == 0 ? "temporary" : "in memory", at.name);
-  if (!rc) rc = declare(db, &at, eps, delta, in_memory, &err);
-  if (rc) {
-    dprl_sql_result_error(ctx, fn, &err);
-    return;
-  }
-  dprl_buf b = {0};
-  dprl_buf_puts(&b, "{\"budget\":");
-  dprl_json_put_string(&b, at.name);
-  if (strcmp(at.schema, "main") != 0) {
-    dprl_buf_puts(&b, ",\"schema\":");
-    dprl_json_put_string(&b, at.schema);
-  }
-  dprl_buf_puts(&b, ",\"epsilon\":");
-  dprl_json_put_double(&b, eps);
-  dprl_buf_puts(&b, ",\"delta\":");
-  dprl_json_put_double(&b, delta);
-  dprl_buf_puts(&b, ",\"accountant\":\"basic composition\"}");
-  if (b.oom) sqlite3_result_error_nomem(ctx);
-  else dprl_sql_result_json(ctx, b.data, (int)b.len);
-  dprl_buf_free(&b);
-}
-
-void dprl_sql_budget_remaining(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
-  const char *fn = "dprl_budget_remaining";
-  sqlite3 *db = sqlite3_context_db_handle(ctx);
-  dprl_error err = {0};
-  ledger_at at;
-  double have[2], used[3];
-  int found = 0;
-  (void)argc;
-  int rc = read_name(db, argv[0], fn, &at, &err);
-  if (!rc) {
-    const char *type;
-    char *sql = dprl_ledger_table_sql(db, at.schema, "dprl_budgets", &type);
-    if (!sql) rc = dprl_nomem(&err);
-    else if (!type[0])
-      rc = dprl_fail(&err, DPRL_EINVAL, "no budget named \"%s\" (no dprl_budgets table in %s)",
-                     at.name, at.schema);
-    sqlite3_free(sql);
-  }
-  if (!rc && dprl_ledger_tables_check(db, at.schema, fn, "budget", at.schema, at.name, &err)) rc = err.code;
-  if (!rc && dprl_ledger_query(db, at.schema,
-                           "SELECT epsilon, delta FROM \"%w\".dprl_budgets WHERE name = ?1",
-                           at.name, have, 2, &found) != SQLITE_OK)
-    rc = dprl_ledger_db_error(db, fn, "reading it", &err);
-  if (!rc && !found) rc = dprl_fail(&err, DPRL_EINVAL, "no budget named \"%s\"", at.name);
-  if (!rc && dprl_ledger_query(db, at.schema,
-                           "SELECT total(epsilon) FILTER (WHERE spent), total(delta) FILTER "
-                           "(WHERE spent), count(*) FILTER (WHERE spent) FROM "
-                           "\"%w\".dprl_ledger WHERE budget = ?1",
-                           at.name, used, 3, &found) != SQLITE_OK)
-    rc = dprl_ledger_db_error(db, fn, "reading it", &err);
-  if (rc) {
-    dprl_sql_result_error(ctx, fn, &err);
-    return;
-  }
-  static const char *const keys[] = {"epsilon", "delta", "epsilon_spent", "delta_spent",
-                                     "epsilon_remaining", "delta_remaining"};
-  double vals[6] = {have[0], have[1], used[0], used[1], fmax(0, have[0] - used[0]),
-                    fmax(0, have[1] - used[1])};
-  dprl_buf b = {0};
-  dprl_buf_puts(&b, "{\"budget\":");
-  dprl_json_put_string(&b, at.name);
-  dprl_buf_puts(&b, ",\"accountant\":\"basic composition\"");
-  for (int i = 0; i < 6; i++) {
-    dprl_buf_printf(&b, ",\"%s\":", keys[i]);
-    dprl_json_put_double(&b, vals[i]);
-  }
-  dprl_buf_printf(&b, ",\"releases\":%lld}", (long long)used[2]);
-  if (b.oom) sqlite3_result_error_nomem(ctx);
-  else dprl_sql_result_json(ctx, b.data, (int)b.len);
-  dprl_buf_free(&b);
 }

@@ -17,6 +17,9 @@ typedef struct dprl_spend {
   size_t options_len;
   const char *why_not; /* when !spends: the option that makes it not private,
                        ** e.g. "seed" (NULL: "seed") */
+  const char *unit;    /* the unit of privacy: "episode", "expert", "reward function" */
+  int gaussian;        /* a Gaussian release of known rho (zCDP, ALGORITHMS.md §12.1) */
+  double rho;
 } dprl_spend;
 
 /* Check the budget and append the ledger row, committed and durable

@@ -1,6 +1,10 @@
 /* sql_ledger.c: the ledger's tables and where a budget lives (sql_ledger.h). */
 #include "sqlite/sql_ledger.h"
 
+#include <math.h>
+
+#include "dp/zcdp.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -107,22 +111,24 @@ int dprl_ledger_tables_check(sqlite3 *c, const char *where, const char *fn, cons
                         const char *shown, const char *budget, dprl_error *err) {
   static const char *const names[] = {"dprl_budgets", "dprl_ledger"};
   static const char *const want[] = {BUDGETS_SQL, LEDGER_SQL};
+  static const char *const older[] = {BUDGETS_SQL_0 ")", BUDGETS_SQL_1 ")", LEDGER_SQL_0 ")"};
   for (int i = 0; i < 2; i++) {
     const char *type;
     char *sql = dprl_ledger_table_sql(c, where, names[i], &type);
     if (!sql) return dprl_nomem(err);
     int missing = sql[0] == 0 && type[0] == 0, differs = !missing && strcmp(sql, want[i]) != 0;
-    int old = i == 0 && strcmp(sql, BUDGETS_SQL_0 ")") == 0;
+    int old = 0;
+    for (int k = 0; k < 3; k++) old |= strcmp(sql, older[k]) == 0;
     sqlite3_free(sql);
     if (old)
       return dprl_fail(err, DPRL_EINVAL,
-                       "%s: %s \"%s\": %s.dprl_budgets was made by an older dprl: declare the "
-                       "budget again with dprl_budget(name, epsilon, delta), which upgrades the "
-                       "table", fn, what, budget, shown);
+                       "%s: %s \"%s\": %s.%s was made by an older dprl: declare a budget "
+                       "with dprl_budget(name, epsilon, delta, options), which upgrades the "
+                       "tables", fn, what, budget, shown, names[i]);
     if (missing && i == 0)
       return dprl_fail(err, DPRL_EINVAL,
                        "%s: %s: no budget named \"%s\" (no dprl_budgets table in %s): declare "
-                       "it with dprl_budget(name, epsilon, delta)", fn, what, budget, shown);
+                       "it with dprl_budget(name, epsilon, delta, options)", fn, what, budget, shown);
     if (missing)
       return dprl_fail(err, DPRL_EINVAL,
                        "%s: %s \"%s\": the table %s.dprl_ledger is missing (dropped?): dprl "
@@ -150,4 +156,79 @@ int dprl_ledger_tables_check(sqlite3 *c, const char *where, const char *fn, cons
                        "a ledger)", fn, what, budget, t ? "a TEMP trigger of this connection" : "a trigger");
   }
   return DPRL_OK;
+}
+
+/* ---- the tables' upgrade ----------------------------------------------- */
+
+static int add_column(sqlite3 *db, const char *schema, const char *table, const char *col) {
+  char *sql = sqlite3_mprintf("ALTER TABLE \"%w\".%s ADD COLUMN %s", schema, table, col);
+  int rc = sql ? sqlite3_exec(db, sql, NULL, NULL, NULL) : SQLITE_NOMEM;
+  sqlite3_free(sql);
+  return rc;
+}
+
+int dprl_ledger_upgrade(sqlite3 *db, const char *schema, const char *fn, dprl_error *err) {
+  const char *type;
+  int rc = SQLITE_OK;
+  char *b = dprl_ledger_table_sql(db, schema, "dprl_budgets", &type);
+  char *l = dprl_ledger_table_sql(db, schema, "dprl_ledger", &type);
+  if (!b || !l) rc = SQLITE_NOMEM;
+  if (rc == SQLITE_OK && strcmp(b, BUDGETS_SQL_0 ")") == 0)
+    rc = add_column(db, schema, "dprl_budgets", BUDGETS_COLUMN_1);
+  if (rc == SQLITE_OK && (strcmp(b, BUDGETS_SQL_0 ")") == 0 || strcmp(b, BUDGETS_SQL_1 ")") == 0))
+    rc = add_column(db, schema, "dprl_budgets", BUDGETS_COLUMN_2);
+  if (rc == SQLITE_OK && strcmp(l, LEDGER_SQL_0 ")") == 0)
+    rc = add_column(db, schema, "dprl_ledger", LEDGER_COLUMN_1);
+  sqlite3_free(b);
+  sqlite3_free(l);
+  if (rc == SQLITE_NOMEM) return dprl_nomem(err);
+  return rc == SQLITE_OK ? DPRL_OK : dprl_ledger_db_error(db, fn, "upgrading its tables", err);
+}
+
+/* ---- what a budget has spent (ALGORITHMS.md §12, §12.1) ------------------ */
+
+double dprl_spent_epsilon(const dprl_spent *s) {
+  if (!s->zcdp || s->rho <= 0) return s->delta_plain <= s->delta_b ? s->eps_plain : INFINITY;
+  double e = dprl_zcdp_total_eps(s->rho, s->eps_plain, s->delta_plain, s->delta_b);
+  return isnan(e) ? INFINITY : e;
+}
+
+int dprl_spent_fits(const dprl_spent *s) {
+  if (!s->zcdp || s->rho <= 0) /* sums, with the slack of their floating-point addition */
+    return s->eps_plain <= s->eps_b * (1 + 1e-12) && s->delta_plain <= s->delta_b * (1 + 1e-12);
+  return dprl_zcdp_fits(s->rho, s->eps_plain, s->delta_plain, s->eps_b, s->delta_b) == 1;
+}
+
+int dprl_spent_read(sqlite3 *db, const char *schema, const char *name, dprl_spent *s) {
+  double v[5];
+  int found;
+  int rc = dprl_ledger_query(
+      db, schema,
+      s->zcdp ? "SELECT total(epsilon) FILTER (WHERE rho IS NULL), total(delta) FILTER (WHERE rho "
+                "IS NULL), total(rho), count(*), count(rho) FROM \"%w\".dprl_ledger WHERE budget "
+                "= ?1 AND spent = 1"
+              : "SELECT total(epsilon), total(delta), 0, count(*), 0 FROM \"%w\".dprl_ledger "
+                "WHERE budget = ?1 AND spent = 1",
+      name, v, 5, &found);
+  if (rc != SQLITE_OK) return rc;
+  s->eps_plain = v[0];
+  s->delta_plain = v[1];
+  s->rho = v[2];
+  s->releases = (int64_t)v[3];
+  s->gaussian = (int64_t)v[4];
+  return SQLITE_OK;
+}
+
+void dprl_sql_ledger_fits(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+  dprl_spent s;
+  memset(&s, 0, sizeof s);
+  const char *acct = (const char *)sqlite3_value_text(argv[0]);
+  s.zcdp = acct && strcmp(acct, DPRL_ACCT_ZCDP) == 0;
+  s.eps_b = sqlite3_value_double(argv[1]);
+  s.delta_b = sqlite3_value_double(argv[2]);
+  s.eps_plain = sqlite3_value_double(argv[3]);
+  s.delta_plain = sqlite3_value_double(argv[4]);
+  s.rho = sqlite3_value_double(argv[5]);
+  (void)argc;
+  sqlite3_result_int(ctx, acct && dprl_spent_fits(&s));
 }

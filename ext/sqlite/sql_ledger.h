@@ -7,18 +7,26 @@
 
 #include "sqlite/sql_glue.h"
 
-/* BUDGETS_SQL is BUDGETS_SQL_0 after ALTER TABLE ... ADD COLUMN in_memory
-** (SQLite appends the column to the stored text): dprl_budget() upgrades a
-** table of the old definition that way. */
+/* The tables' definitions are each an older one after ALTER TABLE ... ADD
+** COLUMN (SQLite appends the column to the stored text): dprl_budget()
+** upgrades tables of an older definition that way.  A budget of an older
+** definition has no unit (NULL) and is refused by every release. */
 #define BUDGETS_SQL_0                                                                   \
   "CREATE TABLE dprl_budgets(name TEXT PRIMARY KEY, epsilon REAL NOT NULL, delta REAL " \
   "NOT NULL, accountant TEXT NOT NULL, created TEXT NOT NULL"
-#define BUDGETS_SQL BUDGETS_SQL_0 ", in_memory INTEGER NOT NULL DEFAULT 0)"
-#define BUDGETS_ADD_COLUMN "in_memory INTEGER NOT NULL DEFAULT 0"
-#define LEDGER_SQL                                                                        \
+#define BUDGETS_COLUMN_1 "in_memory INTEGER NOT NULL DEFAULT 0"
+#define BUDGETS_COLUMN_2 "unit TEXT"
+#define BUDGETS_SQL_1 BUDGETS_SQL_0 ", " BUDGETS_COLUMN_1
+#define BUDGETS_SQL BUDGETS_SQL_1 ", " BUDGETS_COLUMN_2 ")"
+#define LEDGER_SQL_0                                                                      \
   "CREATE TABLE dprl_ledger(id INTEGER PRIMARY KEY, time TEXT NOT NULL, budget TEXT NOT " \
   "NULL, function TEXT NOT NULL, epsilon REAL NOT NULL, delta REAL NOT NULL, options_hash " \
-  "TEXT NOT NULL, spent INTEGER NOT NULL)"
+  "TEXT NOT NULL, spent INTEGER NOT NULL"
+#define LEDGER_COLUMN_1 "rho REAL"
+#define LEDGER_SQL LEDGER_SQL_0 ", " LEDGER_COLUMN_1 ")"
+/* The accountants' names in dprl_budgets.accountant. */
+#define DPRL_ACCT_ZCDP "zcdp"
+#define DPRL_ACCT_BASIC "basic composition"
 #define NAME_MAX_CHARS 200
 
 typedef struct ledger_at {
@@ -44,5 +52,31 @@ char *dprl_ledger_table_sql(sqlite3 *db, const char *schema, const char *t, cons
 ** missing, of another definition, or with triggers; DPRL_OK if they can. */
 int dprl_ledger_tables_check(sqlite3 *c, const char *where, const char *fn, const char *what,
                              const char *shown, const char *budget, dprl_error *err);
+/* The unit ("" when NULL) and the accountant of budget name. A SQLite code. */
+int dprl_budget_texts(sqlite3 *c, const char *where, const char *name, char *unit, size_t nu,
+                      char *acct, size_t na);
+/* Bring tables of an older definition in `schema` to the current one. */
+int dprl_ledger_upgrade(sqlite3 *db, const char *schema, const char *fn, dprl_error *err);
+
+/* What a budget has spent, in its accountant's terms (ALGORITHMS.md §12):
+** under zCDP, the Gaussian releases' rho and the others' (epsilon, delta);
+** under basic composition every release's (epsilon, delta). */
+typedef struct dprl_spent {
+  int zcdp;
+  double eps_b, delta_b;         /* the budget */
+  double eps_plain, delta_plain; /* sums over the releases counted in (epsilon, delta) */
+  double rho;                    /* sum over the Gaussian releases (zCDP only) */
+  int64_t releases, gaussian;
+} dprl_spent;
+/* The total epsilon at the budget's delta (+inf when it cannot be met). */
+double dprl_spent_epsilon(const dprl_spent *s);
+int dprl_spent_fits(const dprl_spent *s);
+/* Read the sums of budget `name` in `schema` (s->zcdp, eps_b, delta_b set
+** by the caller). A SQLite result code. */
+int dprl_spent_read(sqlite3 *db, const char *schema, const char *name, dprl_spent *s);
+/* dprl_ledger_fits(accountant, eps_b, delta_b, eps_plain, delta_plain, rho):
+** the check inside the ledger's INSERT; registered on the caller's
+** connection (dprl.c) and on the ledger's own. */
+void dprl_sql_ledger_fits(sqlite3_context *ctx, int argc, sqlite3_value **argv);
 
 #endif

@@ -8,6 +8,7 @@ constraint, a kill -9, a lock held by another connection, or a trigger.
 Concurrent spenders (threads and processes, WAL and rollback journal) spend
 exactly the budget."""
 import json
+import math
 import os
 import signal
 import sqlite3
@@ -62,47 +63,61 @@ def error(con, sql, params=()):
     return None, None
 
 
+def budget(con, name, eps, delta, unit="episode", accountant="basic"):
+    return json.loads(con.execute("SELECT dprl_budget(?, ?, ?, ?)", (
+        name, eps, delta, json.dumps({"unit": unit, "accountant": accountant}))).fetchone()[0])
+
+
 def test_spend_and_refuse():
     con, _ = database()
-    r = json.loads(con.execute("SELECT dprl_budget('icu', 3, 1e-4)").fetchone()[0])
-    check(r == {"budget": "icu", "epsilon": 3, "delta": 1e-4, "accountant": "basic composition"},
-          "declared", r)
+    r = budget(con, "icu", 3, 1e-4)
+    check(r == {"budget": "icu", "epsilon": 3, "delta": 1e-4, "unit": "episode",
+                "accountant": "basic composition"}, "declared", r)
     o = dict(O, budget="icu")
     check(json.loads(con.execute(LSW, (json.dumps(o),)).fetchone()[0])["private"] is True,
           "dp_lsw spends epsilon 1")
+    # one unit of privacy per budget: an expert-level release cannot spend it
     p = {"epsilon": 1, "delta": 1e-5, "p_min": 0.05, "T": 5, "L": 3, "budget": "icu"}
-    con.execute(PREFIX, (json.dumps(p),)).fetchall()
-    check(remaining(con, "icu")["epsilon_spent"] == 2, "dp_prefix_stable spends epsilon 1 more")
-    # dp_q_noise: every call spends (epsilon, delta_total), here 0.5 and 1e-5
+    err = sql_error(con, PREFIX, (json.dumps(p),))
+    check(err is not None and 'the budget protects one episode, and dp_prefix_stable protects one '
+          'expert' in err and remaining(con, "icu")["releases"] == 1,
+          "dp_prefix_stable on an episode budget: refused, naming both units", err)
+    budget(con, "experts", 3, 1e-4, unit="expert")
+    con.execute(PREFIX, (json.dumps(dict(p, budget="experts")),)).fetchall()
+    check(remaining(con, "experts")["epsilon_spent"] == 1, "dp_prefix_stable spends its expert budget")
+    # the reward function: dp_q_noise and dp_q_learn
+    budget(con, "rf", 1, 1e-4, unit="reward function")
     q = {"n_actions": 2, "epsilon": 0.5, "delta": 1e-5, "T": 5000, "B": 64, "lr": 3e-4, "rmin": 0, "rmax": 1, "k": 120,
-         "K": 21, "budget": "icu"}
+         "K": 21, "budget": "rf"}
     rows = con.execute("SELECT * FROM dp_q_noise('SELECT 0.5, 0, 1.0', ?)", (json.dumps(q),)).fetchall()
-    rem = remaining(con, "icu")
-    check(len(rows) == 1 and rem["epsilon_spent"] == 2.5 and rem["releases"] == 3,
+    rem = remaining(con, "rf")
+    check(len(rows) == 1 and rem["epsilon_spent"] == 0.5 and rem["releases"] == 1,
           "dp_q_noise spends epsilon 0.5", rem)
     err = sql_error(con, "SELECT * FROM dp_q_noise('SELECT 0.5, 0, 1.0', ?)", (json.dumps(dict(q, epsilon=1)),))
-    check(err is not None and err.startswith('dp_q_noise: budget "icu" exceeded'),
+    check(err is not None and err.startswith('dp_q_noise: budget "rf" exceeded'),
           "dp_q_noise over the budget: refused, no row returned", err)
-    before = con.execute("SELECT count(*) FROM dprl_ledger").fetchone()[0]
-    err = sql_error(con, LSW, (json.dumps(o),))
-    check(err == 'dp_lsw: budget "icu" exceeded: this release needs epsilon 1, delta 1e-06; already '
-          'spent epsilon 2.5 of 3 and delta 2.1e-05 of 0.0001 (basic composition); this release was not returned',
-          "over the budget: refused", err)
-    check(con.execute("SELECT count(*) FROM dprl_ledger").fetchone()[0] == before,
-          "a refused release leaves no ledger row")
-    err = sql_error(con, PREFIX, (json.dumps(dict(p, epsilon=1)),))
-    check(err is not None and "exceeded" in err, "dp_prefix_stable refused too: no rows", err)
     con.execute("CREATE TABLE tr(s, a, r, s_next)")
     con.execute("INSERT INTO tr VALUES (0.5, 0, 1, 0.5)")
     ql = {"n_actions": 1, "gamma": 0, "rmin": 0, "rmax": 1, "lr": 3e-4, "T": 640, "B": 64, "K": 5, "k": 60, "epsilon": 0.5,
-          "delta": 1e-5, "budget": "icu"}
+          "delta": 1e-5, "budget": "rf"}
     con.execute("SELECT dp_q_learn(s, a, r, s_next, ?) FROM tr", (json.dumps(ql),)).fetchone()
-    rem = remaining(con, "icu")
-    check(rem["epsilon_remaining"] == 0 and rem["releases"] == 4, "spent exactly to the limit", rem)
+    rem = remaining(con, "rf")
+    check(rem["epsilon_remaining"] == 0 and rem["releases"] == 2, "spent exactly to the limit", rem)
+    # episode budget to its end
+    con.execute(LSW, (json.dumps(o),)).fetchall()
+    con.execute(LSW, (json.dumps(o),)).fetchall()
+    before = con.execute("SELECT count(*) FROM dprl_ledger").fetchone()[0]
+    err = sql_error(con, LSW, (json.dumps(o),))
+    check(err == 'dp_lsw: budget "icu" exceeded: this release needs epsilon 1, delta 1e-06; already '
+          'spent epsilon 3 of 3 and delta 3e-06 of 0.0001 (basic composition); this release was not returned',
+          "over the budget: refused", err)
+    check(con.execute("SELECT count(*) FROM dprl_ledger").fetchone()[0] == before,
+          "a refused release leaves no ledger row")
     rows = con.execute("SELECT budget, function, epsilon, spent, length(options_hash) FROM "
                        "dprl_ledger ORDER BY id").fetchall()
-    check(rows == [("icu", "dp_lsw", 1.0, 1, 16), ("icu", "dp_prefix_stable", 1.0, 1, 16),
-                   ("icu", "dp_q_noise", 0.5, 1, 16), ("icu", "dp_q_learn", 0.5, 1, 16)],
+    check(rows == [("icu", "dp_lsw", 1.0, 1, 16), ("experts", "dp_prefix_stable", 1.0, 1, 16),
+                   ("rf", "dp_q_noise", 0.5, 1, 16), ("rf", "dp_q_learn", 0.5, 1, 16),
+                   ("icu", "dp_lsw", 1.0, 1, 16), ("icu", "dp_lsw", 1.0, 1, 16)],
           "the ledger is the audit trail", rows)
 
 
@@ -111,7 +126,7 @@ def test_not_private_refused():
     # diagnostic one prints exact values: under a budget both are refused,
     # as is a release whose sigma was given rather than calibrated.
     con, _ = database()
-    con.execute("SELECT dprl_budget('b', 1, 1e-5)").fetchone()
+    con.execute("SELECT dprl_budget('b', 1, 1e-5, '{\"unit\": \"episode\", \"accountant\": \"basic\"}')").fetchone()
     q = {"n_actions": 2, "epsilon": 0.5, "delta": 1e-5, "T": 5000, "B": 64, "lr": 3e-4, "rmin": 0, "rmax": 1, "k": 120,
          "K": 21, "budget": "b"}
     con.execute("CREATE TABLE tr(s, a, r, s_next)")
@@ -148,7 +163,7 @@ def test_statement_fails_after_release():
     # Rule: no budgeted value is observable unless its ledger row is
     # committed first, whatever the caller's statement does afterwards.
     con, f = database()
-    con.execute("SELECT dprl_budget('b', 2, 1e-5)").fetchone()
+    con.execute("SELECT dprl_budget('b', 2, 1e-5, '{\"unit\": \"episode\", \"accountant\": \"basic\"}')").fetchone()
     o = json.dumps(O)
     # A statement that writes to the ledger's database: refused before any
     # value is computed into it (its write lock is the one the row needs).
@@ -188,7 +203,7 @@ def test_wal_store_releases():
     # a release can be stored in a TEMP table; a CHECK that fails after the
     # value was computed still leaves the charge, so retries run out.
     con, f = database("wal")
-    con.execute("SELECT dprl_budget('b', 2, 1e-5)").fetchone()
+    con.execute("SELECT dprl_budget('b', 2, 1e-5, '{\"unit\": \"episode\", \"accountant\": \"basic\"}')").fetchone()
     o = json.dumps(O)
     con.execute("CREATE TEMP TABLE sane(v CHECK (json_extract(v, '$.values[0]') > 100))")
     attempts, msgs = 0, []
@@ -206,7 +221,7 @@ def test_group_by_returning_interrupted():
     # then interrupted: the statement's groups share one row, committed
     # before the first group was returned.
     con, f = database("wal", groups=4)
-    con.execute("SELECT dprl_budget('b', 10, 1e-4)").fetchone()
+    con.execute("SELECT dprl_budget('b', 10, 1e-4, '{\"unit\": \"episode\", \"accountant\": \"basic\"}')").fetchone()
     con.execute("CREATE TEMP TABLE out(g, v)")
     cur = con.execute("INSERT INTO temp.out SELECT g, dp_lsw(episode, t, state, reward, ?) FROM steps "
                       "GROUP BY g RETURNING g", (json.dumps(O),))
@@ -244,7 +259,7 @@ def test_group_by_charged_once():
     # Six hospitals, a partition of the episodes: one statement, one row, one
     # epsilon (parallel composition, ALGORITHMS.md section 12).
     con, f = database("wal", groups=6)
-    con.execute("SELECT dprl_budget('study', 3, 1e-5)").fetchone()
+    con.execute("SELECT dprl_budget('study', 3, 1e-5, '{\"unit\": \"episode\", \"accountant\": \"basic\"}')").fetchone()
     o = json.dumps(dict(O, budget="study"))
     by_g = "SELECT g, dp_lsw(episode, t, state, reward, ?) FROM steps GROUP BY g"
     rows = con.execute(by_g, (o,)).fetchall()
@@ -275,7 +290,7 @@ def test_group_by_charged_once():
 
 def test_group_by_not_a_partition():
     con, f = database("wal", groups=2)
-    con.execute("SELECT dprl_budget('p', 10, 1e-5)").fetchone()
+    con.execute("SELECT dprl_budget('p', 10, 1e-5, '{\"unit\": \"episode\", \"accountant\": \"basic\"}')").fetchone()
     o = json.dumps(dict(O, budget="p"))
     # every episode has a step at t = 0, 1, 2: the groups of t share episodes
     # (Python's cursor steps one row ahead, so the error may come before the
@@ -313,13 +328,147 @@ def test_group_by_per_group_charges():
     # dp_q_learn's neighbours may change every reward of every group at once:
     # k groups are k releases, and are charged as such.
     con, f = database("wal", groups=3)
-    con.execute("SELECT dprl_budget('q', 10, 1e-3)").fetchone()
+    con.execute("SELECT dprl_budget('q', 10, 1e-3, '{\"unit\": \"reward function\", \"accountant\": \"basic\"}')").fetchone()
     q = {"n_actions": 1, "gamma": 0.9, "rmin": 0, "rmax": 1, "lr": 3e-4, "T": 64, "B": 64,
          "K": 5, "k": 60, "epsilon": 1, "delta": 1e-5, "budget": "q"}
     rows = con.execute("SELECT g, dp_q_learn(state * 0.5, action, reward, state * 0.5, ?) FROM steps "
                        "GROUP BY g", (json.dumps(q),)).fetchall()
     check(len(rows) == 3 and spent(f, "q") == (3, 3.0),
           "dp_q_learn GROUP BY over 3 groups: 3 rows, epsilon 3", spent(f, "q"))
+
+
+def cks_eps(rho, delta):
+    """epsilon of rho-zCDP at delta (Canonne, Kamath, Steinke 2020, Corollary 13),
+    by golden-section search over log(alpha - 1): independent of dp/zcdp.c."""
+    f = lambda a: a * rho + (math.log(1 / delta) + (a - 1) * math.log(1 - 1 / a) - math.log(a)) / (a - 1)
+    lo, hi = -20.0, 20.0
+    g = (math.sqrt(5) - 1) / 2
+    for _ in range(300):
+        x1, x2 = hi - g * (hi - lo), lo + g * (hi - lo)
+        if f(1 + math.exp(x1)) < f(1 + math.exp(x2)):
+            hi = x2
+        else:
+            lo = x1
+    return max(0.0, f(1 + math.exp((lo + hi) / 2)))
+
+
+def gauss_sigma1(eps, delta):
+    """sigma of the analytic Gaussian for sensitivity 1 (Balle & Wang 2018, Theorem 8)."""
+    Phi = lambda x: 0.5 * math.erfc(-x / math.sqrt(2))
+    d = lambda s: Phi(1 / (2 * s) - eps * s) - math.exp(eps) * Phi(-1 / (2 * s) - eps * s)
+    lo, hi = 1e-3, 1e3
+    for _ in range(300):
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if d(mid) <= delta else (mid, hi)
+    return hi
+
+
+def test_zcdp_accountant():
+    con, f = database("wal")
+    r = json.loads(con.execute("SELECT dprl_budget('z', 3.5, 1e-5, '{\"unit\": \"episode\"}')").fetchone()[0])
+    check(r["accountant"] == "zcdp", "zCDP is the default accountant", r)
+    rho1 = 1 / (2 * gauss_sigma1(1, 1e-6) ** 2)
+    o = json.dumps(dict(O, budget="z"))  # statistics perturbation at (1, 1e-6)
+    n, msg = 0, None
+    for _ in range(12):
+        try:
+            con.execute(LSW, (o,)).fetchall()
+            n += 1
+        except sqlite3.Error as e:
+            msg = str(e)
+            break
+    rem = remaining(con, "z")
+    want = cks_eps(10 * rho1, 1e-5)
+    check(n == 10 and msg and "exceeded" in msg and "rho" in msg,
+          "ten statistics releases at (1, 1e-6) fit epsilon 3.5 at delta 1e-5; the eleventh is refused",
+          f"{n} {msg}")
+    check(abs(rem["rho_spent"] - 10 * rho1) < 1e-9 * rho1 and abs(rem["epsilon_spent"] - want) < 1e-6
+          and rem["epsilon_spent"] <= 3.5 and want < 3.45,
+          "the total is the CKS conversion of rho = 10/(2 sigma1^2) (independent computation)",
+          f"{rem} want {want}")
+    rows = con.execute("SELECT rho FROM dprl_ledger WHERE budget = 'z'").fetchall()
+    check(len(rows) == 10 and all(abs(x - rho1) < 1e-9 * rho1 for (x,) in rows),
+          "each ledger row records its rho", rows[:2])
+    # the same ten under basic composition: three fit in epsilon 3.5
+    budget(con, "basic", 3.5, 1e-5)
+    ob = json.dumps(dict(O, budget="basic"))
+    n = 0
+    for _ in range(5):
+        if sql_error(con, LSW, (ob,)) is None:
+            n += 1
+    check(n == 3, "basic composition: 3 of them fit epsilon 3.5", n)
+    # plain (epsilon, delta) releases add to the converted Gaussian part
+    budget(con, "mix", 4, 1e-5, accountant="zcdp")
+    om = dict(O, budget="mix")
+    con.execute(LSW, (json.dumps(om),)).fetchall()
+    con.execute(LSW, (json.dumps(om),)).fetchall()
+    op = dict(om, perturb="output", epsilon=0.5, delta=2e-6)
+    con.execute(LSW, (json.dumps(op),)).fetchall()
+    rem = remaining(con, "mix")
+    want = 0.5 + cks_eps(2 * rho1, 1e-5 - 2e-6)
+    check(abs(rem["epsilon_spent"] - want) < 1e-6 and rem["delta_plain_spent"] == 2e-6
+          and rem["gaussian_releases"] == 2,
+          "output perturbation is plain (epsilon, delta): added after the conversion at the delta left",
+          f"{rem} want {want}")
+
+
+ZSPENDER = r"""
+import json, sqlite3, sys
+con = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=30)
+con.enable_load_extension(True)
+con.load_extension(sys.argv[2])
+n = 0
+for _ in range(8):
+    try:
+        con.execute("SELECT dp_lsw(episode, t, state, reward, ?) FROM steps", (sys.argv[3],)).fetchall()
+        n += 1
+    except sqlite3.Error as e:
+        if "exceeded" not in str(e):
+            raise
+print(n)
+"""
+
+
+def test_zcdp_concurrent_spenders():
+    # three processes, eight statistics releases each, against the tight total
+    # of ten: exactly ten are released and charged
+    con, f = database("wal")
+    con.execute("SELECT dprl_budget('zc', 3.5, 1e-5, '{\"unit\": \"episode\"}')").fetchone()
+    con.close()
+    o = json.dumps(dict(O, budget="zc"))
+    ps = [subprocess.Popen([sys.executable, "-c", ZSPENDER, f, os.path.abspath(SO), o],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(3)]
+    outs = [p.communicate(timeout=300) for p in ps]
+    got = sum(int(out.strip() or 0) for out, _ in outs)
+    check(got == 10 and ledger_rows(f) == 10, "3 processes x 8 against zCDP epsilon 3.5: 10 released, 10 charged",
+          f"{got} {ledger_rows(f)} {[e[-200:] for _, e in outs if e]}")
+
+
+def test_older_tables():
+    # tables of the previous definitions: a new declaration upgrades them; an
+    # old budget has no unit, and releases against it are refused
+    con, f = database()
+    con.execute("CREATE TABLE dprl_budgets(name TEXT PRIMARY KEY, epsilon REAL NOT NULL, delta REAL "
+                "NOT NULL, accountant TEXT NOT NULL, created TEXT NOT NULL, in_memory INTEGER NOT NULL "
+                "DEFAULT 0)")
+    con.execute("CREATE TABLE dprl_ledger(id INTEGER PRIMARY KEY, time TEXT NOT NULL, budget TEXT NOT "
+                "NULL, function TEXT NOT NULL, epsilon REAL NOT NULL, delta REAL NOT NULL, options_hash "
+                "TEXT NOT NULL, spent INTEGER NOT NULL)")
+    con.execute("INSERT INTO dprl_budgets VALUES ('old', 5, 1e-4, 'basic composition', 'then', 0)")
+    err = sql_error(con, LSW, (json.dumps(dict(O, budget="old")),))
+    check(err is not None and "made by an older dprl" in err, "older tables: refused until upgraded", err)
+    budget(con, "new", 2, 1e-5)
+    err = sql_error(con, LSW, (json.dumps(dict(O, budget="old")),))
+    check(err is not None and "without a unit of privacy" in err and ledger_rows(f) == 0,
+          "an upgraded budget of an older dprl has no unit: refused", err)
+    check(sql_error(con, LSW, (json.dumps(dict(O, budget="new")),)) is None and ledger_rows(f) == 1,
+          "the upgraded tables take the new budget's releases")
+    err = sql_error(con, "SELECT dprl_budget('x', 1, 1e-5)")
+    check(err is not None and "unit of privacy the budget protects is required" in err,
+          "the unit is required", err)
+    err = sql_error(con, "SELECT dprl_budget('x', 1, 1e-5, '{\"unit\": \"patient\"}')")
+    check(err is not None and 'option unit must be one of "episode", "expert", "reward function"' in err,
+          "an unknown unit is named", err)
 
 
 KILL_CHILD = r"""
@@ -340,7 +489,7 @@ time.sleep(60)
 def test_kill_after_first_row():
     for journal in ("wal", "delete"):
         con, f = database(journal, groups=3)
-        con.execute("SELECT dprl_budget('b', 10, 1e-4)").fetchone()
+        con.execute("SELECT dprl_budget('b', 10, 1e-4, '{\"unit\": \"episode\", \"accountant\": \"basic\"}')").fetchone()
         con.close()
         p = subprocess.Popen([sys.executable, "-c", KILL_CHILD, f, os.path.abspath(SO), json.dumps(O),
                               journal],
@@ -355,7 +504,7 @@ def test_kill_after_first_row():
 
 def test_triggers_and_shape():
     con, f = database()
-    con.execute("SELECT dprl_budget('b', 1, 1e-5)").fetchone()
+    con.execute("SELECT dprl_budget('b', 1, 1e-5, '{\"unit\": \"episode\", \"accountant\": \"basic\"}')").fetchone()
     o = json.dumps(O)
     con.execute("CREATE TRIGGER zero AFTER INSERT ON dprl_ledger BEGIN "
                 "UPDATE dprl_ledger SET spent = 0 WHERE id = new.id; END")
@@ -377,7 +526,7 @@ def test_triggers_and_shape():
           "a dprl_budgets of another definition: refused", err)
     # a dropped ledger is named as such
     con3, _ = database()
-    con3.execute("SELECT dprl_budget('b', 1, 1e-5)").fetchone()
+    con3.execute("SELECT dprl_budget('b', 1, 1e-5, '{\"unit\": \"episode\", \"accountant\": \"basic\"}')").fetchone()
     con3.execute("DROP TABLE dprl_ledger")
     err = sql_error(con3, LSW, (o,))
     check(err == 'dp_lsw: option budget "b": the table main.dprl_ledger is missing (dropped?): dprl '
@@ -392,19 +541,19 @@ def test_schemas():
     # :memory: main, the data and the ledger in an attached file
     con = connect(":memory:")
     con.isolation_level = None
-    err = sql_error(con, "SELECT dprl_budget('b', 1, 1e-5)")
+    err = sql_error(con, "SELECT dprl_budget('b', 1, 1e-5, '{\"unit\": \"episode\", \"accountant\": \"basic\"}')")
     check(err is not None and 'the database "main" is in memory' in err and "in_memory" in err,
           "a budget in an in-memory main: refused unless asked for", err)
-    err = sql_error(con, "SELECT dprl_budget('temp.b', 1, 1e-5)")
+    err = sql_error(con, "SELECT dprl_budget('temp.b', 1, 1e-5, '{\"unit\": \"episode\", \"accountant\": \"basic\"}')")
     check(err is not None and "is temporary" in err, "a budget in temp: refused", err)
-    err = sql_error(con, "SELECT dprl_budget('nowhere.b', 1, 1e-5)")
+    err = sql_error(con, "SELECT dprl_budget('nowhere.b', 1, 1e-5, '{\"unit\": \"episode\", \"accountant\": \"basic\"}')")
     check(err is not None and err.startswith('dprl_budget: name "nowhere.b": no attached database '
                                              'named "nowhere" (a dot separates'),
           "an unknown schema is named", err)
     con.execute("ATTACH ? AS clinic", (clinic,))
     con.execute("CREATE TABLE clinic.steps(episode, t, state, reward)")
     con.execute("INSERT INTO clinic.steps VALUES (1, 0, 0, 1.0), (2, 0, 1, 0.5)")
-    r = json.loads(con.execute("SELECT dprl_budget('clinic.icu', 1.5, 1e-5)").fetchone()[0])
+    r = json.loads(con.execute("SELECT dprl_budget('clinic.icu', 1.5, 1e-5, '{\"unit\": \"episode\", \"accountant\": \"basic\"}')").fetchone()[0])
     check(r["budget"] == "icu" and r["schema"] == "clinic", "declared in the attached file", r)
     o = json.dumps(dict(O, budget="clinic.icu"))
     con.execute("SELECT dp_lsw(episode, t, state, reward, ?) FROM clinic.steps", (o,)).fetchone()
@@ -418,28 +567,28 @@ def test_schemas():
     err = sql_error(con, "SELECT dp_lsw(episode, t, state, reward, ?) FROM clinic.steps", (o,))
     check(err is not None and "exceeded" in err, "and cannot overspend it", err)
     # asked for explicitly: a budget for this connection only
-    r = json.loads(con.execute("SELECT dprl_budget('m', 1, 1e-5, '{\"in_memory\": true}')").fetchone()[0])
+    r = json.loads(con.execute("SELECT dprl_budget('m', 1, 1e-5, '{\"in_memory\": true, \"unit\": \"episode\", \"accountant\": \"basic\"}')").fetchone()[0])
     con.execute("CREATE TABLE steps(episode, t, state, reward)")
     con.execute("INSERT INTO steps VALUES (1, 0, 0, 1.0)")
     con.execute("SELECT dp_lsw(episode, t, state, reward, ?) FROM steps",
                 (json.dumps(dict(O, budget="m")),)).fetchone()
     check(remaining(con, "m")["epsilon_spent"] == 1, "an in-memory budget, declared as such, spends")
-    check_error(con, "SELECT dprl_budget('x', 1, 0, '{\"in_memory\": 1}')",
+    check_error(con, "SELECT dprl_budget('x', 1, 0, '{\"in_memory\": 1, \"unit\": \"episode\"}')",
                 "dprl_budget: option in_memory must be true or false, got 1", "in_memory is a boolean")
 
 
 def test_name_polish():
     con, _ = database()
-    check_error(con, "SELECT dprl_budget(x'6162', 1, 0)", "dprl_budget: name must be text, got a blob of 2 bytes x'6162'",
+    check_error(con, "SELECT dprl_budget(x'6162', 1, 0, '{\"unit\": \"episode\", \"accountant\": \"basic\"}')", "dprl_budget: name must be text, got a blob of 2 bytes x'6162'",
                 "a BLOB name is refused")
     check_error(con, "SELECT dprl_budget_remaining(x'6162')",
                 "dprl_budget_remaining: name must be text, got a blob of 2 bytes x'6162'", "and by dprl_budget_remaining")
-    check_error(con, "SELECT dprl_budget('', 1, 0)", "dprl_budget: name must be 1 to 200 characters, got 0",
+    check_error(con, "SELECT dprl_budget('', 1, 0, '{\"unit\": \"episode\", \"accountant\": \"basic\"}')", "dprl_budget: name must be 1 to 200 characters, got 0",
                 "empty name")
     long = "é" * 200  # 200 characters, 400 bytes
-    check(json.loads(con.execute("SELECT dprl_budget(?, 1, 1e-5)", (long,)).fetchone()[0])["budget"] == long,
+    check(json.loads(con.execute("SELECT dprl_budget(?, 1, 1e-5, '{\"unit\": \"episode\", \"accountant\": \"basic\"}')", (long,)).fetchone()[0])["budget"] == long,
           "200 characters of two bytes each: a valid name")
-    check_error(con, "SELECT dprl_budget(?, 1, 0)", "dprl_budget: name must be 1 to 200 characters, got 201",
+    check_error(con, "SELECT dprl_budget(?, 1, 0, '{\"unit\": \"episode\", \"accountant\": \"basic\"}')", "dprl_budget: name must be 1 to 200 characters, got 201",
                 "201 characters: refused, counted in characters", ("é" * 201,))
     o = dict(O, budget=long)
     check(json.loads(con.execute(LSW, (json.dumps(o),)).fetchone()[0])["private"],
@@ -450,24 +599,24 @@ def test_errors():
     con, _ = database()
     o = dict(O, budget="none")
     check_error(con, LSW, 'dp_lsw: option budget: no budget named "none" (no dprl_budgets table in '
-                'main): declare it with dprl_budget(name, epsilon, delta)', "no ledger yet", (json.dumps(o),))
-    con.execute("SELECT dprl_budget('b', 1, 0)").fetchone()
+                'main): declare it with dprl_budget(name, epsilon, delta, options)', "no ledger yet", (json.dumps(o),))
+    con.execute("SELECT dprl_budget('b', 1, 0, '{\"unit\": \"episode\", \"accountant\": \"basic\"}')").fetchone()
     check_error(con, LSW, 'dp_lsw: option budget: no budget named "none": declare it with '
-                'dprl_budget(name, epsilon, delta)', "unknown budget", (json.dumps(o),))
-    check_error(con, "SELECT dprl_budget('b', 2, 0)", 'dprl_budget: budget "b" is already declared '
+                'dprl_budget(name, epsilon, delta, options)', "unknown budget", (json.dumps(o),))
+    check_error(con, "SELECT dprl_budget('b', 2, 0, '{\"unit\": \"episode\", \"accountant\": \"basic\"}')", 'dprl_budget: budget "b" is already declared '
                 'with epsilon 1, delta 0; a budget cannot be changed: declare another name',
                 "a budget cannot be changed")
-    check(con.execute("SELECT dprl_budget('b', 1, 0)").fetchone()[0] is not None,
+    check(con.execute("SELECT dprl_budget('b', 1, 0, '{\"unit\": \"episode\", \"accountant\": \"basic\"}')").fetchone()[0] is not None,
           "declaring the same budget again is a no-op")
-    check_error(con, "SELECT dprl_budget('c', -1, 0)", "dprl_budget: epsilon must be > 0, got -1",
+    check_error(con, "SELECT dprl_budget('c', -1, 0, '{\"unit\": \"episode\", \"accountant\": \"basic\"}')", "dprl_budget: epsilon must be > 0, got -1",
                 "negative epsilon")
-    check_error(con, "SELECT dprl_budget('c', 1, 1)", "dprl_budget: delta must be in [0, 1), got 1",
+    check_error(con, "SELECT dprl_budget('c', 1, 1, '{\"unit\": \"episode\", \"accountant\": \"basic\"}')", "dprl_budget: delta must be in [0, 1), got 1",
                 "delta 1")
     check_error(con, LSW, "dp_lsw: option budget must be a name (1 to 200 characters, no NUL), got 3",
                 "budget not a string", (json.dumps(dict(o, budget=3)),))
     err = sql_error(con, LSW, (json.dumps(dict(o, budget="b")),))
     check(err is not None and "exceeded" in err, "a pure-epsilon budget refuses delta > 0", err)
-    con.execute("CREATE VIEW v AS SELECT dprl_budget('x', 1, 0)")
+    con.execute("CREATE VIEW v AS SELECT dprl_budget('x', 1, 0, '{\"unit\": \"episode\", \"accountant\": \"basic\"}')")
     check(sql_error(con, "SELECT * FROM v") is not None, "dprl_budget is refused from a view")
 
 
@@ -476,7 +625,7 @@ def test_waits():
     # busy timeout says, succeeds once it is free, survives commits made
     # since its scan began, stops on interrupt, and gives up with BUSY.
     con, f = database("wal")
-    con.execute("SELECT dprl_budget('b', 100, 1e-3)").fetchone()
+    con.execute("SELECT dprl_budget('b', 100, 1e-3, '{\"unit\": \"episode\", \"accountant\": \"basic\"}')").fetchone()
     o = json.dumps(O)
     con.execute("PRAGMA busy_timeout = 10000")
     holder = sqlite3.connect(f, isolation_level=None, check_same_thread=False)
@@ -527,7 +676,7 @@ def test_waits():
     # rollback journal: a reader cannot wait for a writer (SQLite's rule);
     # SQLITE_BUSY at once, with a message that says what to do
     con2, f2 = database("delete")
-    con2.execute("SELECT dprl_budget('b', 100, 1e-3)").fetchone()
+    con2.execute("SELECT dprl_budget('b', 100, 1e-3, '{\"unit\": \"episode\", \"accountant\": \"basic\"}')").fetchone()
     con2.execute("PRAGMA busy_timeout = 10000")
     w = sqlite3.connect(f2, isolation_level=None)
     w.execute("BEGIN IMMEDIATE")
@@ -571,7 +720,7 @@ def test_concurrent_spenders():
     o = json.dumps(dict(O, epsilon=0.25))
     for journal in ("wal", "delete"):
         con, f = database(journal)
-        con.execute("SELECT dprl_budget('b', 5, 1e-3)").fetchone()
+        con.execute("SELECT dprl_budget('b', 5, 1e-3, '{\"unit\": \"episode\", \"accountant\": \"basic\"}')").fetchone()
         con.close()
         procs = [subprocess.Popen([sys.executable, "-c", SPENDER, f, os.path.abspath(SO), o, "8"],
                                   stdout=subprocess.PIPE, text=True) for _ in range(3)]
@@ -616,7 +765,7 @@ sqlite3.enable_shared_cache(True)
 con = sqlite3.connect(sys.argv[1], isolation_level=None)
 con.enable_load_extension(True)
 con.load_extension(sys.argv[2])
-con.execute("SELECT dprl_budget('b', 5, 1e-4)").fetchone()
+con.execute("SELECT dprl_budget('b', 5, 1e-4, '{\"unit\": \"episode\", \"accountant\": \"basic\"}')").fetchone()
 print(json.loads(con.execute("SELECT dp_lsw(episode, t, state, reward, ?) FROM steps",
                              (sys.argv[3],)).fetchone()[0])["private"], flush=True)
 """
@@ -628,7 +777,7 @@ def test_review_findings():
     # 5001 bytes) overflowed a stack buffer
     con, f = database()
     bad = "CAST(x'61' || zeroblob(0) || x'" + "80" * 5000 + "' || '.b' AS TEXT)"
-    for sql in (f"SELECT dprl_budget({bad}, 1, 0)", f"SELECT dprl_budget_remaining({bad})"):
+    for sql in ("SELECT dprl_budget(" + bad + ", 1, 0, '{\"unit\": \"episode\"}')", f"SELECT dprl_budget_remaining({bad})"):
         err = sql_error(con, sql)
         check(err is not None and err.endswith("name must be valid UTF-8"), "invalid UTF-8 name: refused",
               err)
@@ -636,7 +785,7 @@ def test_review_findings():
                     f"{bad})) FROM steps", (o,))
     check(err is not None and "must be valid UTF-8" in err, "invalid UTF-8 budget option: refused", err)
     # a file's budget copied into memory (backup, deserialize) cannot be charged there
-    con.execute("SELECT dprl_budget('b', 1, 1e-5)").fetchone()
+    con.execute("SELECT dprl_budget('b', 1, 1e-5, '{\"unit\": \"episode\", \"accountant\": \"basic\"}')").fetchone()
     mem = connect(":memory:")
     mem.isolation_level = None
     con.backup(mem)
@@ -675,7 +824,7 @@ def test_review_findings():
         check(err is not None and f"journal_mode {mode}" in err, f"journal_mode {mode}: refused", err)
     con.execute("PRAGMA journal_mode = delete")
     con.execute("PRAGMA synchronous = OFF")
-    con.execute("SELECT dprl_budget('b2', 5, 1e-3)").fetchone()
+    con.execute("SELECT dprl_budget('b2', 5, 1e-3, '{\"unit\": \"episode\", \"accountant\": \"basic\"}')").fetchone()
     con.execute(LSW, (json.dumps(dict(O, budget="b2")),)).fetchone()
     check(con.execute("PRAGMA synchronous").fetchone()[0] == 0,
           "the ledger row is written with synchronous FULL, the connection's OFF restored")
@@ -715,7 +864,7 @@ def test_review_findings():
     check(p.returncode == 0 and p.stdout.strip() == "True", "process-wide shared cache: no hang",
           p.stdout + p.stderr)
     # dp_q_noise with paths reused (J < T/B) is not covered by its accountant
-    con.execute("SELECT dprl_budget('q', 5, 1e-3)").fetchone()
+    con.execute("SELECT dprl_budget('q', 5, 1e-3, '{\"unit\": \"reward function\", \"accountant\": \"basic\"}')").fetchone()
     q = {"n_actions": 2, "epsilon": 0.5, "delta": 1e-5, "T": 5000, "B": 64, "lr": 3e-4, "k": 120,
          "K": 21, "rmin": 0, "rmax": 1, "J": 2, "budget": "q"}
     err = sql_error(con, "SELECT * FROM dp_q_noise('SELECT 0.5, 0, 1.0', ?)", (json.dumps(q),))
@@ -727,4 +876,5 @@ run([test_spend_and_refuse, test_not_private_refused, test_statement_fails_after
      test_wal_store_releases, test_group_by_returning_interrupted, test_kill_after_first_row,
      test_triggers_and_shape, test_schemas, test_name_polish, test_errors, test_waits,
      test_concurrent_spenders, test_review_findings, test_group_by_charged_once,
-     test_group_by_not_a_partition, test_group_by_per_group_charges])
+     test_group_by_not_a_partition, test_group_by_per_group_charges, test_zcdp_accountant,
+     test_zcdp_concurrent_spenders, test_older_tables])

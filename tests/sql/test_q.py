@@ -585,7 +585,7 @@ def test_noise_path_charged_once():
     f = os.path.join(tempfile.mkdtemp(), "q.db")
     con = connect(f)
     con.isolation_level = None
-    con.execute("SELECT dprl_budget('b', 1, 1e-4), dprl_budget('c', 1, 1e-4), dprl_budget('d', 1, 1e-4)").fetchall()
+    con.execute("SELECT dprl_budget('b', 1, 1e-4, '{\"unit\": \"reward function\", \"accountant\": \"basic\"}'), dprl_budget('c', 1, 1e-4, '{\"unit\": \"reward function\", \"accountant\": \"basic\"}'), dprl_budget('d', 1, 1e-4, '{\"unit\": \"reward function\", \"accountant\": \"basic\"}')").fetchall()
     cal = dict(n_actions=2, epsilon=0.5, delta=1e-5, T=5000, B=64, lr=3e-4, k=120, K=21, rmin=0, rmax=1)
 
     def spent(name):

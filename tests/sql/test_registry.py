@@ -30,6 +30,7 @@ FUNCTIONS = {  # name: (number of arguments, deterministic?)
     "dp_plan": (1, True),
     "dprl_budget": (3, False),  # also 4 arguments (with options)
     "dprl_budget_remaining": (1, False),
+    "dprl_ledger_fits": (6, True),  # the budget check inside the ledger's INSERT
     "dp_q_learn": (5, False),
     "dp_q_value": (3, True),
 }
@@ -180,7 +181,7 @@ def test_untrusted_trigger_cannot_spend():
         con = connect(os.path.join(d, "main.db"))
         con.isolation_level = None
         con.execute("PRAGMA trusted_schema = OFF")
-        con.execute("SELECT dprl_budget('b', 1, 1e-5)").fetchone()
+        con.execute("SELECT dprl_budget('b', 1, 1e-5, '{\"unit\": \"episode\", \"accountant\": \"basic\"}')").fetchone()
         con.execute("ATTACH ? AS other", (path,))
         msg = error_of(con, "INSERT INTO other.log VALUES (1)")
         spent = con.execute("SELECT count(*) FROM dprl_ledger").fetchone()[0]

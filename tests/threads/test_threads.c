@@ -121,8 +121,10 @@ int main(int argc, char **argv) {
   unlink(shared_db);
   sqlite3 *db = open_loaded(shared_db);
   if (!db) return 1;
-  sqlite3_exec(db, "PRAGMA journal_mode = WAL; SELECT dprl_budget('shared', 20, 1e-6)", NULL, NULL,
-               NULL);
+  sqlite3_exec(db,
+               "PRAGMA journal_mode = WAL; SELECT dprl_budget('shared', 20, 1e-6, "
+               "'{\"unit\": \"episode\", \"accountant\": \"basic\"}')",
+               NULL, NULL, NULL);
   pthread_t th[THREADS];
   for (long i = 0; i < THREADS; i++) pthread_create(&th[i], NULL, worker, (void *)i);
   for (int i = 0; i < THREADS; i++) pthread_join(th[i], NULL);
