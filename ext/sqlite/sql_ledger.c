@@ -1,12 +1,12 @@
-/* sql_ledger.c: the ledger's tables and where a budget lives (sql_ledger.h). */
+/* sql_ledger.c: the ledger's tables, where a budget lives, and what it has
+** spent in its accountant's terms (sql_ledger.h). */
 #include "sqlite/sql_ledger.h"
 
 #include <math.h>
-
-#include "dp/zcdp.h"
-
 #include <stdio.h>
 #include <string.h>
+
+#include "dp/zcdp.h"
 
 /* The number of characters of valid UTF-8, or (size_t)-1. */
 static size_t utf8_chars(const char *s, size_t n) {
