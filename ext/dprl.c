@@ -15,7 +15,8 @@
 **   dp_q_noise(points_sql, options)                table-valued
 **   dp_q_learn(s, a, r, s_next, options)           aggregate
 **   dp_q_value(model, state, action)               scalar
-**   dp_plan(options)                               planned sigma and error (JSON)
+**   dp_plan(options)                               planned sigma and error (JSON), a study's plan
+**   dprl_budget_plan(name, releases)               a study's plan against a declared budget
 **   dprl_budget(name, epsilon, delta), dprl_budget_remaining(name)   the ledger
 **
 **   sqlite> .load ./dprl
@@ -42,6 +43,7 @@ SQLITE_EXTENSION_INIT1
 #include "policy_eval/sql_policy_eval.h"
 #include "prefix_stable/sql_prefix_stable.h"
 #include "q_learning/sql_q.h"
+#include "study/sql_plan.h"
 #include "sqlite/sql_agg.h"
 #include "sqlite/sql_budget.h"
 #include "sqlite/sql_ledger.h"
@@ -136,7 +138,6 @@ static const struct function {
     AGGREGATE("dp_lsl_from_stats", 8, NOISY_JSON, dprl_lsl_stats_agg),
     /* exact first-visit statistics, NOT private */
     AGGREGATE("dp_fv_stats", 5, PURE_JSON, dprl_fv_stats_agg),
-    SCALAR("dp_plan", 1, PURE_JSON, dprl_sql_plan),
     /* expert-level prefixes (prefix_stable/) */
     SCALAR("dp_prefix_calibrate", 1, PURE_JSON, dprl_sql_prefix_calibrate),
     /* dp_prefix_stable's key reader: collects keys as a side effect */
@@ -147,6 +148,10 @@ static const struct function {
     /* s, a, r, s_next, options */
     AGGREGATE("dp_q_learn", 5, NOISY_JSON, dprl_q_learn_agg),
     SCALAR("dp_q_value", 3, PURE, dprl_sql_q_value),
+    /* planning before spending (study/): one release of any mechanism, or a
+    ** study's releases against a budget described or declared */
+    SCALAR("dp_plan", 1, PURE_JSON, dprl_sql_plan),
+    SCALAR("dprl_budget_plan", 2, NOISY_JSON, dprl_sql_budget_plan),
     /* the rows of a caller's query, for the readers of sqlite/sql_tvf.c */
     SCALAR(DPRL_ROW_FN, -1, NOISY, dprl_sql_row),
 #undef SCALAR

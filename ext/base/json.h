@@ -49,6 +49,10 @@ const char *dprl_json_type_name(dprl_json_type t);
 ** trimmed); non-finite numbers become null. */
 void dprl_json_put_string(dprl_buf *b, const char *s);
 void dprl_json_put_double(dprl_buf *b, double x);
+/* v written back as JSON (numbers as dprl_json_put_double writes them);
+** the members of a top-level object named in skip (NULL-ended, or NULL)
+** are left out.  Returns how many were. */
+int dprl_json_write(dprl_buf *b, const dprl_json *v, const char *const *skip);
 void dprl_json_put_double_array(dprl_buf *b, const double *x, size_t n);
 /* The same, asking cancel (may be NULL) whether to stop every few
 ** thousand numbers (10^7 of them take seconds): DPRL_EINTR leaves a

@@ -31,7 +31,7 @@ int dprl_options_open_polled(dprl_options *o, const char *fn, const char *text, 
     dprl_json_describe(o->root, got, sizeof got);
     return dprl_fail(err, DPRL_EINVAL, "%s: options must be a JSON object, got %s", fn, got);
   }
-  for (size_t i = 0; i < o->root->n; i++) {
+  for (size_t i = 0; known && i < o->root->n; i++) {
     const char *k = o->root->keys[i];
     int ok = 0;
     for (const char *const *p = known; *p; p++)

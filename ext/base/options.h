@@ -35,7 +35,8 @@ typedef struct dprl_range {
 #define DPRL_AT_LEAST(a) ((dprl_range){(a), HUGE_VAL, 0, 1})
 #define DPRL_AT_MOST(b) ((dprl_range){-HUGE_VAL, (b), 1, 0})
 
-/* Parse text as a JSON object whose keys are all in known[] (NULL-ended).
+/* Parse text as a JSON object whose keys are all in known[] (NULL-ended;
+** known NULL: any key, for a caller that checks them itself).
 ** NULL text is an error naming the options argument. */
 int dprl_options_open(dprl_options *o, const char *fn, const char *text,
                       size_t len, const char *const *known, dprl_error *err);

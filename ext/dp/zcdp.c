@@ -166,3 +166,17 @@ double dprl_zcdp_rho_left(double rho, double eps_sum, double delta_sum,
   }
   return lo;
 }
+
+/* ---- a budget: what it has spent against what it allows ---------------- */
+
+double dprl_spent_epsilon(const dprl_spent *s) {
+  if (!s->zcdp || s->rho <= 0) return s->delta_plain <= s->delta_b ? s->eps_plain : INFINITY;
+  double e = dprl_zcdp_total_eps(s->rho, s->eps_plain, s->delta_plain, s->delta_b);
+  return isnan(e) ? INFINITY : e;
+}
+
+int dprl_spent_fits(const dprl_spent *s) {
+  if (!s->zcdp || s->rho <= 0) /* sums, with the slack of their floating-point addition */
+    return s->eps_plain <= s->eps_b * (1 + 1e-12) && s->delta_plain <= s->delta_b * (1 + 1e-12);
+  return dprl_zcdp_fits(s->rho, s->eps_plain, s->delta_plain, s->eps_b, s->delta_b) == 1;
+}

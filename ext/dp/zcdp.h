@@ -19,6 +19,8 @@
 #ifndef DPRL_ZCDP_H
 #define DPRL_ZCDP_H
 
+#include <stdint.h>
+
 /* rho = sens^2 / (2 sigma^2) of a Gaussian release, rounded up.
 ** sens >= 0 and sigma > 0, both finite; NaN otherwise. The caller passes
 ** the sensitivity and the scale in the same units (for dprl's releases: the
@@ -78,4 +80,17 @@ int dprl_zcdp_fits(double rho, double eps_sum, double delta_sum, double eps_b,
 double dprl_zcdp_rho_left(double rho, double eps_sum, double delta_sum,
                           double eps_b, double delta_b);
 
+/* What a budget has spent, in its accountant's terms (ALGORITHMS.md §12):
+** under zCDP, the Gaussian releases' rho and the others' (epsilon, delta);
+** under basic composition every release's (epsilon, delta). */
+typedef struct dprl_spent {
+  int zcdp;
+  double eps_b, delta_b;         /* the budget */
+  double eps_plain, delta_plain; /* sums over the releases counted in (epsilon, delta) */
+  double rho;                    /* sum over the Gaussian releases (zCDP only) */
+  int64_t releases, gaussian;
+} dprl_spent;
+/* The total epsilon at the budget's delta (+inf when it cannot be met). */
+double dprl_spent_epsilon(const dprl_spent *s);
+int dprl_spent_fits(const dprl_spent *s);
 #endif

@@ -22,6 +22,7 @@
 ** n_states^2 d work and is limited to n_states^2 d <= 10^9.
 */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "base/json.h"
@@ -125,8 +126,10 @@ static int put_part(const dprl_pe_config *c, dprl_buf *b, const char *name, doub
   return rc;
 }
 
-int dprl_pe_plan(const dprl_pe_config *c, const int64_t *visits, dprl_buf *out,
-                 dprl_error *err) {
+/* The plan's JSON into out; rms[0], rms[1]: the root mean square error of
+** the output and statistics parts (rms may be NULL). */
+static int plan_core(const dprl_pe_config *c, const int64_t *visits, dprl_buf *out,
+                     double *rms_out, dprl_error *err) {
   int64_t n = c->n_states;
   double s_out = 0;
   dprl_sp_params p = {c->epsilon, c->delta, c->rule.fmin, c->rule.fmax, n,
@@ -148,7 +151,8 @@ int dprl_pe_plan(const dprl_pe_config *c, const int64_t *visits, dprl_buf *out,
   for (int64_t s = 0; !rc && s < n; s++)
     if (visits[s] == 0) e_st[s] = NAN; /* unvisited: a bias, not a noise to plan */
   if (!rc) {
-    dprl_buf_printf(out, "{\"mechanism\":\"%s\"", c->mech == DPRL_LSW ? "dp_lsw" : "dp_lsl");
+    dprl_buf_printf(out, "{\"mechanism\":\"%s%s\"", c->mech == DPRL_LSW ? "dp_lsw" : "dp_lsl",
+                    c->from_stats ? "_from_stats" : "");
     dprl_buf_puts(out, ",\"epsilon\":");
     dprl_json_put_double(out, c->epsilon);
     dprl_buf_puts(out, ",\"delta\":");
@@ -157,9 +161,58 @@ int dprl_pe_plan(const dprl_pe_config *c, const int64_t *visits, dprl_buf *out,
                     (long long)c->feat.d, (long long)c->episodes);
     rc = put_part(c, out, "output", s_out, e_out, n, err);
     if (!rc) rc = put_part(c, out, "statistics", nz.sigma, e_st, n, err);
+    if (rms_out) rms_out[0] = rms(e_out, n), rms_out[1] = rms(e_st, n);
     dprl_buf_puts(out, "}");
     if (!rc && out->oom) rc = dprl_nomem(err);
   }
   dprl_free(mem);
+  return rc;
+}
+
+int dprl_pe_plan(const dprl_pe_config *c, const int64_t *visits, dprl_buf *out,
+                 dprl_error *err) {
+  return plan_core(c, visits, out, NULL, err);
+}
+
+/* The cost of the planned release (dp/plan.h): statistics perturbation is a
+** Gaussian release of rho = dprl_sp_rho (ALGORITHMS.md §12.1), the output
+** perturbation a plain (epsilon, delta) one; a _from_stats form is charged
+** per group (§12).  It answers nothing useful when the planned error of its
+** perturbation is half the range of returns or more: a guess of the
+** middle of [fmin, fmax] is as close. */
+static void plan_cost(const dprl_pe_config *c, const double *rms_e, dprl_plan_cost *cost) {
+  int st = c->perturb == DPRL_PERTURB_STATISTICS;
+  double e = rms_e[st], half = dprl_return_bound(&c->rule) / 2;
+  memset(cost, 0, sizeof *cost);
+  static const char *const names[2][2] = {{"dp_lsw", "dp_lsw_from_stats"},
+                                          {"dp_lsl", "dp_lsl_from_stats"}};
+  cost->mechanism = names[c->mech == DPRL_LSL][c->from_stats];
+  cost->unit = "episode";
+  cost->epsilon = c->epsilon;
+  cost->delta = c->delta;
+  cost->gaussian = st;
+  cost->rho = st ? dprl_sp_rho(c->epsilon, c->delta) : 0;
+  cost->per_group = c->from_stats;
+  cost->useful = isfinite(e) && e < half;
+  if (!cost->useful)
+    snprintf(cost->why, sizeof cost->why,
+             "perturb \"%s\" has a planned rms error of %.3g at these visits, at least half "
+             "the range of returns (fmax - fmin)/2 = %.3g: the values would be mostly noise",
+             st ? "statistics" : "output", e, half);
+}
+
+int dprl_pe_plan_text(const char *text, size_t len, int64_t length_limit, dprl_cancel *cancel,
+                      dprl_buf *out, dprl_plan_cost *cost, dprl_error *err) {
+  dprl_pe_config c;
+  int64_t *visits = NULL;
+  double rms_e[2];
+  int rc = dprl_pe_plan_parse(&c, text, len, &visits, length_limit, cancel, err);
+  if (rc) return rc;
+  c.cancel = cancel;
+  rc = plan_core(&c, visits, out, rms_e, err);
+  if (!rc) plan_cost(&c, rms_e, cost);
+  c.cancel = NULL;
+  dprl_pe_config_free(&c);
+  dprl_free(visits);
   return rc;
 }

@@ -20,11 +20,12 @@ const char *const dprl_lsl_option_names[] = {
     "budget", "buckets", NULL};
 
 /* dp_plan: the options of either mechanism, the hypothetical visits, no
-** data-side keys (seed, release, grouped) and no perturb (it plans both). */
+** data-side keys (seed, release, grouped); perturb names the one a study
+** charges (the plan covers both). */
 const char *const dprl_plan_option_names[] = {
     "mechanism", "visits", "episodes", "n_states", "gamma", "epsilon", "delta", "rmin",
     "rmax", "fmin", "fmax", "features", "weights", "rho", "lambda", "max_states",
-    "calibration", NULL};
+    "calibration", "perturb", NULL};
 
 #define MAX_STATES (1 << 27)
 
@@ -96,8 +97,8 @@ static int plan_calibration(dprl_pe_config *c, const dprl_options *o) {
 static int parse_perturb(dprl_pe_config *c, const dprl_options *o) {
   static const char *const perturbs[] = {"output", "statistics", NULL};
   int p = 0, rc = dprl_opt_choice(o, "perturb", perturbs, 0, &p);
-  if (rc || c->plan) return rc; /* a plan covers both perturbations */
   c->perturb = (dprl_perturb)p;
+  if (rc || c->plan) return rc; /* a plan covers both perturbations */
   if (c->perturb == DPRL_PERTURB_STATISTICS && dprl_opt_has(o, "calibration"))
     return dprl_fail(o->err, DPRL_EINVAL,
                      "%s: option calibration applies to perturb \"output\" (the constants of "
@@ -192,7 +193,8 @@ int dprl_pe_config_parse(dprl_pe_config *c, dprl_mechanism mech, const char *fn,
 
 int dprl_pe_plan_parse(dprl_pe_config *c, const char *text, size_t len, int64_t **visits,
                        int64_t length_limit, dprl_cancel *cancel, dprl_error *err) {
-  static const char *const mechs[] = {"dp_lsw", "dp_lsl", NULL};
+  static const char *const mechs[] = {"dp_lsw", "dp_lsl", "dp_lsw_from_stats",
+                                      "dp_lsl_from_stats", NULL};
   const char *fn = "dp_plan";
   dprl_options o;
   double *v = NULL;
@@ -206,6 +208,8 @@ int dprl_pe_plan_parse(dprl_pe_config *c, const char *text, size_t len, int64_t 
   int rc = dprl_options_open_polled(&o, fn, text, len, dprl_plan_option_names, cancel, err);
   if (!rc) rc = dprl_opt_choice(&o, "mechanism", mechs, 0, &mech);
   if (!rc) {
+    c->from_stats = mech >= 2;
+    mech %= 2;
     c->mech = (dprl_mechanism)mech;
     const char *other = mech ? "weights" : "rho";
     if (dprl_opt_has(&o, other) || (!mech && dprl_opt_has(&o, "lambda")))

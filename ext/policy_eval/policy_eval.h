@@ -10,6 +10,7 @@
 #include "policy_eval/feature_matrix.h"
 #include "rows/first_visit.h"
 #include "dp/noise.h"
+#include "dp/plan.h"
 #include "dp/sensitivity.h"
 
 typedef enum { DPRL_LSW, DPRL_LSL } dprl_mechanism;
@@ -29,6 +30,7 @@ typedef struct dprl_pe_config {
   dprl_calibration calib;
   dprl_perturb perturb;
   int plan; /* parsed for dp_plan: both perturbations are planned */
+  int from_stats; /* dp_plan of a _from_stats form (charged per group, ALGORITHMS.md §12) */
   int64_t length_limit; /* the connection's SQLITE_LIMIT_LENGTH (0: none) */
   char *budget;         /* the "budget" option (a ledger name) or NULL */
   dprl_cancel *cancel;  /* set by the caller: asked in every long loop */
@@ -69,6 +71,13 @@ int dprl_pe_plan_parse(dprl_pe_config *c, const char *text, size_t len, int64_t 
 ** over states, the dense n_states^2 d sum and the JSON poll c->cancel. */
 int dprl_pe_plan(const dprl_pe_config *c, const int64_t *visits, dprl_buf *out,
                  dprl_error *err);
+
+/* dp_plan of dp_lsw, dp_lsl and their _from_stats forms from the options
+** text: the plan's JSON into out and what the release would cost into
+** cost (dp/plan.h; perturb "output" unless the options say
+** "statistics"). */
+int dprl_pe_plan_text(const char *text, size_t len, int64_t length_limit, dprl_cancel *cancel,
+                      dprl_buf *out, dprl_plan_cost *cost, dprl_error *err);
 
 /* The scale the output perturbation applies for these counts of m
 ** episodes (sigma_applied = whole grid steps x grid, ALGORITHMS.md §6). */

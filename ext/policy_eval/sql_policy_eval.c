@@ -92,39 +92,6 @@ const dprl_agg_fn dprl_lsw_agg = {"dp_lsw", sizeof(pe_state), &mech_lsw,
 const dprl_agg_fn dprl_lsl_agg = {"dp_lsl", sizeof(pe_state), &mech_lsl,
                                   pe_start, pe_row, pe_final, pe_free, pe_units};
 
-/* dp_plan(options): deterministic, reads no data (plan.c); 10^7 states
-** take seconds, so every phase can be interrupted. */
-void dprl_sql_plan(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
-  dprl_error err = {0};
-  dprl_pe_config c;
-  dprl_sql_cancel cancel;
-  int64_t *visits = NULL;
-  dprl_buf b = {0};
-  (void)argc;
-  const char *text = (const char *)sqlite3_value_text(argv[0]);
-  if (!text && sqlite3_value_type(argv[0]) != SQLITE_NULL) {
-    sqlite3_result_error_nomem(ctx);
-    return;
-  }
-  int rc = dprl_sql_cancel_open(&cancel, sqlite3_context_db_handle(ctx), &err);
-  if (!rc) {
-    rc = dprl_pe_plan_parse(&c, text, (size_t)sqlite3_value_bytes(argv[0]), &visits,
-                            sqlite3_limit(sqlite3_context_db_handle(ctx), SQLITE_LIMIT_LENGTH, -1),
-                            &cancel.base, &err);
-    if (!rc) {
-      c.cancel = &cancel.base;
-      rc = dprl_pe_plan(&c, visits, &b, &err);
-      c.cancel = NULL;
-      dprl_pe_config_free(&c);
-      dprl_free(visits);
-    }
-    dprl_sql_cancel_close(&cancel);
-  }
-  if (rc) dprl_sql_result_error(ctx, "dp_plan", &err);
-  else dprl_sql_result_json(ctx, b.data, (int)b.len);
-  dprl_buf_free(&b);
-}
-
 /* ---- the same release from per-state statistics ---------------------------
 **
 **   SELECT dp_lsw_from_stats(state, visits, return_sum,

@@ -12,6 +12,5 @@ extern const dprl_agg_fn dprl_lsw_agg, dprl_lsl_agg;             /* sql_policy_e
 extern const dprl_agg_fn dprl_lsw_stats_agg, dprl_lsl_stats_agg; /* sql_policy_eval.c */
 extern const dprl_agg_fn dprl_fv_stats_agg;                      /* sql_first_visit.c */
 extern const dprl_tvf_spec dprl_first_visit_tvf;                 /* sql_first_visit.c */
-void dprl_sql_plan(sqlite3_context *ctx, int argc, sqlite3_value **argv);
 
 #endif

@@ -178,42 +178,52 @@ void dprl_sql_budget(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   dprl_buf_free(&b);
 }
 
+int dprl_budget_lookup(sqlite3 *db, sqlite3_value *name, const char *fn, ledger_at *at,
+                       dprl_spent *sp, char *unit, size_t unit_size, char *acct,
+                       size_t acct_size, dprl_error *err) {
+  double have[2];
+  int found = 0;
+  memset(sp, 0, sizeof *sp);
+  unit[0] = acct[0] = 0;
+  int rc = read_name(db, name, fn, at, err);
+  if (!rc) {
+    const char *type;
+    char *sql = dprl_ledger_table_sql(db, at->schema, "dprl_budgets", &type);
+    if (!sql) rc = dprl_nomem(err);
+    else if (!type[0])
+      rc = dprl_fail(err, DPRL_EINVAL, "no budget named \"%s\" (no dprl_budgets table in %s)",
+                     at->name, at->schema);
+    sqlite3_free(sql);
+  }
+  if (!rc && dprl_ledger_tables_check(db, at->schema, fn, "budget", at->schema, at->name, err))
+    rc = err->code;
+  if (!rc && dprl_ledger_query(db, at->schema,
+                               "SELECT epsilon, delta FROM \"%w\".dprl_budgets WHERE name = ?1",
+                               at->name, have, 2, &found) != SQLITE_OK)
+    rc = dprl_ledger_db_error(db, fn, "reading it", err);
+  if (!rc && !found) rc = dprl_fail(err, DPRL_EINVAL, "no budget named \"%s\"", at->name);
+  if (!rc && dprl_budget_texts(db, at->schema, at->name, unit, unit_size, acct, acct_size))
+    rc = dprl_ledger_db_error(db, fn, "reading it", err);
+  if (rc) return rc;
+  sp->zcdp = strcmp(acct, DPRL_ACCT_ZCDP) == 0;
+  sp->eps_b = have[0];
+  sp->delta_b = have[1];
+  if (dprl_spent_read(db, at->schema, at->name, sp) != SQLITE_OK)
+    return dprl_ledger_db_error(db, fn, "reading it", err);
+  return DPRL_OK;
+}
+
 /* What a budget has spent and has left, in its accountant's terms. */
 void dprl_sql_budget_remaining(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   const char *fn = "dprl_budget_remaining";
   sqlite3 *db = sqlite3_context_db_handle(ctx);
   dprl_error err = {0};
   ledger_at at;
-  double have[2];
-  int found = 0;
-  char unit[64] = "", acct[64] = "";
+  char unit[64], acct[64];
   dprl_spent sp;
-  memset(&sp, 0, sizeof sp);
   (void)argc;
-  int rc = read_name(db, argv[0], fn, &at, &err);
-  if (!rc) {
-    const char *type;
-    char *sql = dprl_ledger_table_sql(db, at.schema, "dprl_budgets", &type);
-    if (!sql) rc = dprl_nomem(&err);
-    else if (!type[0])
-      rc = dprl_fail(&err, DPRL_EINVAL, "no budget named \"%s\" (no dprl_budgets table in %s)",
-                     at.name, at.schema);
-    sqlite3_free(sql);
-  }
-  if (!rc && dprl_ledger_tables_check(db, at.schema, fn, "budget", at.schema, at.name, &err)) rc = err.code;
-  if (!rc && dprl_ledger_query(db, at.schema,
-                           "SELECT epsilon, delta FROM \"%w\".dprl_budgets WHERE name = ?1",
-                           at.name, have, 2, &found) != SQLITE_OK)
-    rc = dprl_ledger_db_error(db, fn, "reading it", &err);
-  if (!rc && !found) rc = dprl_fail(&err, DPRL_EINVAL, "no budget named \"%s\"", at.name);
-  if (!rc && dprl_budget_texts(db, at.schema, at.name, unit, sizeof unit, acct, sizeof acct))
-    rc = dprl_ledger_db_error(db, fn, "reading it", &err);
-  sp.zcdp = strcmp(acct, DPRL_ACCT_ZCDP) == 0;
-  sp.eps_b = have[0];
-  sp.delta_b = have[1];
-  if (!rc && dprl_spent_read(db, at.schema, at.name, &sp) != SQLITE_OK)
-    rc = dprl_ledger_db_error(db, fn, "reading it", &err);
-  if (rc) {
+  if (dprl_budget_lookup(db, argv[0], fn, &at, &sp, unit, sizeof unit, acct, sizeof acct,
+                         &err)) {
     dprl_sql_result_error(ctx, fn, &err);
     return;
   }

@@ -187,18 +187,6 @@ int dprl_ledger_upgrade(sqlite3 *db, const char *schema, const char *fn, dprl_er
 
 /* ---- what a budget has spent (ALGORITHMS.md §12, §12.1) ------------------ */
 
-double dprl_spent_epsilon(const dprl_spent *s) {
-  if (!s->zcdp || s->rho <= 0) return s->delta_plain <= s->delta_b ? s->eps_plain : INFINITY;
-  double e = dprl_zcdp_total_eps(s->rho, s->eps_plain, s->delta_plain, s->delta_b);
-  return isnan(e) ? INFINITY : e;
-}
-
-int dprl_spent_fits(const dprl_spent *s) {
-  if (!s->zcdp || s->rho <= 0) /* sums, with the slack of their floating-point addition */
-    return s->eps_plain <= s->eps_b * (1 + 1e-12) && s->delta_plain <= s->delta_b * (1 + 1e-12);
-  return dprl_zcdp_fits(s->rho, s->eps_plain, s->delta_plain, s->eps_b, s->delta_b) == 1;
-}
-
 int dprl_spent_read(sqlite3 *db, const char *schema, const char *name, dprl_spent *s) {
   double v[5];
   int found;

@@ -5,6 +5,7 @@
 #ifndef DPRL_SQL_LEDGER_H
 #define DPRL_SQL_LEDGER_H
 
+#include "dp/zcdp.h"
 #include "sqlite/sql_glue.h"
 
 /* The tables' definitions are each an older one after ALTER TABLE ... ADD
@@ -58,22 +59,15 @@ int dprl_budget_texts(sqlite3 *c, const char *where, const char *name, char *uni
 /* Bring tables of an older definition in `schema` to the current one. */
 int dprl_ledger_upgrade(sqlite3 *db, const char *schema, const char *fn, dprl_error *err);
 
-/* What a budget has spent, in its accountant's terms (ALGORITHMS.md §12):
-** under zCDP, the Gaussian releases' rho and the others' (epsilon, delta);
-** under basic composition every release's (epsilon, delta). */
-typedef struct dprl_spent {
-  int zcdp;
-  double eps_b, delta_b;         /* the budget */
-  double eps_plain, delta_plain; /* sums over the releases counted in (epsilon, delta) */
-  double rho;                    /* sum over the Gaussian releases (zCDP only) */
-  int64_t releases, gaussian;
-} dprl_spent;
-/* The total epsilon at the budget's delta (+inf when it cannot be met). */
-double dprl_spent_epsilon(const dprl_spent *s);
-int dprl_spent_fits(const dprl_spent *s);
 /* Read the sums of budget `name` in `schema` (s->zcdp, eps_b, delta_b set
 ** by the caller). A SQLite result code. */
 int dprl_spent_read(sqlite3 *db, const char *schema, const char *name, dprl_spent *s);
+/* The declared budget named by the SQL value name ("[schema.]name"): where
+** it is, what it allows and has spent (sp), its unit and accountant texts.
+** A dprl code; errors name fn. */
+int dprl_budget_lookup(sqlite3 *db, sqlite3_value *name, const char *fn, ledger_at *at,
+                       dprl_spent *sp, char *unit, size_t unit_size, char *acct,
+                       size_t acct_size, dprl_error *err);
 /* dprl_ledger_fits(accountant, eps_b, delta_b, eps_plain, delta_plain, rho):
 ** the check inside the ledger's INSERT; registered on the caller's
 ** connection (dprl.c) and on the ledger's own. */

@@ -30,6 +30,7 @@ FUNCTIONS = {  # name: (number of arguments, deterministic?)
     "dp_plan": (1, True),
     "dprl_budget": (3, False),  # also 4 arguments (with options)
     "dprl_budget_remaining": (1, False),
+    "dprl_budget_plan": (2, False),  # reads the ledger
     "dprl_ledger_fits": (6, True),  # the budget check inside the ledger's INSERT
     "dp_q_learn": (5, False),
     "dp_q_value": (3, True),
@@ -40,7 +41,7 @@ DIRECTONLY = 0x80000
 INNOCUOUS = 0x200000
 # Functions that write the database (the ledger): direct-only.
 WRITERS = {"dp_lsw", "dp_lsl", "dp_lsw_from_stats", "dp_lsl_from_stats", "dp_q_learn",
-           "dprl_budget", "dprl_budget_remaining"}
+           "dprl_budget", "dprl_budget_remaining", "dprl_budget_plan"}
 UNSAFE = "unsafe use of virtual table"
 FV_OPTS = '{"n_states": 1, "gamma": 0.5, "rmin": 0, "rmax": 1}'
 PS_OPTS = '{"epsilon": 1, "delta": 0.1, "p_min": 0.1, "T": 1, "L": 1}'

@@ -257,7 +257,7 @@ def test_errors():
          "dp_plan: option weights does not apply to mechanism dp_lsl"),
         (dict(BASE, episodes=5, visits=[1, 2, 3, 1], seed=1), 'dp_plan: unknown option "seed" (known: '
          'mechanism, visits, episodes, n_states, gamma, epsilon, delta, rmin, rmax, fmin, fmax, '
-         'features, weights, rho, lambda, max_states, calibration)'),
+         'features, weights, rho, lambda, max_states, calibration, perturb)'),
     ]
     for o, msg in pbad:
         check_error(con, plan, msg, "refused: " + msg, (json.dumps(o),))

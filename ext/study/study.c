@@ -1,0 +1,356 @@
+/*
+** study.c: dp_plan over every mechanism, and a study's releases planned
+** against a budget under its accountant (study.h, ALGORITHMS.md §12.2).
+**
+** A study is planned as the ledger would charge it (§12, §12.1): releases
+** are taken in order; one whose unit differs from the budget's is refused;
+** one that would take the budget's total past its epsilon at its delta is
+** refused and charges nothing, and the later ones are planned as if it had
+** not been asked.  A GROUP BY of k groups is one charge when the groups
+** partition the release's unit, k charges when they cannot (per_group).
+*/
+#include "study/study.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/json.h"
+#include "base/options.h"
+#include "policy_eval/policy_eval.h"
+
+typedef struct plan_entry {
+  const char *mechanism;
+  dprl_plan_fn plan;
+  int keeps_mechanism; /* its options know "mechanism" (it plans several) */
+} plan_entry;
+
+static const plan_entry entries[] = {
+    {"dp_lsw", dprl_pe_plan_text, 1},
+    {"dp_lsl", dprl_pe_plan_text, 1},
+    {"dp_lsw_from_stats", dprl_pe_plan_text, 1},
+    {"dp_lsl_from_stats", dprl_pe_plan_text, 1},
+};
+#define N_ENTRIES (sizeof entries / sizeof entries[0])
+
+const char *const dprl_plan_mechanisms[] = {"dp_lsw", "dp_lsl", "dp_lsw_from_stats",
+                                            "dp_lsl_from_stats", NULL};
+
+static const char *const study_keys[] = {"budget", "releases", NULL};
+static const char *const budget_keys[] = {"epsilon", "delta", "unit", "accountant", NULL};
+static const char *const units[] = {"episode", "expert", "reward function", NULL};
+static const char *const accountants[] = {"zcdp", "basic", NULL};
+static const char *const release_only[] = {"label", "groups", NULL};
+
+static int mechanism_list(dprl_buf *b) {
+  for (size_t i = 0; i < N_ENTRIES; i++)
+    dprl_buf_printf(b, "%s\"%s\"", i ? ", " : "", entries[i].mechanism);
+  return 0;
+}
+
+/* The entry for options object o (its "mechanism", dp_lsw when absent). */
+static int find_entry(const char *fn, const char *where, const dprl_json *o,
+                      const plan_entry **e, dprl_error *err) {
+  const dprl_json *m = dprl_json_get(o, "mechanism");
+  const char *name = "dp_lsw";
+  if (m && m->type != DPRL_JSON_STRING)
+    return dprl_fail(err, DPRL_EINVAL, "%s: %soption mechanism must be a string, got %s", fn,
+                     where, dprl_json_type_name(m->type));
+  if (m) name = m->str;
+  for (size_t i = 0; i < N_ENTRIES; i++)
+    if (strcmp(entries[i].mechanism, name) == 0 && strlen(name) == (m ? m->n : strlen(name))) {
+      *e = &entries[i];
+      return DPRL_OK;
+    }
+  dprl_buf b = {0};
+  mechanism_list(&b);
+  int rc = b.oom ? dprl_nomem(err)
+                 : dprl_fail(err, DPRL_EINVAL, "%s: %soption mechanism must be one of %s, got "
+                             "\"%.60s\"", fn, where, b.data, name);
+  dprl_buf_free(&b);
+  return rc;
+}
+
+/* Plan one release from its options object: its plan's JSON into out (the
+** mechanism's keys, then unit, cost and usefulness), its cost into cost. */
+static int plan_one(const char *fn, const char *where, const dprl_json *o,
+                    int64_t length_limit, dprl_cancel *cancel, dprl_buf *out,
+                    dprl_plan_cost *cost, dprl_error *err) {
+  const plan_entry *e = NULL;
+  dprl_buf text = {0}, plan = {0};
+  int rc = find_entry(fn, where, o, &e, err);
+  if (rc) return rc;
+  dprl_json_write(&text, o, e->keeps_mechanism ? release_only : NULL);
+  if (!e->keeps_mechanism) { /* again without "mechanism" and the study's keys */
+    static const char *const both[] = {"mechanism", "label", "groups", NULL};
+    text.len = 0;
+    dprl_json_write(&text, o, both);
+  }
+  memset(cost, 0, sizeof *cost);
+  if (text.oom) rc = dprl_nomem(err);
+  if (!rc) rc = e->plan(text.data, text.len, length_limit, cancel, &plan, cost, err);
+  if (rc && where[0] && strncmp(err->msg, "dp_plan: ", 9) == 0) { /* name the release */
+    char msg[sizeof err->msg];
+    snprintf(msg, sizeof msg, "%s: %s%.380s", fn, where, err->msg + 9);
+    memcpy(err->msg, msg, sizeof msg);
+  }
+  if (!rc && plan.oom) rc = dprl_nomem(err);
+  if (!rc && !(plan.len >= 2 && plan.data[plan.len - 1] == '}'))
+    rc = dprl_fail(err, DPRL_EINVAL, "%s: the plan of %s is not a JSON object", fn,
+                   e->mechanism);
+  if (!rc) {
+    dprl_buf_append(out, plan.data, plan.len - 1);
+    dprl_json_put_key(out, "unit");
+    dprl_json_put_string(out, cost->unit);
+    dprl_json_put_key(out, "charged_as");
+    dprl_json_put_string(out, cost->gaussian ? "rho" : "epsilon, delta");
+    if (cost->gaussian) dprl_json_put_num(out, "rho", cost->rho);
+    dprl_json_put_key(out, "per_group");
+    dprl_buf_puts(out, cost->per_group ? "true" : "false");
+    dprl_json_put_key(out, "useful");
+    dprl_buf_puts(out, cost->useful ? "true" : "false");
+    dprl_json_put_key(out, "why");
+    if (cost->useful) dprl_buf_puts(out, "null");
+    else dprl_json_put_string(out, cost->why);
+    dprl_buf_puts(out, "}");
+  }
+  dprl_buf_free(&text);
+  dprl_buf_free(&plan);
+  return rc;
+}
+
+/* A planned release's charge added to s (k times when per group). */
+static void charge(dprl_spent *s, const dprl_plan_cost *c, int64_t k) {
+  double n = c->per_group ? (double)k : 1.0;
+  if (s->zcdp && c->gaussian) {
+    s->rho += n * c->rho;
+    s->gaussian += (int64_t)n;
+  } else {
+    s->eps_plain += n * c->epsilon;
+    s->delta_plain += n * c->delta;
+  }
+  s->releases += (int64_t)n;
+}
+
+/* "groups": the number of groups of a GROUP BY (1 when absent). */
+static int read_groups(const char *fn, const char *where, const dprl_json *o, int64_t *k,
+                       dprl_error *err) {
+  const dprl_json *g = dprl_json_get(o, "groups");
+  *k = 1;
+  if (!g) return DPRL_OK;
+  if (g->type != DPRL_JSON_NUMBER || g->num != floor(g->num) || !(g->num >= 1 && g->num <= 1e9))
+    return dprl_fail(err, DPRL_EINVAL, "%s: %soption groups must be an integer in [1, 10^9] "
+                     "(the groups of a GROUP BY), got %s", fn, where,
+                     g->type == DPRL_JSON_NUMBER ? "a number out of range"
+                                                 : dprl_json_type_name(g->type));
+  *k = (int64_t)g->num;
+  return DPRL_OK;
+}
+
+static void put_release_why(dprl_buf *b, const dprl_study_budget *bud, const dprl_plan_cost *c,
+                            int unit_ok, int fits, const dprl_spent *after) {
+  int n = 0;
+  dprl_json_put_key(b, "why");
+  dprl_buf_puts(b, "[");
+  if (!unit_ok) {
+    char t[300];
+    snprintf(t, sizeof t, "its unit of privacy is one %s, and the budget protects one %s: the "
+             "ledger refuses it (declare a budget of unit \"%s\" for it)", c->unit, bud->unit,
+             c->unit);
+    dprl_json_put_string(b, t), n++;
+  } else if (!fits) {
+    char t[300];
+    double e = dprl_spent_epsilon(after);
+    snprintf(t, sizeof t, "with it the budget's total would be epsilon %.4g at delta %.3g, "
+             "more than its epsilon %.4g: the ledger refuses it and charges nothing", e,
+             after->delta_b, after->eps_b);
+    if (!isfinite(e))
+      snprintf(t, sizeof t, "with it the releases' delta %.3g would reach the budget's delta "
+               "%.3g: the ledger refuses it and charges nothing", after->delta_plain,
+               after->delta_b);
+    if (n) dprl_buf_puts(b, ",");
+    dprl_json_put_string(b, t), n++;
+  }
+  if (!c->useful) {
+    if (n) dprl_buf_puts(b, ",");
+    dprl_json_put_string(b, c->why);
+  }
+  dprl_buf_puts(b, "]");
+}
+
+/* The releases (a JSON array) against bud, in order. */
+static int plan_releases(const char *fn, const dprl_json *rel, int64_t length_limit,
+                         const dprl_study_budget *bud, dprl_cancel *cancel, dprl_buf *out,
+                         dprl_error *err) {
+  dprl_spent s = bud->spent;
+  int64_t fit = 0, answered = 0;
+  int rc = DPRL_OK;
+  if (rel->type != DPRL_JSON_ARRAY || rel->n == 0)
+    return dprl_fail(err, DPRL_EINVAL, "%s: releases must be a non-empty array of dp_plan "
+                     "options, got %s", fn, rel->type == DPRL_JSON_ARRAY ? "an empty array"
+                                                         : dprl_json_type_name(rel->type));
+  dprl_buf_puts(out, "{\"budget\":{");
+  if (bud->name) {
+    dprl_buf_puts(out, "\"name\":");
+    dprl_json_put_string(out, bud->name);
+    dprl_buf_puts(out, ",");
+  }
+  dprl_buf_puts(out, "\"unit\":");
+  dprl_json_put_string(out, bud->unit);
+  dprl_json_put_key(out, "accountant");
+  dprl_json_put_string(out, s.zcdp ? "zcdp" : "basic");
+  dprl_json_put_num(out, "epsilon", s.eps_b);
+  dprl_json_put_num(out, "delta", s.delta_b);
+  dprl_json_put_num(out, "epsilon_spent_before", dprl_spent_epsilon(&s));
+  dprl_buf_puts(out, "},\"releases\":[");
+  for (size_t i = 0; !rc && i < rel->n; i++) {
+    const dprl_json *o = rel->items[i];
+    const dprl_json *label = o->type == DPRL_JSON_OBJECT ? dprl_json_get(o, "label") : NULL;
+    char where[120];
+    int64_t k = 1;
+    dprl_plan_cost c;
+    if ((rc = dprl_cancel_poll(cancel, 100, err))) break;
+    snprintf(where, sizeof where, "releases[%zu]%s%.60s%s: ", i, label ? " (" : "",
+             label && label->type == DPRL_JSON_STRING ? label->str : "", label ? ")" : "");
+    if (o->type != DPRL_JSON_OBJECT) {
+      rc = dprl_fail(err, DPRL_EINVAL, "%s: releases[%zu] must be an object of dp_plan "
+                     "options, got %s", fn, i, dprl_json_type_name(o->type));
+      break;
+    }
+    if (label && label->type != DPRL_JSON_STRING) {
+      rc = dprl_fail(err, DPRL_EINVAL, "%s: %soption label must be a string, got %s", fn,
+                     where, dprl_json_type_name(label->type));
+      break;
+    }
+    if ((rc = read_groups(fn, where, o, &k, err))) break;
+    if (i) dprl_buf_puts(out, ",");
+    dprl_buf_printf(out, "{\"index\":%zu", i);
+    if (label) {
+      dprl_json_put_key(out, "label");
+      dprl_json_put_string(out, label->str);
+    }
+    dprl_json_put_int(out, "groups", k);
+    dprl_json_put_key(out, "plan");
+    if ((rc = plan_one(fn, where, o, length_limit, cancel, out, &c, err))) break;
+    int unit_ok = strcmp(c.unit, bud->unit) == 0;
+    dprl_spent after = s;
+    charge(&after, &c, k);
+    int fits = unit_ok && dprl_spent_fits(&after);
+    if (fits) s = after, fit++;
+    answered += fits && c.useful;
+    dprl_json_put_key(out, "mechanism");
+    dprl_json_put_string(out, c.mechanism);
+    dprl_json_put_num(out, "epsilon", c.epsilon);
+    dprl_json_put_num(out, "delta", c.delta);
+    dprl_json_put_int(out, "charges", c.per_group ? k : 1);
+    dprl_json_put_key(out, "fits");
+    dprl_buf_puts(out, fits ? "true" : "false");
+    dprl_json_put_key(out, "useful");
+    dprl_buf_puts(out, c.useful ? "true" : "false");
+    dprl_json_put_num(out, "epsilon_total", dprl_spent_epsilon(&s));
+    put_release_why(out, bud, &c, unit_ok, fits, &after);
+    dprl_buf_puts(out, "}");
+  }
+  if (rc) return rc;
+  double total = dprl_spent_epsilon(&s);
+  dprl_buf_puts(out, "]");
+  dprl_json_put_int(out, "planned", (int64_t)rel->n);
+  dprl_json_put_int(out, "fit", fit);
+  dprl_json_put_int(out, "answered", answered);
+  dprl_json_put_num(out, "epsilon_total", total);
+  dprl_json_put_key(out, "summary");
+  char t[300];
+  snprintf(t, sizeof t, "%lld of the %zu planned releases fit the budget (epsilon %.4g of %.4g "
+           "at delta %.3g) and %lld of them can answer usefully at the planned sizes; see "
+           "\"why\" of the others", (long long)fit, rel->n, total, s.eps_b, s.delta_b,
+           (long long)answered);
+  if (fit == (int64_t)rel->n && answered == fit)
+    snprintf(t, sizeof t, "all %zu planned releases fit the budget (epsilon %.4g of %.4g at "
+             "delta %.3g) and can answer usefully at the planned sizes", rel->n, total,
+             s.eps_b, s.delta_b);
+  dprl_json_put_string(out, t);
+  dprl_buf_puts(out, "}");
+  return out->oom ? dprl_nomem(err) : DPRL_OK;
+}
+
+/* The options' "budget" object. */
+static int read_budget(const dprl_json *b, dprl_study_budget *bud, dprl_cancel *cancel,
+                       dprl_error *err) {
+  const char *fn = "dp_plan";
+  dprl_buf text = {0};
+  dprl_options o;
+  int u = 0, a = 0;
+  memset(bud, 0, sizeof *bud);
+  if (!b || b->type != DPRL_JSON_OBJECT)
+    return dprl_fail(err, DPRL_EINVAL, "%s: option budget is required with releases: an "
+                     "object {\"epsilon\": …, \"delta\": …, \"unit\": …, \"accountant\": …}, "
+                     "got %s", fn, b ? dprl_json_type_name(b->type) : "none");
+  dprl_json_write(&text, b, NULL);
+  if (text.oom) return dprl_nomem(err);
+  int rc = dprl_options_open_polled(&o, "dp_plan: budget", text.data, text.len, budget_keys,
+                                    cancel, err);
+  dprl_buf_free(&text);
+  if (rc) return rc;
+  rc = dprl_opt_number(&o, "epsilon", 1, 0, DPRL_POSITIVE, &bud->spent.eps_b);
+  if (!rc) rc = dprl_opt_number(&o, "delta", 1, 0, DPRL_CLOSED_OPEN(0, 1), &bud->spent.delta_b);
+  if (!rc && !dprl_opt_has(&o, "unit"))
+    rc = dprl_fail(err, DPRL_EINVAL, "%s: budget: option unit is required: the unit of "
+                   "privacy the budget protects, one of \"episode\", \"expert\", \"reward "
+                   "function\"", fn);
+  if (!rc) rc = dprl_opt_choice(&o, "unit", units, 0, &u);
+  if (!rc) rc = dprl_opt_choice(&o, "accountant", accountants, 0, &a);
+  dprl_options_close(&o);
+  bud->unit = units[u];
+  bud->spent.zcdp = a == 0;
+  return rc;
+}
+
+int dprl_plan(const char *text, size_t len, int64_t length_limit, dprl_cancel *cancel,
+              dprl_buf *out, dprl_error *err) {
+  const char *fn = "dp_plan";
+  dprl_options o;
+  dprl_plan_cost cost;
+  /* the options parser gives the common errors (not JSON, not an object) */
+  int rc = dprl_options_open_polled(&o, fn, text, len, NULL, cancel, err);
+  if (rc) return rc;
+  const dprl_json *root = o.root;
+  if (!dprl_json_get(root, "releases")) {
+    if (dprl_json_get(root, "budget"))
+      rc = dprl_fail(err, DPRL_EINVAL, "%s: option budget plans a study: give the planned "
+                     "releases too ({\"budget\": {…}, \"releases\": [{…}, …]}); a plan spends "
+                     "nothing", fn);
+    else rc = plan_one(fn, "", root, length_limit, cancel, out, &cost, err);
+  } else {
+    dprl_study_budget bud;
+    for (size_t i = 0; !rc && i < root->n; i++) {
+      int known = 0;
+      for (const char *const *k = study_keys; *k; k++) known |= strcmp(*k, root->keys[i]) == 0;
+      if (!known)
+        rc = dprl_fail(err, DPRL_EINVAL, "%s: option %.60s does not apply to a study, whose "
+                       "options are budget and releases (each release holds its own)", fn,
+                       root->keys[i]);
+    }
+    if (!rc) rc = read_budget(dprl_json_get(root, "budget"), &bud, cancel, err);
+    if (!rc) rc = plan_releases(fn, dprl_json_get(root, "releases"), length_limit, &bud,
+                                cancel, out, err);
+  }
+  dprl_options_close(&o);
+  return rc;
+}
+
+int dprl_study_plan(const char *fn, const char *releases, size_t len, int64_t length_limit,
+                    const dprl_study_budget *budget, dprl_cancel *cancel, dprl_buf *out,
+                    dprl_error *err) {
+  dprl_json *rel = dprl_json_parse_polled(releases, len, cancel, err);
+  if (!rel) {
+    if (err->code == DPRL_EINVAL) {
+      char msg[sizeof err->msg];
+      snprintf(msg, sizeof msg, "%s: releases: %.400s", fn, err->msg);
+      memcpy(err->msg, msg, sizeof msg);
+    }
+    return err->code;
+  }
+  int rc = plan_releases(fn, rel, length_limit, budget, cancel, out, err);
+  dprl_json_free(rel);
+  return rc;
+}
