@@ -138,11 +138,13 @@ static int read_groups(const char *fn, const char *where, const dprl_json *o, in
   const dprl_json *g = dprl_json_get(o, "groups");
   *k = 1;
   if (!g) return DPRL_OK;
-  if (g->type != DPRL_JSON_NUMBER || g->num != floor(g->num) || !(g->num >= 1 && g->num <= 1e9))
+  if (g->type != DPRL_JSON_NUMBER || g->num != floor(g->num) || !(g->num >= 1 && g->num <= 1e9)) {
+    char got[40];
     return dprl_fail(err, DPRL_EINVAL, "%s: %soption groups must be an integer in [1, 10^9] "
                      "(the groups of a GROUP BY), got %s", fn, where,
-                     g->type == DPRL_JSON_NUMBER ? "a number out of range"
+                     g->type == DPRL_JSON_NUMBER ? dprl_json_num(g->num, got, sizeof got)
                                                  : dprl_json_type_name(g->type));
+  }
   *k = (int64_t)g->num;
   return DPRL_OK;
 }
@@ -326,8 +328,8 @@ int dprl_plan(const char *text, size_t len, int64_t length_limit, dprl_cancel *c
       int known = 0;
       for (const char *const *k = study_keys; *k; k++) known |= strcmp(*k, root->keys[i]) == 0;
       if (!known)
-        rc = dprl_fail(err, DPRL_EINVAL, "%s: option %.60s does not apply to a study, whose "
-                       "options are budget and releases (each release holds its own)", fn,
+        rc = dprl_fail(err, DPRL_EINVAL, "%s: unknown option \"%.60s\" (known: budget, "
+                       "releases): in a study each release holds its own options", fn,
                        root->keys[i]);
     }
     if (!rc) rc = read_budget(dprl_json_get(root, "budget"), &bud, cancel, err);

@@ -872,9 +872,87 @@ def test_review_findings():
           "dp_q_noise with J < T/B under a budget: refused", err)
 
 
+def plan_of(o, visits):
+    """dp_plan options of a planned release like the release options o."""
+    p = {k: v for k, v in o.items() if k != "budget"}
+    return dict(p, episodes=5000, visits=visits)
+
+
+def test_study_plan():
+    """A study's plan: it fits or refuses exactly as the ledger then does,
+    with the totals of an independent computation."""
+    con, f = database("wal", groups=4)
+    rho1 = 1 / (2 * gauss_sigma1(1, 1e-6) ** 2)
+    stat = plan_of(O, [5000, 4000])  # rho does not depend on the sizes, usefulness does
+    out = plan_of(dict(O, perturb="output", epsilon=0.5, delta=2e-6), [5000, 4000])
+    study = {"budget": {"epsilon": 3.5, "delta": 1e-5, "unit": "episode"},
+             "releases": [dict(stat, label=f"s{i}") for i in range(10)]
+             + [dict(stat, label="eleventh"), dict(out, label="output")]}
+    p = json.loads(con.execute("SELECT dp_plan(?)", (json.dumps(study),)).fetchone()[0])
+    fits = [r["fits"] for r in p["releases"]]
+    check(fits == [True] * 10 + [False, False] and p["fit"] == 10,
+          "ten statistics releases fit epsilon 3.5 at 1e-5; the eleventh and a plain 0.5 do not", fits)
+    check(abs(p["epsilon_total"] - cks_eps(10 * rho1, 1e-5)) < 1e-6,
+          "the plan's total is the CKS conversion of 10 rho (independent computation)",
+          (p["epsilon_total"], cks_eps(10 * rho1, 1e-5)))
+    why = p["releases"][10]["why"]
+    check(len(why) == 1 and "more than its epsilon 3.5" in why[0], "the refusal says why", why)
+    # the ledger then does what the plan said: ten fit, the eleventh is refused
+    budget(con, "z", 3.5, 1e-5, accountant="zcdp")
+    o = json.dumps(dict(O, budget="z"))
+    n = sum(1 for _ in range(11) if sql_error(con, LSW, (o,)) is None)
+    rem = remaining(con, "z")
+    check(n == 10 and abs(rem["epsilon_spent"] - p["epsilon_total"]) < 1e-9,
+          "the ledger charges what the plan planned", (n, rem["epsilon_spent"], p["epsilon_total"]))
+    # dprl_budget_plan starts from the ledger: nothing more fits, but a plain
+    # release fits a fresh budget's remainder
+    q = json.loads(con.execute("SELECT dprl_budget_plan('z', ?)",
+                               (json.dumps([dict(stat, label="more")]),)).fetchone()[0])
+    check(q["budget"]["name"] == "z" and abs(q["budget"]["epsilon_spent_before"] - rem["epsilon_spent"]) < 1e-12
+          and q["releases"][0]["fits"] is False,
+          "dprl_budget_plan plans from what the ledger has spent", q["budget"])
+    budget(con, "mix", 4, 1e-5, accountant="zcdp")
+    con.execute(LSW, (json.dumps(dict(O, budget="mix")),)).fetchall()
+    q = json.loads(con.execute("SELECT dprl_budget_plan('mix', ?)",
+                               (json.dumps([stat, out]),)).fetchone()[0])
+    want = 0.5 + cks_eps(2 * rho1, 1e-5 - 2e-6)
+    con.execute(LSW, (json.dumps(dict(O, budget="mix")),)).fetchall()
+    con.execute(LSW, (json.dumps(dict(O, budget="mix", perturb="output", epsilon=0.5, delta=2e-6)),)).fetchall()
+    check(abs(q["epsilon_total"] - want) < 1e-6 and abs(remaining(con, "mix")["epsilon_spent"] - want) < 1e-6,
+          "a mix of rho and plain releases: plan, ledger and independent total agree",
+          (q["epsilon_total"], want))
+    # units: an expert-level release does not fit an episode budget, whatever is left
+    study = {"budget": {"epsilon": 10, "delta": 1e-5, "unit": "episode"},
+             "releases": [dict(stat, mechanism="dp_lsw"), dict(stat, label="x", groups=4)]}
+    p = json.loads(con.execute("SELECT dp_plan(?)", (json.dumps(study),)).fetchone()[0])
+    check(p["releases"][1]["charges"] == 1 and p["fit"] == 2
+          and abs(p["epsilon_total"] - cks_eps(2 * rho1, 1e-5)) < 1e-6,
+          "a GROUP BY of 4 groups over a partition is planned as one charge", p["releases"][1])
+    study["budget"]["unit"] = "expert"
+    p = json.loads(con.execute("SELECT dp_plan(?)", (json.dumps(study),)).fetchone()[0])
+    check(p["fit"] == 0 and "one episode, and the budget protects one expert" in p["releases"][0]["why"][0],
+          "a release of another unit does not fit, and the plan names both units", p["releases"][0]["why"])
+    # _from_stats is charged per group: 4 groups are 4 charges, under basic composition 4 epsilon
+    st = dict(stat, mechanism="dp_lsw_from_stats", groups=4)
+    study = {"budget": {"epsilon": 3.5, "delta": 1e-5, "unit": "episode", "accountant": "basic"},
+             "releases": [st, dict(stat, groups=4)]}
+    p = json.loads(con.execute("SELECT dp_plan(?)", (json.dumps(study),)).fetchone()[0])
+    check([r["charges"] for r in p["releases"]] == [4, 1] and [r["fits"] for r in p["releases"]] == [False, True]
+          and p["epsilon_total"] == 1,
+          "basic composition: a _from_stats GROUP BY of 4 is 4 charges (does not fit 3.5), dp_lsw's one",
+          [(r["charges"], r["fits"]) for r in p["releases"]])
+    # usefulness: the output perturbation at 20 episodes is mostly noise, and the plan says so
+    r = p["releases"][1]["plan"]
+    check(r["useful"] is True, "the statistics perturbation at these sizes is useful", r["why"])
+    small = dict(out, episodes=20, visits=[20, 20])
+    p = json.loads(con.execute("SELECT dp_plan(?)", (json.dumps(small),)).fetchone()[0])
+    check(p["useful"] is False and "mostly noise" in p["why"] and p["charged_as"] == "epsilon, delta",
+          "a plan that would return noise says so before anything is spent", p["why"])
+
+
 run([test_spend_and_refuse, test_not_private_refused, test_statement_fails_after_release,
      test_wal_store_releases, test_group_by_returning_interrupted, test_kill_after_first_row,
      test_triggers_and_shape, test_schemas, test_name_polish, test_errors, test_waits,
      test_concurrent_spenders, test_review_findings, test_group_by_charged_once,
      test_group_by_not_a_partition, test_group_by_per_group_charges, test_zcdp_accountant,
-     test_zcdp_concurrent_spenders, test_older_tables])
+     test_zcdp_concurrent_spenders, test_older_tables, test_study_plan])
