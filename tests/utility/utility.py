@@ -6,7 +6,8 @@ al. section 6, the RMSE of the released values against the exact
 mechanism; "statistics", ALGORITHMS.md section 9), both features forms and
 epsilon in {0.1, 0.5, 1, 2}, 20 seeded releases each; and, for
 dp_prefix_stable at the paper's setting, the released prefix lengths under
-both accountants.  Seeded, so the numbers are reproducible (a seeded
+both accountants; and the charges the ledger takes for a study (a GROUP BY
+over six hospitals, ten statistics releases).  Seeded, so the numbers are reproducible (a seeded
 release is NOT private: the seeds are here only to make the table stable).
 
 usage: DPRL_SO=./dprl.so python3 tests/utility/utility.py [--quick]
@@ -201,7 +202,60 @@ def prefix():
                 "mean released length", "longest"], rows)
 
 
+# ---- a study's charges (ALGORITHMS.md section 12) ------------------------
+
+
+def gdp_eps(mu, delta):
+    """The epsilon of mu-GDP at delta (Balle & Wang's exact delta(eps)),
+    by bisection: for comparison only (GDP is not the ledger's rule)."""
+    phi = lambda x: 0.5 * math.erfc(-x / math.sqrt(2))
+    d = lambda e: phi(-e / mu + mu / 2) - math.exp(e) * phi(-e / mu - mu / 2)
+    lo, hi = 0.0, 100.0
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if d(mid) <= delta else (mid, hi)
+    return hi
+
+
+def study():
+    """The issue's clinical study: the charges the ledger takes."""
+    con = connect()
+    with open(os.path.join(ROOT, "samples", "clinic.sql")) as f:
+        con.executescript(f.read())
+    con.isolation_level = None
+    base = dict(n_states=10, rmin=0, rmax=1, gamma=0.9, fmax=9, epsilon=1, delta=1e-6,
+                perturb="statistics")
+    rows = []
+    for acc in ("basic", "zcdp"):
+        name = f"hospitals-{acc}"
+        con.execute("SELECT dprl_budget(?, 3, 1e-5, ?)",
+                    (name, json.dumps({"unit": "episode", "accountant": acc, "in_memory": True})))
+        got = con.execute("SELECT expert % 6 AS hospital, dp_lsw(episode, t, state, reward, ?) "
+                          "FROM steps GROUP BY hospital", (json.dumps(dict(base, budget=name)),)).fetchall()
+        rem = json.loads(con.execute("SELECT dprl_budget_remaining(?)", (name,)).fetchone()[0])
+        rows.append([f"six hospitals, one GROUP BY, epsilon 1 each ({acc})", str(len(got)),
+                     str(rem["releases"]), f"{rem['epsilon_spent']:.3f}", "1"])
+    con.execute("CREATE TABLE small AS SELECT * FROM steps WHERE episode <= 200")
+    for acc in ("basic", "zcdp"):
+        name = f"ten-{acc}"
+        con.execute("SELECT dprl_budget(?, 100, 1e-5, ?)",
+                    (name, json.dumps({"unit": "episode", "accountant": acc, "in_memory": True})))
+        for _ in range(10):
+            con.execute("SELECT dp_lsw(episode, t, state, reward, ?) FROM small",
+                        (json.dumps(dict(base, budget=name)),)).fetchall()
+        rem = json.loads(con.execute("SELECT dprl_budget_remaining(?)", (name,)).fetchone()[0])
+        rows.append([f"ten statistics releases at (1, 1e-6) ({acc})", "10", str(rem["releases"]),
+                     f"{rem['epsilon_spent']:.3f}", "<= 3.5" if acc == "zcdp" else "10 (the sum)"])
+    plan = json.loads(con.execute("SELECT dp_plan(?)", (json.dumps(dict(base, episodes=1000,
+                                                                        visits=[1000] * 10)),)).fetchone()[0])
+    sigma1 = 1 / math.sqrt(2 * plan["rho"])
+    rows.append(["(for comparison: the same ten in Gaussian DP)", "10", "-",
+                 f"{gdp_eps(math.sqrt(10) / sigma1, 1e-5):.3f}", "-"])
+    table_rows("A study's charges (ledger totals at delta 1e-5; the ledger's own numbers)",
+               ["releases", "values returned", "ledger rows", "epsilon charged", "target"], rows)
+
+
 if __name__ == "__main__":
-    parts = [a for a in sys.argv[1:] if not a.startswith("--")] or ["icu", "chain", "prefix"]
+    parts = [a for a in sys.argv[1:] if not a.startswith("--")] or ["icu", "chain", "prefix", "study"]
     for p in parts:
         globals()[p]()
