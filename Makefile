@@ -151,7 +151,7 @@ LINK_test_core         = base dp rows policy_eval
 LINK_test_oom          = base dp rows policy_eval
 LINK_test_cancel       = base dp rows policy_eval q_learning
 LINK_test_fuzz_noise   = base dp rows policy_eval q_learning
-LINK_test_fuzz_options = base dp rows policy_eval
+LINK_test_fuzz_options = base dp rows policy_eval prefix_stable q_learning study
 LINK_test_fuzz_sql     = base
 .SECONDEXPANSION:
 $(B)/tests/%: tests/unit/%.c tests/unit/check.h $$(call core_objs,$$(LINK_$$*)) | $(B)/tests

@@ -1,7 +1,7 @@
 /*
 ** fuzz_options.c: the JSON reader and the options of every function's
-** core parser (dp_lsw, dp_lsl, both forms, dp_plan; the prefix and
-** Q-learning options through their own readers).  The input is the
+** core parser (dp_lsw, dp_lsl, both forms, dp_plan of one release and of
+** a study; the prefix and Q-learning options through their own readers).  The input is the
 ** options text.  Allocations above 64 MB fail (the ENOMEM paths are part
 ** of what is fuzzed), so n_states = 2^27 is exercised without the memory.
 */
@@ -12,6 +12,7 @@
 #include "base/json.h"
 #include "base/options.h"
 #include "policy_eval/policy_eval.h"
+#include "study/study.h"
 
 static void *cap_alloc(size_t n) { return n > ((size_t)64 << 20) ? NULL : malloc(n); }
 static void *cap_resize(void *p, size_t n) {
@@ -28,6 +29,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     char d[64];
     dprl_json_describe(v, d, sizeof d);
     dprl_json_free(v);
+  }
+  {
+    dprl_buf b = {0};
+    dprl_error e = {0};
+    dprl_plan(text, size, 1000000000, NULL, &b, &e);
+    dprl_buf_free(&b);
   }
   for (int form = 0; form < 5; form++) {
     dprl_pe_config c;
