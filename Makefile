@@ -17,7 +17,7 @@
 #   make docs     REFERENCE.md from docs/reference.in.md, every example run
 #
 # ext/ has one folder per layer or mechanism (ARCHITECTURE.md): base/, dp/,
-# rows/, policy_eval/, prefix_stable/, q_learning/, sqlite/, and the entry
+# rows/, policy_eval/, prefix_stable/, q_learning/, ope/, sqlite/, and the entry
 # point dprl.c.  The core (plain C, no SQLite) is every ext/*/*.c but the
 # glue, sql_*.c; unit tests link the core only.
 
