@@ -146,6 +146,7 @@ LINK_test_noise        = base dp
 LINK_test_accountant   = base dp
 LINK_test_prefix       = base dp rows prefix_stable
 LINK_test_gpq          = base dp q_learning
+LINK_test_ope          = base dp rows ope
 LINK_test_stats        = base dp rows policy_eval
 LINK_test_core         = base dp rows policy_eval
 LINK_test_oom          = base dp rows policy_eval
