@@ -2,6 +2,7 @@
 #
 #   make          build ./dprl.so (checks the Debian dependencies first)
 #   make demo     install what is missing, build, run a sample end to end
+#   make clinical the clinical sample: a simulator, its log, exact and private values
 #   make test     install what is missing, run every test, then again under
 #                 AddressSanitizer + UndefinedBehaviorSanitizer
 #   make bench    benchmark against a bare scan and plain SQL
@@ -69,7 +70,7 @@ UNIT_BIN  = $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRC))
 FUZZ_NAMES = options noise sql
 FUZZ_REPLAY = $(patsubst %,$(B)/tests/test_fuzz_%,$(FUZZ_NAMES))
 
-.PHONY: all check-deps deps demo test test-fast test-san unit bench utility fuzz tsan install \
+.PHONY: all check-deps deps demo clinical test test-fast test-san unit bench utility fuzz tsan install \
         uninstall clean samples paper paper-full static tag wheel node-deps FORCE docs \
         engines-deps pg-deps duckdb-deps test-engines scale-out-demo
 .DEFAULT_GOAL := all
@@ -292,6 +293,12 @@ $(B)/dprl_bench: tests/bench/bench.c tests/bench/bench_q.c | $(B)
 demo: deps
 	@$(MAKE) --no-print-directory dprl.so
 	@cd samples && $(SQLITE3) -bail :memory: < demo.sql
+
+# samples/clinical/README.md: the ICU simulator, the clinicians' log, the
+# rules' exact values and their private estimates, with a plot (a minute).
+clinical: deps
+	@$(MAKE) --no-print-directory dprl.so
+	@$(PYTHON) samples/clinical/run.py --so ./dprl.so
 
 # Balle et al. section 6 on the chain (samples/paper/README.md): up to 10^5
 # episodes in a few minutes on 2 cores; paper-full goes to 10^6 (15-40 min, with load).
