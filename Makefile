@@ -2,6 +2,7 @@
 #
 #   make          build ./dprl.so (checks the Debian dependencies first)
 #   make demo     install what is missing, build, run a sample end to end
+#   make clinical the clinical sample: a simulator, its log, exact and private values
 #   make test     install what is missing, run every test, then again under
 #                 AddressSanitizer + UndefinedBehaviorSanitizer
 #   make bench    benchmark against a bare scan and plain SQL
@@ -17,7 +18,7 @@
 #   make docs     REFERENCE.md from docs/reference.in.md, every example run
 #
 # ext/ has one folder per layer or mechanism (ARCHITECTURE.md): base/, dp/,
-# rows/, policy_eval/, prefix_stable/, q_learning/, sqlite/, and the entry
+# rows/, policy_eval/, prefix_stable/, q_learning/, ope/, sqlite/, and the entry
 # point dprl.c.  The core (plain C, no SQLite) is every ext/*/*.c but the
 # glue, sql_*.c; unit tests link the core only.
 
@@ -69,7 +70,7 @@ UNIT_BIN  = $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRC))
 FUZZ_NAMES = options noise sql
 FUZZ_REPLAY = $(patsubst %,$(B)/tests/test_fuzz_%,$(FUZZ_NAMES))
 
-.PHONY: all check-deps deps demo test test-fast test-san unit bench utility fuzz tsan install \
+.PHONY: all check-deps deps demo clinical test test-fast test-san unit bench utility fuzz tsan install \
         uninstall clean samples paper paper-full static tag wheel node-deps FORCE docs \
         engines-deps pg-deps duckdb-deps test-engines scale-out-demo
 .DEFAULT_GOAL := all
@@ -146,12 +147,13 @@ LINK_test_noise        = base dp
 LINK_test_accountant   = base dp
 LINK_test_prefix       = base dp rows prefix_stable
 LINK_test_gpq          = base dp q_learning
+LINK_test_ope          = base dp rows ope
 LINK_test_stats        = base dp rows policy_eval
 LINK_test_core         = base dp rows policy_eval
 LINK_test_oom          = base dp rows policy_eval
 LINK_test_cancel       = base dp rows policy_eval q_learning
 LINK_test_fuzz_noise   = base dp rows policy_eval q_learning
-LINK_test_fuzz_options = base dp rows policy_eval prefix_stable q_learning study
+LINK_test_fuzz_options = base dp rows policy_eval prefix_stable q_learning ope study
 LINK_test_fuzz_sql     = base
 .SECONDEXPANSION:
 $(B)/tests/%: tests/unit/%.c tests/unit/check.h $$(call core_objs,$$(LINK_$$*)) | $(B)/tests
@@ -291,6 +293,12 @@ $(B)/dprl_bench: tests/bench/bench.c tests/bench/bench_q.c | $(B)
 demo: deps
 	@$(MAKE) --no-print-directory dprl.so
 	@cd samples && $(SQLITE3) -bail :memory: < demo.sql
+
+# samples/clinical/README.md: the ICU simulator, the clinicians' log, the
+# rules' exact values and their private estimates, with a plot (a minute).
+clinical: deps
+	@$(MAKE) --no-print-directory dprl.so
+	@$(PYTHON) samples/clinical/run.py --so ./dprl.so
 
 # Balle et al. section 6 on the chain (samples/paper/README.md): up to 10^5
 # episodes in a few minutes on 2 cores; paper-full goes to 10^6 (15-40 min, with load).

@@ -17,6 +17,7 @@
 
 #include "base/json.h"
 #include "base/options.h"
+#include "ope/ope.h"
 #include "policy_eval/policy_eval.h"
 
 typedef struct plan_entry {
@@ -30,11 +31,12 @@ static const plan_entry entries[] = {
     {"dp_lsl", dprl_pe_plan_text, 1},
     {"dp_lsw_from_stats", dprl_pe_plan_text, 1},
     {"dp_lsl_from_stats", dprl_pe_plan_text, 1},
+    {"dp_is_value", dprl_ope_plan, 0},
 };
 #define N_ENTRIES (sizeof entries / sizeof entries[0])
 
 const char *const dprl_plan_mechanisms[] = {"dp_lsw", "dp_lsl", "dp_lsw_from_stats",
-                                            "dp_lsl_from_stats", NULL};
+                                            "dp_lsl_from_stats", "dp_is_value", NULL};
 
 static const char *const study_keys[] = {"budget", "releases", NULL};
 static const char *const budget_keys[] = {"epsilon", "delta", "unit", "accountant", NULL};
@@ -98,22 +100,31 @@ static int plan_one(const char *fn, const char *where, const dprl_json *o,
   if (!rc && !(plan.len >= 2 && plan.data[plan.len - 1] == '}'))
     rc = dprl_fail(err, DPRL_EINVAL, "%s: the plan of %s is not a JSON object", fn,
                    e->mechanism);
-  if (!rc) {
+  dprl_json *have = rc ? NULL : dprl_json_parse_polled(plan.data, plan.len, cancel, err);
+  if (!rc && !have) rc = err->code;
+  if (!rc) { /* the keys every plan has, where the mechanism's own plan does not write them */
     dprl_buf_append(out, plan.data, plan.len - 1);
-    dprl_json_put_key(out, "unit");
-    dprl_json_put_string(out, cost->unit);
+    if (!dprl_json_get(have, "unit")) {
+      dprl_json_put_key(out, "unit");
+      dprl_json_put_string(out, cost->unit);
+    }
     dprl_json_put_key(out, "charged_as");
     dprl_json_put_string(out, cost->gaussian ? "rho" : "epsilon, delta");
-    if (cost->gaussian) dprl_json_put_num(out, "rho", cost->rho);
+    if (cost->gaussian && !dprl_json_get(have, "rho")) dprl_json_put_num(out, "rho", cost->rho);
     dprl_json_put_key(out, "per_group");
     dprl_buf_puts(out, cost->per_group ? "true" : "false");
-    dprl_json_put_key(out, "useful");
-    dprl_buf_puts(out, cost->useful ? "true" : "false");
-    dprl_json_put_key(out, "why");
-    if (cost->useful) dprl_buf_puts(out, "null");
-    else dprl_json_put_string(out, cost->why);
+    if (!dprl_json_get(have, "useful")) {
+      dprl_json_put_key(out, "useful");
+      dprl_buf_puts(out, cost->useful ? "true" : "false");
+    }
+    if (!dprl_json_get(have, "why")) {
+      dprl_json_put_key(out, "why");
+      if (cost->useful) dprl_buf_puts(out, "null");
+      else dprl_json_put_string(out, cost->why);
+    }
     dprl_buf_puts(out, "}");
   }
+  dprl_json_free(have);
   dprl_buf_free(&text);
   dprl_buf_free(&plan);
   return rc;

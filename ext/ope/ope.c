@@ -1,0 +1,267 @@
+/* ope.c: options, calibration, estimators and the JSON of dp_is_value (ope.h). */
+#include "ope/ope.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "base/json.h"
+#include "base/options.h"
+#include "dp/accountant.h"
+#include "dp/zcdp.h"
+
+static const char *const release_names[] = {
+    "gamma", "rmin", "rmax", "gmin", "gmax", "weight_max", "horizon", "epsilon", "delta",
+    "weighted", "ratio_max", "seed", "release", "budget", NULL};
+/* The plan reads no data: no seed, release or budget; a hypothetical size. */
+static const char *const plan_names[] = {
+    "mechanism", "episodes", "gamma", "rmin", "rmax", "gmin", "gmax", "weight_max", "horizon",
+    "epsilon", "delta", "weighted", "ratio_max", NULL};
+
+/* Bits of the grid below the noise scale: fine enough that rounding is
+** negligible next to the noise, coarse enough that 2^51 grid steps hold
+** the sums of about 2^29 sigma1 episodes (ALGORITHMS.md §15.3). */
+#define OPE_GRID_BITS 20
+
+/* sum_{k<H} gamma^k: the largest number of reward units a return holds. */
+static double discount_sum(double gamma, int64_t h) {
+  if (gamma == 1) return (double)h;
+  return (1 - pow(gamma, (double)h)) / (1 - gamma);
+}
+
+static int parse_all(dprl_ope_config *c, const dprl_options *o, int plan) {
+  static const char *const releases[] = {"private", "diagnostic", NULL};
+  static const char *const mechs[] = {"dp_is_value", NULL};
+  int rc, mech = 0;
+  if ((rc = dprl_opt_number(o, "gamma", 1, 0, DPRL_CLOSED(0, 1), &c->gamma)) ||
+      (rc = dprl_opt_reward_bounds(o, &c->rmin, &c->rmax)) ||
+      (rc = dprl_opt_int(o, "horizon", 1, 0, DPRL_CLOSED(1, 1e9), &c->horizon)) ||
+      (rc = dprl_opt_number(o, "weight_max", 1, 0, DPRL_CLOSED(1, 1e12), &c->weight_max)) ||
+      (rc = dprl_opt_number(o, "epsilon", 1, 0, DPRL_POSITIVE, &c->epsilon)) ||
+      (rc = dprl_opt_number(o, "delta", 1, 0, DPRL_OPEN(0, 1), &c->delta)) ||
+      (rc = dprl_opt_bool(o, "weighted", 1, &c->weighted)) ||
+      (rc = dprl_opt_number(o, "ratio_max", 0, 0, DPRL_CLOSED(1, 1e12), &c->ratio_max)))
+    return rc;
+  if (plan) {
+    if ((rc = dprl_opt_choice(o, "mechanism", mechs, 0, &mech)) ||
+        (rc = dprl_opt_number(o, "episodes", 1, 0, DPRL_CLOSED(1, 1e15), &c->episodes)))
+      return rc;
+  } else if ((rc = dprl_opt_choice(o, "release", releases, 0, &c->diagnostic)) ||
+             (rc = dprl_opt_seed(o, &c->has_seed, &c->seed)) ||
+             (rc = dprl_opt_name(o, "budget", &c->budget))) {
+    return rc;
+  }
+  /* Every return lies in [gmin, gmax] by default: an episode of k <= H
+  ** steps sums k discounted rewards, so the extremes are one step or H. */
+  double sh = discount_sum(c->gamma, c->horizon);
+  double lo = c->rmin < 0 ? c->rmin * sh : c->rmin, hi = c->rmax > 0 ? c->rmax * sh : c->rmax;
+  if ((rc = dprl_opt_number(o, "gmin", 0, lo, DPRL_ANY, &c->gmin)) ||
+      (rc = dprl_opt_number(o, "gmax", 0, hi, DPRL_ANY, &c->gmax)))
+    return rc;
+  if (!(c->gmax > c->gmin)) {
+    char a[32], b[32];
+    return dprl_fail(o->err, DPRL_EINVAL,
+                     "%s: the return range must have gmax > gmin, got [%s, %s] (options gmin "
+                     "and gmax, or their defaults from rmin, rmax, gamma and horizon)",
+                     o->fn, dprl_json_num(c->gmin, a, sizeof a), dprl_json_num(c->gmax, b, sizeof b));
+  }
+  if (!(isfinite(c->gmax - c->gmin)))
+    return dprl_fail(o->err, DPRL_EINVAL, "%s: the return range [gmin, gmax] must be finite",
+                     o->fn);
+  return DPRL_OK;
+}
+
+int dprl_ope_config_parse(dprl_ope_config *c, const char *fn, const char *text, size_t len,
+                          int plan, dprl_cancel *cancel, dprl_error *err) {
+  dprl_options o;
+  memset(c, 0, sizeof *c);
+  c->fn = fn;
+  c->episodes = -1;
+  int rc = dprl_options_open_polled(&o, fn, text, len, plan ? plan_names : release_names,
+                                    cancel, err);
+  if (!rc) rc = parse_all(c, &o, plan);
+  dprl_options_close(&o);
+  if (rc) dprl_ope_config_free(c);
+  return rc;
+}
+
+void dprl_ope_config_free(dprl_ope_config *c) {
+  dprl_free(c->budget);
+  c->budget = NULL;
+}
+
+int dprl_ope_calibrate(const dprl_ope_config *c, dprl_ope_noise *nz, dprl_error *err) {
+  memset(nz, 0, sizeof *nz);
+  nz->B = c->gmax - c->gmin;
+  nz->c = c->gmin + nz->B / 2;
+  nz->kw = nz->B / sqrt(2.0);
+  nz->kn = c->weight_max * nz->B / 2;
+  nz->sens = c->weight_max * nz->B;
+  nz->sigma1 = dprl_gdp_sigma(c->epsilon, c->delta, 1.0);
+  double scale = nz->sens * nz->sigma1;
+  if (!(isfinite(scale) && scale > 0x1p-900 && scale < 0x1p900))
+    return dprl_fail(err, DPRL_EINVAL,
+                     "%s: the noise scale %g (weight_max %g times the return range %g times "
+                     "%g for epsilon %g, delta %g) is outside [2^-900, 2^900], where the noise "
+                     "grid is exact; change the return range or weight_max",
+                     c->fn, scale, c->weight_max, nz->B, nz->sigma1, c->epsilon, c->delta);
+  nz->grid = dprl_grid_bits(scale, OPE_GRID_BITS);
+  /* Rounding each of the 3 entries to the grid moves it by at most half a
+  ** step, so two neighbours' rounded vectors differ by at most sens +
+  ** sqrt(3) grid (ALGORITHMS.md §15.3). */
+  nz->sens_steps = nz->sens / nz->grid + sqrt(3.0);
+  double s = ceil(nz->sens_steps * nz->sigma1);
+  if (!(s >= 1 && s <= (double)DPRL_GAUSS_STEPS_MAX))
+    return dprl_fail(err, DPRL_EINVAL, "%s: the noise needs %g grid steps, outside 1..2^40",
+                     c->fn, s);
+  nz->steps = (uint64_t)s;
+  nz->sigma = s * nz->grid;
+  nz->rho = dprl_zcdp_rho(nz->sens_steps, s);
+  nz->cap = 0x1p51 * nz->grid;
+  /* the largest |entry| one episode adds: max(W B/2, kw W, kn) = W B/sqrt(2) */
+  nz->episodes_max = floor(nz->cap / (c->weight_max * nz->kw));
+  return DPRL_OK;
+}
+
+static double clampd(double x, double lo, double hi) { return x < lo ? lo : x > hi ? hi : x; }
+
+int dprl_ope_episode(const dprl_ope_config *c, const dprl_ope_step *steps, size_t n,
+                     double *w, double *g) {
+  double log_w = 0, ret = 0, disc = 1;
+  size_t h = n < (uint64_t)c->horizon ? n : (size_t)c->horizon;
+  for (size_t k = 0; k < h; k++) {
+    log_w += steps[k].log_ratio; /* -inf stays -inf: a step the target never takes */
+    ret += disc * clampd(steps[k].reward, c->rmin, c->rmax);
+    disc *= c->gamma;
+  }
+  double raw = exp(log_w); /* +inf on overflow, 0 on underflow or -inf */
+  *w = raw < c->weight_max ? raw : c->weight_max;
+  *g = clampd(ret, c->gmin, c->gmax);
+  return raw > c->weight_max;
+}
+
+void dprl_ope_sums_add(const dprl_ope_config *c, const dprl_ope_noise *nz, dprl_ope_sums *s,
+                       double w, double g, int clipped) {
+  (void)c;
+  s->S += w * (g - nz->c);
+  s->T += w;
+  s->n += 1;
+  s->T2 += w * w;
+  s->clipped += clipped;
+  s->zero += w == 0;
+}
+
+void dprl_ope_vector(const dprl_ope_noise *nz, const dprl_ope_sums *s, double v[3]) {
+  v[0] = s->S;
+  v[1] = nz->kw * s->T;
+  v[2] = nz->kn * s->n;
+}
+
+void dprl_ope_estimate_from(const dprl_ope_config *c, const dprl_ope_noise *nz,
+                            const double v[3], double sigma, dprl_ope_estimate *e) {
+  double S = v[0], T = v[1] / nz->kw, n = v[2] / nz->kn;
+  e->T = T;
+  e->n = n;
+  /* The public rule (§15.4): no estimate from a weight sum <= 0 or fewer
+  ** than one episode; the value is then the centre of the range. */
+  if (T > 0) {
+    e->weighted = clampd(nz->c + S / T, c->gmin, c->gmax);
+    double d = (e->weighted - nz->c) / nz->kw;
+    e->se_weighted = sigma * sqrt(1 + d * d) / T;
+  } else {
+    e->weighted = nz->c;
+    e->se_weighted = NAN;
+  }
+  if (n >= 1) {
+    e->ordinary = clampd((S + nz->c * T) / n, c->gmin, c->gmax);
+    double a = nz->c / nz->kw, b = e->ordinary / nz->kn;
+    e->se_ordinary = sigma * sqrt(1 + a * a + b * b) / n;
+  } else {
+    e->ordinary = nz->c;
+    e->se_ordinary = NAN;
+  }
+}
+
+double dprl_ope_bias_bound(const dprl_ope_config *c, const dprl_ope_noise *nz) {
+  if (!(c->ratio_max >= 1)) return NAN;
+  /* w <= ratio_max^H: no weight is ever clipped */
+  double log_wmax = (double)c->horizon * log(c->ratio_max);
+  if (log_wmax <= log(c->weight_max)) return 0;
+  /* alpha = E_b[(w - W)+] <= E_b[w^2]/(4W) <= ratio_max^H/(4W), and <= 1 */
+  double alpha = exp(log_wmax - log(4 * c->weight_max));
+  if (!(alpha < 1)) alpha = 1;
+  if (!c->weighted) return fmax(fabs(c->gmin), fabs(c->gmax)) * alpha;
+  return alpha < 0.5 ? nz->B * alpha / (1 - alpha) : nz->B;
+}
+
+static void put_est(dprl_buf *b, const char *key, double weighted, double ordinary) {
+  dprl_json_put_key(b, key);
+  dprl_buf_puts(b, "{\"weighted\":");
+  dprl_json_put_double(b, weighted);
+  dprl_buf_puts(b, ",\"ordinary\":");
+  dprl_json_put_double(b, ordinary);
+  dprl_buf_puts(b, "}");
+}
+
+static void put_json(const dprl_ope_config *c, const dprl_ope_noise *nz, const dprl_ope_sums *s,
+                     const double noisy[3], const dprl_ope_estimate *e, dprl_buf *b) {
+  dprl_buf_puts(b, "{\"mechanism\":\"dp_is_value\"");
+  /* a seeded or diagnostic release is not private (ALGORITHMS.md §6) */
+  dprl_buf_printf(b, ",\"private\":%s", c->diagnostic || c->has_seed ? "false" : "true");
+  if (c->has_seed) dprl_buf_puts(b, ",\"seeded\":true");
+  dprl_buf_puts(b, ",\"unit\":\"episode\"");
+  dprl_buf_printf(b, ",\"estimator\":\"%s\"", c->weighted ? "weighted" : "ordinary");
+  dprl_json_put_num(b, "value", c->weighted ? e->weighted : e->ordinary);
+  dprl_json_put_num(b, "stderr", c->weighted ? e->se_weighted : e->se_ordinary);
+  put_est(b, "values", e->weighted, e->ordinary);
+  put_est(b, "stderrs", e->se_weighted, e->se_ordinary);
+  dprl_json_put_num(b, "episodes", e->n);
+  dprl_json_put_num(b, "weight_sum", e->T);
+  dprl_json_put_num(b, "epsilon", c->epsilon);
+  dprl_json_put_num(b, "delta", c->delta);
+  dprl_json_put_num(b, "gamma", c->gamma);
+  dprl_json_put_num(b, "rmin", c->rmin);
+  dprl_json_put_num(b, "rmax", c->rmax);
+  dprl_json_put_num(b, "gmin", c->gmin);
+  dprl_json_put_num(b, "gmax", c->gmax);
+  dprl_json_put_int(b, "horizon", c->horizon);
+  dprl_json_put_num(b, "weight_max", c->weight_max);
+  dprl_json_put_num(b, "sensitivity", nz->sens);
+  dprl_json_put_num(b, "sigma", nz->sigma);
+  dprl_json_put_num(b, "sigma_weight_sum", nz->sigma / nz->kw);
+  dprl_json_put_num(b, "sigma_episodes", nz->sigma / nz->kn);
+  dprl_json_put_num(b, "rho", nz->rho);
+  dprl_json_put_num(b, "bias_bound", dprl_ope_bias_bound(c, nz));
+  dprl_json_put_num(b, "episodes_max", nz->episodes_max);
+  dprl_json_put_key(b, "released");
+  dprl_json_put_double_array(b, noisy, 3);
+  if (c->diagnostic) { /* exact, data-dependent: not covered by the guarantee */
+    dprl_json_put_key(b, "exact");
+    dprl_buf_puts(b, "{\"weighted\":");
+    dprl_json_put_double(b, s->T > 0 ? nz->c + s->S / s->T : NAN);
+    dprl_json_put_num(b, "ordinary", s->n > 0 ? (s->S + nz->c * s->T) / s->n : NAN);
+    dprl_json_put_num(b, "episodes", s->n);
+    dprl_json_put_num(b, "weight_sum", s->T);
+    dprl_json_put_num(b, "weighted_return_sum", s->S + nz->c * s->T);
+    dprl_json_put_num(b, "effective_episodes", s->T2 > 0 ? s->T * s->T / s->T2 : 0);
+    dprl_json_put_num(b, "clipped", s->clipped);
+    dprl_json_put_num(b, "zero_weight", s->zero);
+    dprl_buf_puts(b, "}");
+  }
+  dprl_buf_puts(b, "}");
+}
+
+int dprl_ope_release(const dprl_ope_config *c, const dprl_ope_noise *nz,
+                     const dprl_ope_sums *sums, dprl_rng *rng, dprl_buf *out, dprl_error *err) {
+  double v[3], noisy[3];
+  dprl_ope_vector(nz, sums, v);
+  for (int i = 0; i < 3; i++) {
+    /* the public clamp (1-Lipschitz per entry: the sensitivity holds) */
+    double x = clampd(v[i], -nz->cap, nz->cap);
+    int rc = dprl_release_gaussian_steps(rng, x, nz->steps, nz->grid, &noisy[i], err);
+    if (rc) return rc;
+  }
+  dprl_ope_estimate e;
+  dprl_ope_estimate_from(c, nz, noisy, nz->sigma, &e);
+  put_json(c, nz, sums, noisy, &e, out);
+  return out->oom ? dprl_nomem(err) : DPRL_OK;
+}

@@ -1,0 +1,147 @@
+/*
+** ope.h: off-policy evaluation of one target policy from logged
+** propensities, by clipped-weight importance sampling, private at the
+** level of one episode (dp_is_value; ALGORITHMS.md §15).
+**
+** Per episode e, over its first `horizon` steps by t:
+**   w_e = min(prod_t target_prob / behavior_prob, W)       W = weight_max
+**   G_e = clamp(sum_k gamma^k clamp(r_k, rmin, rmax), gmin, gmax)
+** Released once, with one Gaussian draw, the vector
+**   v = (sum_e w_e (G_e - c), kw sum_e w_e, kn n)
+** (c the centre of [gmin, gmax], B its width, kw = B/sqrt(2),
+** kn = W B/2), whose l2 sensitivity is W B for adding or removing one
+** episode and for replacing one.  From it, as post-processing:
+**   weighted IS  c + S/T            (T the noisy sum of weights)
+**   ordinary IS  (S + c T)/n        (n the noisy episode count)
+** both clamped to [gmin, gmax].
+**
+** Plain C over typed values; the SQL glue is sql_ope.c.
+*/
+#ifndef DPRL_OPE_H
+#define DPRL_OPE_H
+
+#include <stdint.h>
+
+#include "base/core.h"
+#include "dp/noise.h"
+#include "dp/plan.h"
+#include "rows/steps.h"
+
+/* The public options (ALGORITHMS.md §15). */
+typedef struct dprl_ope_config {
+  const char *fn;
+  double gamma, rmin, rmax;
+  double gmin, gmax;   /* the return range: given, or derived from the above */
+  double weight_max;   /* W */
+  int64_t horizon;     /* H: the first H steps of an episode count */
+  double epsilon, delta;
+  int weighted;        /* value = weighted IS (1, default) or ordinary IS (0) */
+  double ratio_max;    /* a public bound on target/behavior per step; 0: none */
+  int diagnostic;      /* release "diagnostic": exact values added (not private) */
+  int has_seed;
+  uint64_t seed;
+  char *budget;
+  double episodes;     /* the plan's hypothetical number of episodes; -1 otherwise */
+} dprl_ope_config;
+
+/* The calibration: public values only. */
+typedef struct dprl_ope_noise {
+  double B, c;       /* width and centre of [gmin, gmax] */
+  double kw, kn;     /* scales of the weight sum and of the count */
+  double sens;       /* W B: the l2 sensitivity of v in value units */
+  double sigma1;     /* analytic Gaussian scale for sensitivity 1 at (eps, delta) */
+  double grid;       /* the power-of-two grid of every entry */
+  double sens_steps; /* (sens + sqrt(3) grid) / grid: with the rounding, in grid steps */
+  uint64_t steps;    /* s = ceil(sens_steps sigma1): the noise scale in grid steps */
+  double sigma;      /* s grid: the applied noise scale of every entry (value units) */
+  double rho;        /* sens_steps^2 / (2 s^2): the zCDP cost */
+  double cap;        /* every entry is clamped to [-cap, cap] before rounding */
+  double episodes_max; /* below this many episodes the clamp never acts */
+} dprl_ope_noise;
+
+/* Parse the options of dp_is_value (plan = 0) or of its plan (plan = 1:
+** "episodes" required, "mechanism" allowed, no seed/release/budget).
+** Every refusal depends on the options alone. */
+int dprl_ope_config_parse(dprl_ope_config *c, const char *fn, const char *text, size_t len,
+                          int plan, dprl_cancel *cancel, dprl_error *err);
+void dprl_ope_config_free(dprl_ope_config *c);
+
+/* The noise of a release with these options (ALGORITHMS.md §15.3). */
+int dprl_ope_calibrate(const dprl_ope_config *c, dprl_ope_noise *nz, dprl_error *err);
+
+/* One logged step as the aggregate keeps it. */
+typedef struct dprl_ope_step {
+  int64_t t;
+  double reward;
+  double log_ratio; /* log target_prob - log behavior_prob; -inf when target_prob = 0 */
+  uint32_t episode; /* dense index of the episode key */
+  uint32_t pad;
+} dprl_ope_step;
+
+/* One episode's clipped weight and clamped return, from its steps sorted
+** by t (at least one): the first `horizon` of them count.  Returns 1 when
+** the weight was clipped. */
+int dprl_ope_episode(const dprl_ope_config *c, const dprl_ope_step *steps, size_t n,
+                     double *w, double *g);
+
+/* The sums over episodes: the exact released vector before noise, and
+** diagnostics that are never released in private mode. */
+typedef struct dprl_ope_sums {
+  double S;        /* sum w (G - c) */
+  double T;        /* sum w */
+  double n;        /* episodes */
+  double T2;       /* sum w^2 (diagnostic: effective sample size) */
+  double clipped;  /* episodes whose weight was clipped (diagnostic) */
+  double zero;     /* episodes of weight 0 (diagnostic) */
+} dprl_ope_sums;
+
+/* Add one episode's (w, G) to the sums. */
+void dprl_ope_sums_add(const dprl_ope_config *c, const dprl_ope_noise *nz, dprl_ope_sums *s,
+                       double w, double g, int clipped);
+
+/* The vector v of the header for these sums (before rounding and noise). */
+void dprl_ope_vector(const dprl_ope_noise *nz, const dprl_ope_sums *s, double v[3]);
+
+/* ---- rows in any order ------------------------------------------------- */
+typedef struct dprl_ope_rows {
+  dprl_ope_step *v;
+  size_t n, cap;
+  dprl_episode_index keys; /* episode keys -> dense indices: the units of privacy */
+} dprl_ope_rows;
+
+/* One row; behavior_prob in (0, 1] and target_prob in [0, 1] (checked by
+** the caller, whose message names the row). */
+int dprl_ope_rows_push(dprl_ope_rows *r, const dprl_key *episode, int64_t t, double reward,
+                       double behavior_prob, double target_prob, dprl_error *err);
+/* All rows seen: sort by (episode, t), refuse a duplicate (episode, t), and
+** sum the episodes.  The rows are freed; the keys stay. */
+int dprl_ope_rows_collect(dprl_ope_rows *r, const dprl_ope_config *c, const dprl_ope_noise *nz,
+                          dprl_ope_sums *sums, dprl_cancel *cancel, dprl_error *err);
+void dprl_ope_rows_free(dprl_ope_rows *r);
+
+/* ---- the release --------------------------------------------------------- */
+
+/* The estimators from a (noisy or exact) vector v: value, stderr from the
+** noise (NaN when the rule of §15.4 gives no estimate). */
+typedef struct dprl_ope_estimate {
+  double weighted, ordinary;       /* clamped to [gmin, gmax] */
+  double se_weighted, se_ordinary; /* from the public noise (delta method) */
+  double T, n;                     /* the weight sum and count read back from v */
+} dprl_ope_estimate;
+void dprl_ope_estimate_from(const dprl_ope_config *c, const dprl_ope_noise *nz,
+                            const double v[3], double sigma, dprl_ope_estimate *e);
+
+/* The bound of §15.5 on the clipping bias of the chosen estimator, or NaN
+** when none can be given (no ratio_max). */
+double dprl_ope_bias_bound(const dprl_ope_config *c, const dprl_ope_noise *nz);
+
+/* Noise on v (rng: secure or seeded by the caller) and the JSON result. */
+int dprl_ope_release(const dprl_ope_config *c, const dprl_ope_noise *nz,
+                     const dprl_ope_sums *sums, dprl_rng *rng, dprl_buf *out, dprl_error *err);
+
+/* dp_plan for dp_is_value: from the options and a hypothetical "episodes",
+** the sigma and the predicted error of the value (plan.c). */
+int dprl_ope_plan(const char *text, size_t len, int64_t length_limit, dprl_cancel *cancel,
+                  dprl_buf *out, dprl_plan_cost *cost, dprl_error *err);
+
+#endif

@@ -1,0 +1,80 @@
+/* ope_rows.c: dp_is_value's rows, in any order, into per-episode sums (ope.h). */
+#include "ope/ope.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* One allocation holds every row (SQLite's allocator grants at most
+** DPRL_MAX_ALLOC bytes at once). */
+#define MAX_ROWS (DPRL_MAX_ALLOC / sizeof(dprl_ope_step))
+
+int dprl_ope_rows_push(dprl_ope_rows *r, const dprl_key *episode, int64_t t, double reward,
+                       double behavior_prob, double target_prob, dprl_error *err) {
+  uint32_t e;
+  int rc = dprl_key_intern(&r->keys, episode, &e, err);
+  if (rc) return rc;
+  if (r->n == r->cap) {
+    if (r->cap >= MAX_ROWS)
+      return dprl_fail(err, DPRL_EINVAL,
+                       "dp_is_value: more than %zu rows (steps) in one group: release a public "
+                       "partition of the episodes group by group (GROUP BY)", (size_t)MAX_ROWS);
+    size_t nc = r->cap ? r->cap * 2 : 4096;
+    if (nc > MAX_ROWS) nc = MAX_ROWS;
+    dprl_ope_step *v = dprl_realloc(r->v, nc * sizeof *v);
+    if (!v) return dprl_nomem(err);
+    r->v = v;
+    r->cap = nc;
+  }
+  dprl_ope_step *s = &r->v[r->n++];
+  s->t = t;
+  s->reward = reward;
+  /* a ratio as a difference of logs: a product of many never overflows */
+  s->log_ratio = target_prob > 0 ? log(target_prob) - log(behavior_prob) : -INFINITY;
+  s->episode = e;
+  s->pad = 0;
+  return DPRL_OK;
+}
+
+static int by_episode_t(const void *a, const void *b) {
+  const dprl_ope_step *x = a, *y = b;
+  if (x->episode != y->episode) return x->episode < y->episode ? -1 : 1;
+  return (x->t > y->t) - (x->t < y->t);
+}
+
+int dprl_ope_rows_collect(dprl_ope_rows *r, const dprl_ope_config *c, const dprl_ope_noise *nz,
+                          dprl_ope_sums *sums, dprl_cancel *cancel, dprl_error *err) {
+  memset(sums, 0, sizeof *sums);
+  int rc = r->n ? dprl_sort(r->v, r->n, sizeof *r->v, by_episode_t, cancel, err) : DPRL_OK;
+  for (size_t i = 0; !rc && i < r->n;) {
+    size_t j = i + 1;
+    while (j < r->n && r->v[j].episode == r->v[i].episode) {
+      if (r->v[j].t == r->v[j - 1].t) {
+        dprl_key k;
+        char what[64];
+        dprl_key_get(&r->keys, r->v[i].episode, &k);
+        dprl_key_describe(&k, what, sizeof what);
+        return dprl_fail(err, DPRL_EINVAL,
+                         "%s: duplicate (episode, t): episode %s has two rows with t = %lld",
+                         c->fn, what, (long long)r->v[j].t);
+      }
+      j++;
+    }
+    double w, g;
+    int clipped = dprl_ope_episode(c, r->v + i, j - i, &w, &g);
+    dprl_ope_sums_add(c, nz, sums, w, g, clipped);
+    rc = dprl_cancel_poll(cancel, 20 * (uint64_t)(j - i) + 50, err);
+    i = j;
+  }
+  dprl_free(r->v);
+  r->v = NULL;
+  r->n = r->cap = 0;
+  return rc;
+}
+
+void dprl_ope_rows_free(dprl_ope_rows *r) {
+  dprl_free(r->v);
+  r->v = NULL;
+  r->n = r->cap = 0;
+  dprl_key_index_free(&r->keys);
+}
