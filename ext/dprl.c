@@ -15,6 +15,7 @@
 **   dp_q_noise(points_sql, options)                table-valued
 **   dp_q_learn(s, a, r, s_next, options)           aggregate
 **   dp_q_value(model, state, action)               scalar
+**   dp_mdp(episode, t, state, action, reward, options)   aggregate
 **   dp_plan(options)                               planned sigma and error (JSON)
 **   dprl_budget(name, epsilon, delta), dprl_budget_remaining(name)   the ledger
 **
@@ -41,6 +42,7 @@ SQLITE_EXTENSION_INIT1
 #include "base/linalg.h"
 #include "policy_eval/sql_policy_eval.h"
 #include "prefix_stable/sql_prefix_stable.h"
+#include "mdp/sql_mdp.h"
 #include "q_learning/sql_q.h"
 #include "sqlite/sql_agg.h"
 #include "sqlite/sql_budget.h"
@@ -147,6 +149,8 @@ static const struct function {
     /* s, a, r, s_next, options */
     AGGREGATE("dp_q_learn", 5, NOISY_JSON, dprl_q_learn_agg),
     SCALAR("dp_q_value", 3, PURE, dprl_sql_q_value),
+    /* the patient-level model release (mdp/): episode, t, state, action, reward, options */
+    AGGREGATE("dp_mdp", 6, NOISY_JSON, dprl_mdp_agg),
     /* the rows of a caller's query, for the readers of sqlite/sql_tvf.c */
     SCALAR(DPRL_ROW_FN, -1, NOISY, dprl_sql_row),
 #undef SCALAR
