@@ -150,6 +150,7 @@ LINK_test_stats        = base dp rows policy_eval
 LINK_test_core         = base dp rows policy_eval
 LINK_test_oom          = base dp rows policy_eval
 LINK_test_cancel       = base dp rows policy_eval q_learning
+LINK_test_mdp          = base dp rows mdp
 LINK_test_fuzz_noise   = base dp rows policy_eval q_learning
 LINK_test_fuzz_options = base dp rows policy_eval
 LINK_test_fuzz_sql     = base
