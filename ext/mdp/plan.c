@@ -57,7 +57,8 @@ static int parse_visits(const dprl_mdp_config *c, const dprl_options *o, double 
                    o->fn, (long long)c->n_states, (long long)c->n_actions, got, where);
 }
 
-static void put_pairs(dprl_buf *b, const char *key, const double *x, size_t S, size_t A) {
+static int put_pairs(dprl_buf *b, const char *key, const double *x, size_t S, size_t A,
+                     dprl_cancel *cancel, dprl_error *err) {
   dprl_json_put_key(b, key);
   dprl_buf_puts(b, "[");
   for (size_t s = 0; s < S; s++) {
@@ -65,10 +66,12 @@ static void put_pairs(dprl_buf *b, const char *key, const double *x, size_t S, s
     for (size_t a = 0; a < A; a++) {
       if (a) dprl_buf_puts(b, ",");
       dprl_json_put_double(b, x[s * A + a]); /* NaN (no visits): null */
+      if (dprl_cancel_poll(cancel, 150, err)) return err->code;
     }
     dprl_buf_puts(b, "]");
   }
   dprl_buf_puts(b, "]");
+  return DPRL_OK;
 }
 
 /* Errors per pair, the worst over visited pairs, and whether the noise
@@ -128,9 +131,11 @@ static int plan_json(const dprl_mdp_config *c, int64_t episodes, const double *v
     dprl_json_put_num(out, "reward_sigma", c->sigma * c->half);
     dprl_json_put_num(out, "grid", c->grid);
     dprl_json_put_num(out, "rho", c->rho);
-    put_pairs(out, "visits", v, S, A);
-    put_pairs(out, "transition_l1", l1, S, A);
-    put_pairs(out, "reward_sd", rsd, S, A);
+    rc = put_pairs(out, "visits", v, S, A, cancel, err);
+    if (!rc) rc = put_pairs(out, "transition_l1", l1, S, A, cancel, err);
+    if (!rc) rc = put_pairs(out, "reward_sd", rsd, S, A, cancel, err);
+  }
+  if (!rc) {
     dprl_json_put_num(out, "worst_transition_l1", wl1);
     dprl_json_put_num(out, "worst_reward_sd", wr);
     dprl_buf_printf(out, ",\"useful\":%s", cost->useful ? "true" : "false");

@@ -14,7 +14,7 @@ import os
 import sqlite3
 import tempfile
 
-from harness import check, check_close, check_error, connect, run, sql_error
+from harness import check, check_close, check_error, connect, interrupted, run, sql_error
 
 MDP = "SELECT dp_mdp(episode, t, state, action, reward, ?) FROM steps"
 BASE = {"n_states": 2, "n_actions": 2, "gamma": 0.9, "rmin": 0, "rmax": 2, "epsilon": 1,
@@ -338,5 +338,21 @@ def test_neighbour_attack():
     check(sep >= nv / d0["sigma"] - margin, "... and the attack attains it (the bound is tight)", sep)
 
 
+def test_interrupt():
+    # 600 states x 5 actions: 1.8 million entries to draw and write (about a
+    # second); 200,000 steps in random order to group before that
+    con = connect()
+    con.execute("CREATE TABLE steps AS WITH RECURSIVE i(n) AS (SELECT 0 UNION ALL SELECT n + 1 "
+                "FROM i WHERE n < 199999) SELECT n % 20000 AS episode, n / 20000 AS t, "
+                "n * 7 % 600 AS state, n % 5 AS action, (n % 3) / 2.0 AS reward FROM i "
+                "ORDER BY random()")
+    o = dict(BASE, n_states=600, n_actions=5, horizon=10)
+    for after in (0.05, 0.4):
+        late, err = interrupted(con, "SELECT length(dp_mdp(episode, t, state, action, reward, ?)) "
+                                "FROM steps", (json.dumps(o),), after)
+        check(err == ("interrupted", sqlite3.SQLITE_INTERRUPT) and late < 0.5,
+              f"an interrupt {after} s in stops dp_mdp within 0.5 s (CPU)", (late, err))
+
+
 run([test_keys_and_statistics, test_tent_and_clip, test_seeded, test_errors, test_budget,
-     test_neighbour_attack])
+     test_neighbour_attack, test_interrupt])
