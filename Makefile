@@ -152,8 +152,9 @@ LINK_test_stats        = base dp rows policy_eval
 LINK_test_core         = base dp rows policy_eval
 LINK_test_oom          = base dp rows policy_eval
 LINK_test_cancel       = base dp rows policy_eval q_learning
+LINK_test_mdp          = base dp rows mdp
 LINK_test_fuzz_noise   = base dp rows policy_eval q_learning
-LINK_test_fuzz_options = base dp rows policy_eval prefix_stable q_learning ope study
+LINK_test_fuzz_options = base dp rows policy_eval prefix_stable q_learning mdp ope study
 LINK_test_fuzz_sql     = base
 .SECONDEXPANSION:
 $(B)/tests/%: tests/unit/%.c tests/unit/check.h $$(call core_objs,$$(LINK_$$*)) | $(B)/tests
@@ -287,7 +288,7 @@ build/tsan/test_threads: tests/threads/test_threads.c
 build/tsan/dprl.so build/fuzz/dprl.so: $(CORE_OBJ) $(GLUE_OBJ)
 	$(CC) -shared -o $@ $^ $(LIBS) $(LDFLAGS)
 
-$(B)/dprl_bench: tests/bench/bench.c tests/bench/bench_q.c | $(B)
+$(B)/dprl_bench: tests/bench/bench.c tests/bench/bench_q.c tests/bench/bench_mdp.c | $(B)
 	$(CC) $(ALL_CFLAGS) -o $@ $< -lsqlite3 -lm
 
 demo: deps

@@ -15,6 +15,7 @@
 **   dp_q_noise(points_sql, options)                table-valued
 **   dp_q_learn(s, a, r, s_next, options)           aggregate
 **   dp_q_value(model, state, action)               scalar
+**   dp_mdp(episode, t, state, action, reward, options)   aggregate
 **   dp_is_value(episode, t, reward, behavior_prob, target_prob, options)  aggregate
 **   dp_plan(options)                               planned sigma and error (JSON), a study's plan
 **   dprl_budget_plan(name, releases)               a study's plan against a declared budget
@@ -44,6 +45,7 @@ SQLITE_EXTENSION_INIT1
 #include "policy_eval/sql_policy_eval.h"
 #include "ope/sql_ope.h"
 #include "prefix_stable/sql_prefix_stable.h"
+#include "mdp/sql_mdp.h"
 #include "q_learning/sql_q.h"
 #include "study/sql_plan.h"
 #include "sqlite/sql_agg.h"
@@ -150,6 +152,8 @@ static const struct function {
     /* s, a, r, s_next, options */
     AGGREGATE("dp_q_learn", 5, NOISY_JSON, dprl_q_learn_agg),
     SCALAR("dp_q_value", 3, PURE, dprl_sql_q_value),
+    /* the patient-level model release (mdp/): episode, t, state, action, reward, options */
+    AGGREGATE("dp_mdp", 6, NOISY_JSON, dprl_mdp_agg),
     /* off-policy evaluation (ope/): episode, t, reward, behavior_prob, target_prob, options */
     AGGREGATE("dp_is_value", 6, NOISY_JSON, dprl_is_value_agg),
     /* planning before spending (study/): one release of any mechanism, or a

@@ -43,6 +43,7 @@ int dprl_rng_init_secure(dprl_rng *rng, dprl_error *err);
 #define DPRL_STREAM_OPE ((uint64_t)7)     /* dp_is_value */
 #define DPRL_STREAM_Q_LEARN ((uint64_t)1 << 56)
 #define DPRL_STREAM_Q_NOISE ((uint64_t)2 << 56) /* | action | paths so far << 21 */
+#define DPRL_STREAM_MDP ((uint64_t)3 << 56)     /* dp_mdp */
 /* Reproducible stream from a user seed; stream is one of DPRL_STREAM_*. */
 void dprl_rng_init_seeded(dprl_rng *rng, uint64_t seed, uint64_t stream);
 /* Wipe key material. */

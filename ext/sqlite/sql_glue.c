@@ -117,8 +117,7 @@ int dprl_sql_real(sqlite3_value *v, const char *what, double *out, dprl_error *e
   return bad_value(v, what, "a number", err);
 }
 
-/* Add " (row with episode E, t T)" so a bad value can be found. */
-static void say_where(sqlite3_value **argv, dprl_error *err) {
+void dprl_sql_say_where(sqlite3_value **argv, dprl_error *err) {
   if (err->code != DPRL_EINVAL || sqlite3_value_type(argv[0]) == SQLITE_NULL) return;
   char e[48], t[48], where[120];
   dprl_sql_describe(argv[0], e, sizeof e);
@@ -152,13 +151,13 @@ int dprl_sql_read_step(sqlite3_value **argv, int64_t n_states, dprl_key *episode
       (rc = dprl_sql_int(argv[1], "t", t, err)) ||
       (rc = dprl_sql_int(argv[2], "state", &s, err)) ||
       (rc = dprl_sql_real(argv[3], "reward", reward, err))) {
-    say_where(argv, err);
+    dprl_sql_say_where(argv, err);
     return rc;
   }
   if (s < 0 || s >= n_states) {
     rc = dprl_fail(err, DPRL_EINVAL, "state must be in 0..n_states-1 = 0..%lld, got %lld",
                    (long long)n_states - 1, (long long)s);
-    say_where(argv, err);
+    dprl_sql_say_where(argv, err);
     return rc;
   }
   *state = (uint32_t)s;

@@ -61,6 +61,10 @@ int dprl_sql_real(sqlite3_value *v, const char *what, double *out,
 int dprl_sql_read_step(sqlite3_value **argv, int64_t n_states, dprl_key *episode,
                        int64_t *t, uint32_t *state, double *reward, dprl_error *err);
 
+/* Add " (row with episode E, t T)" to an EINVAL message, argv[0] and
+** argv[1] being the row's episode and t, so a bad value can be found. */
+void dprl_sql_say_where(sqlite3_value **argv, dprl_error *err);
+
 /* An aggregate's options argument, pinned on its first row: every later
 ** row must pass the same text ("options must be the same for every row"). */
 typedef struct dprl_sql_pinned {

@@ -10,7 +10,7 @@
 ** (dprl allocates through it).  The machine is shared: read the ratios,
 ** not the seconds.
 **
-** Sections (DPRL_BENCH=lsw,shapes,prefix,q picks some):
+** Sections (DPRL_BENCH=lsw,shapes,prefix,q,mdp picks some):
 **   lsw     100,000 episodes x 50 steps, N = 750, dense ids in random order:
 **           dp_lsw, dp_lsl, grouped, aggregate features, the shard recipe,
 **           plain SQL window functions in SQLite and DuckDB;
@@ -18,7 +18,8 @@
 **           episodes of 10 steps, 10,000,000 steps;
 **   prefix  dp_prefix_stable at the paper's scale, with and without an
 **           index on (episode, t);
-**   q       dp_q_noise and dp_q_learn (bench_q.c).
+**   q       dp_q_noise and dp_q_learn (bench_q.c);
+**   mdp     dp_mdp on 5,000,000 steps (bench_mdp.c).
 ** DuckDB (npm @duckdb/node-api, `make duckdb-deps`) runs in a child node
 ** process (tests/bench/duckdb_bench.cjs) with 2 threads on the same rows
 ** (exported once to build/bench_steps.csv); its CPU time is the child's,
@@ -576,6 +577,7 @@ static void prefix_bench(sqlite3 *db) {
 }
 
 #include "bench_q.c" /* dp_q_noise and dp_q_learn */
+#include "bench_mdp.c" /* dp_mdp */
 
 int main(int argc, char **argv) {
   const char *path = argc > 1 ? argv[1] : "build/bench.db";
@@ -626,6 +628,7 @@ int main(int argc, char **argv) {
   }
   if (!only || strstr(only, "prefix")) prefix_bench(db);
   if (!only || strstr(only, "q")) bench_q(db);
+  if (!only || strstr(only, "mdp")) bench_mdp(db);
   FILE *lb = fopen("/proc/loadavg", "r");
   if (lb) {
     if (fgets(load, sizeof load, lb)) printf("\nload average at the end: %s", load);

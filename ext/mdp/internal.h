@@ -1,0 +1,16 @@
+/*
+** internal.h: what the files of mdp/ share and nothing else uses: the
+** option parser over an open options object (the release's and the
+** plan's options overlap).
+*/
+#ifndef DPRL_MDP_INTERNAL_H
+#define DPRL_MDP_INTERNAL_H
+
+#include "base/options.h"
+#include "mdp/mdp.h"
+
+/* The options both forms share, checked and calibrated; plan = 1: no
+** seed, budget or release (they are the release's). */
+int dprl_mdp_parse_options(dprl_mdp_config *c, const dprl_options *o, int plan);
+
+#endif

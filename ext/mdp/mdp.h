@@ -1,0 +1,161 @@
+/*
+** mdp.h: dp_mdp, a private release of a patient-level model of the
+** logged process (ALGORITHMS.md §13): noisy start counts, transition
+** counts with a terminal column, and reward sums per (state, action), one
+** discrete Gaussian draw on one grid for the whole vector, at the level of
+** one episode (add or remove one patient).  Every estimate built from it
+** (transition probabilities, mean rewards, the value of any policy, a
+** planned policy) is post-processing.
+**
+** The released vector, in count units (start[S], counts[S][A][S+1],
+** reward[S][A]):
+**   start[s]          episodes whose first step is in s
+**   counts[s][a][s']  steps (s, a) followed by s'; s' = S: the episode
+**                     ended after (s, a)
+**   reward[s][a]      sum over the steps in (s, a) of (clamp(r) - c) / b,
+**                     c = (rmin + rmax)/2, b = (rmax - rmin)/2
+** so one step moves its count entry and its reward entry by at most 1
+** each.  The result's reward_sums are b * reward (reward_sigma = b sigma).
+** With tent features a real state x is phi(x) over K anchors (two
+** non-zero weights summing to 1) and the entries are sums of phi(s) (x)
+** phi(s'), phi(s0), phi(s) (r - c)/b.
+**
+** Contributions are bounded by public options: only the first `horizon`
+** steps (by t) of an episode count, and/or the episode's whole vector is
+** scaled down to the l2 norm `clip`.  Sums are kept in fixed point
+** (DPRL_MDP_TICK ticks per count, int64): every sum is exact, so adding
+** one episode moves the sums by exactly its contribution, whose norm is
+** bounded in exact arithmetic (§13).
+**
+** Core only: plain C over arrays, rows come in through rows/steps.h.
+*/
+#ifndef DPRL_MDP_H
+#define DPRL_MDP_H
+
+#include "base/core.h"
+#include "dp/noise.h"
+#include "dp/plan.h"
+#include "rows/steps.h"
+
+/* Ticks per count: the fixed point of the sums and of a step's reward.
+** int64 sums hold 2^39 counts in one entry (more steps than a release can
+** buffer: dprl_mdp_collect refuses more). */
+#define DPRL_MDP_TICK_BITS 24
+#define DPRL_MDP_TICK 0x1p24
+#define DPRL_MDP_MAX_STEPS ((size_t)1 << 39)
+
+typedef struct dprl_mdp_config {
+  const char *fn;            /* for messages: "dp_mdp" or "dp_plan" */
+  int64_t n_states;          /* S, or K anchors with tent features */
+  int64_t n_actions;         /* A */
+  double gamma, rmin, rmax, epsilon, delta;
+  int64_t horizon;           /* H >= 1, or 0: no horizon */
+  double clip;               /* C > 0, or 0: no clip */
+  int tent;                  /* features {"tent": K, "low": lo, "high": hi} */
+  double low, high;
+  int has_seed;
+  uint64_t seed;
+  int diagnostic;            /* release "diagnostic": exact statistics too */
+  char *budget;
+  int64_t length_limit;      /* the result's largest length (0: none) */
+  /* Derived from the options alone (public). */
+  size_t dim;                /* S + S A (S + 1) + S A */
+  unsigned abits;            /* tabular: a step's state field is s << abits | a */
+  double center, half;       /* c and b of the reward scale */
+  int exact_path;            /* tabular with a horizon that the clip does not cut */
+  double bound;              /* Delta_0: the l2 norm of one episode's contribution */
+  double limit;              /* the norm an episode is scaled down to (general path) */
+  int64_t touched;           /* most entries one episode can change */
+  double sigma1;             /* analytic Gaussian scale for sensitivity 1 */
+  double grid;               /* g, a power of two (count units) */
+  int grid_shift;            /* g TICK = 2^grid_shift */
+  double sens;               /* Delta = Delta_0 + sqrt(touched) g: grid rounding included */
+  uint64_t steps;            /* noise scale in grid steps, ceil(Delta sigma1 / g) */
+  double sigma;              /* steps * g: the applied scale of every count entry */
+  double rho;                /* zCDP cost, (Delta / g)^2 / (2 steps^2) */
+} dprl_mdp_config;
+
+/* The options of dp_mdp (text may be NULL: an error naming it), checked
+** and calibrated from the options alone, before any row is read.  Every
+** refusal here depends on the options only. */
+int dprl_mdp_config_parse(dprl_mdp_config *c, const char *fn, const char *text, size_t len,
+                          int64_t length_limit, dprl_cancel *cancel, dprl_error *err);
+void dprl_mdp_config_free(dprl_mdp_config *c);
+/* The options dp_mdp knows (NULL-ended). */
+extern const char *const dprl_mdp_option_names[];
+
+/* The public calibration for a grid g (a power of two): sens, steps,
+** sigma and rho from bound, touched and sigma1 (used by parse; the unit
+** tests call it with a coarse g to see the rounding term). */
+int dprl_mdp_calibrate_grid(dprl_mdp_config *c, double g, dprl_error *err);
+
+/* ---- rows into steps -------------------------------------------------------
+** A buffered step (rows/steps.h) carries, tabular: state = s << abits | a,
+** reward = the step's reward in ticks; tent: state = a, reward = the
+** reward in ticks, and a second buffer (same keys and t) holds the real
+** state x (clamped to [low, high]) in its reward field. */
+static inline double dprl_mdp_reward_ticks(const dprl_mdp_config *c, double r) {
+  r = r < c->rmin ? c->rmin : r > c->rmax ? c->rmax : r;
+  double u = (r - c->center) / c->half;
+  u = u < -1 ? -1 : u > 1 ? 1 : u;
+  double q = u * DPRL_MDP_TICK; /* |q| <= 2^24: rounded to whole ticks */
+  return (double)(int64_t)(q + (q < 0 ? -0.5 : 0.5));
+}
+static inline uint32_t dprl_mdp_pack(const dprl_mdp_config *c, int64_t s, int64_t a) {
+  return (uint32_t)((uint64_t)s << c->abits | (uint64_t)a);
+}
+
+/* ---- the statistics ------------------------------------------------------ */
+
+typedef struct dprl_mdp_stats {
+  int64_t *v;               /* dim entries, in ticks */
+  int64_t episodes, clipped; /* exact, diagnostic only */
+  /* the general path's per-episode scratch (reused: no allocation per
+  ** episode) */
+  double *w;
+  unsigned char *mark;
+  uint32_t *list;
+  size_t n_list, cap_list;
+} dprl_mdp_stats;
+
+int dprl_mdp_stats_init(dprl_mdp_stats *st, const dprl_mdp_config *c, dprl_cancel *cancel,
+                        dprl_error *err);
+void dprl_mdp_stats_free(dprl_mdp_stats *st);
+/* One episode, sorted by t: steps as above; xs (tent only, else NULL) the
+** same steps of the second buffer.  Fails only for lack of memory (the
+** scratch list grows to the longest episode). */
+int dprl_mdp_add_episode(dprl_mdp_stats *st, const dprl_mdp_config *c, const dprl_step *steps,
+                         const dprl_step *xs, size_t n, dprl_error *err);
+/* Every episode of the buffers (xbuf: tent only), grouped here; the
+** buffers are read, then freed but for buf's episode keys, which move to
+** *keys when keys is not NULL (the release's units). */
+int dprl_mdp_collect(dprl_mdp_stats *st, const dprl_mdp_config *c, dprl_step_buffer *buf,
+                     dprl_step_buffer *xbuf, dprl_episode_index *keys, dprl_cancel *cancel,
+                     dprl_error *err);
+
+/* Entry j of the sums rounded to the grid: round(v[j] / (g TICK)), half
+** away from zero, clamped to +-2^51 (1-Lipschitz: the sensitivity holds). */
+int64_t dprl_mdp_grid_value(const dprl_mdp_config *c, int64_t ticks);
+
+/* ---- the release ---------------------------------------------------------- */
+
+/* The noisy vector (dim entries, count units; the reward part still in
+** units of b) from rng: entry j is g (grid_value(v[j]) + Z_j), Z_j drawn
+** in index order.  Polls cancel. */
+int dprl_mdp_perturb(const dprl_mdp_config *c, const dprl_mdp_stats *st, dprl_rng *rng,
+                     double *out, dprl_cancel *cancel, dprl_error *err);
+/* The whole release as JSON (noise from a seeded stream DPRL_STREAM_MDP
+** when c->has_seed, else the secure generator). */
+int dprl_mdp_release(const dprl_mdp_config *c, const dprl_mdp_stats *st, dprl_buf *out,
+                     dprl_cancel *cancel, dprl_error *err);
+
+/* ---- planning (plan.c) ---------------------------------------------------
+** dp_mdp's options without seed, budget and release, plus the public
+** sizes to plan for: "episodes" (required), "visits" ([S][A] hypothetical
+** counted steps per pair) or "steps" (counted steps per episode, default
+** the horizon; visits then spread evenly).  Writes the calibration and
+** the predicted errors as JSON and fills cost (dp/plan.h). */
+int dprl_mdp_plan(const char *text, size_t len, int64_t length_limit, dprl_cancel *cancel,
+                  dprl_buf *out, dprl_plan_cost *cost, dprl_error *err);
+
+#endif

@@ -1,0 +1,141 @@
+/*
+** mdp_release.c: the noise and the JSON of dp_mdp (mdp.h, ALGORITHMS.md
+** §13).  One discrete Gaussian of one public scale on one grid for every
+** entry, drawn in index order from one stream; everything written is the
+** noisy vector, post-processing of it, or public.
+*/
+#include <stdio.h>
+#include <string.h>
+
+#include "base/json.h"
+#include "mdp/mdp.h"
+
+int dprl_mdp_perturb(const dprl_mdp_config *c, const dprl_mdp_stats *st, dprl_rng *rng,
+                     double *out, dprl_cancel *cancel, dprl_error *err) {
+  for (size_t j = 0; j < c->dim; j++) {
+    if (dprl_cancel_poll(cancel, 1000, err)) return err->code;
+    double k = (double)dprl_mdp_grid_value(c, st->v[j]); /* |k| <= 2^51: exact */
+    int rc = dprl_release_gaussian_steps(rng, k * c->grid, c->steps, c->grid, &out[j], err);
+    if (rc) return rc;
+  }
+  return DPRL_OK;
+}
+
+/* [x0, x1, ...] times scale. */
+static int put_row(dprl_buf *b, const double *x, size_t n, double scale, dprl_cancel *cancel,
+                   dprl_error *err) {
+  dprl_buf_puts(b, "[");
+  for (size_t i = 0; i < n; i++) {
+    if (i) dprl_buf_puts(b, ",");
+    dprl_json_put_double(b, x[i] * scale);
+    if (dprl_cancel_poll(cancel, 150, err)) return err->code;
+  }
+  dprl_buf_puts(b, "]");
+  return DPRL_OK;
+}
+
+/* rows x cols, row-major, as [[...], [...]]. */
+static int put_matrix(dprl_buf *b, const double *x, size_t rows, size_t cols, double scale,
+                      dprl_cancel *cancel, dprl_error *err) {
+  int rc = DPRL_OK;
+  dprl_buf_puts(b, "[");
+  for (size_t r = 0; r < rows && !rc; r++) {
+    if (r) dprl_buf_puts(b, ",");
+    rc = put_row(b, x + r * cols, cols, scale, cancel, err);
+  }
+  dprl_buf_puts(b, "]");
+  return rc;
+}
+
+/* The model's three parts, from a vector laid out as mdp.h says:
+** start [S], counts [S][A][S+1], reward_sums [S][A] (in reward units). */
+static int put_parts(const dprl_mdp_config *c, dprl_buf *b, const char *prefix,
+                     const double *x, dprl_cancel *cancel, dprl_error *err) {
+  size_t S = (size_t)c->n_states, A = (size_t)c->n_actions;
+  char key[32];
+  snprintf(key, sizeof key, "%sstart", prefix);
+  dprl_json_put_key(b, key);
+  int rc = put_row(b, x, S, 1.0, cancel, err);
+  snprintf(key, sizeof key, "%scounts", prefix);
+  dprl_json_put_key(b, key);
+  dprl_buf_puts(b, "[");
+  for (size_t s = 0; s < S && !rc; s++) {
+    if (s) dprl_buf_puts(b, ",");
+    rc = put_matrix(b, x + S + s * A * (S + 1), A, S + 1, 1.0, cancel, err);
+  }
+  dprl_buf_puts(b, "]");
+  snprintf(key, sizeof key, "%sreward_sums", prefix);
+  dprl_json_put_key(b, key);
+  if (!rc) rc = put_matrix(b, x + S + S * A * (S + 1), S, A, c->half, cancel, err);
+  return rc;
+}
+
+static void put_header(const dprl_mdp_config *c, dprl_buf *b) {
+  dprl_buf_puts(b, "{\"mechanism\":\"dp_mdp\"");
+  /* a seeded release is reproducible, hence not private (§6) */
+  dprl_buf_printf(b, ",\"private\":%s", c->diagnostic || c->has_seed ? "false" : "true");
+  if (c->has_seed) dprl_buf_puts(b, ",\"seeded\":true");
+  dprl_buf_puts(b, ",\"unit\":\"episode\",\"neighbours\":\"add or remove one episode\"");
+  dprl_json_put_int(b, "n_states", c->n_states);
+  dprl_json_put_int(b, "n_actions", c->n_actions);
+  dprl_json_put_num(b, "gamma", c->gamma);
+  dprl_json_put_num(b, "rmin", c->rmin);
+  dprl_json_put_num(b, "rmax", c->rmax);
+  dprl_json_put_num(b, "epsilon", c->epsilon);
+  dprl_json_put_num(b, "delta", c->delta);
+  dprl_json_put_key(b, "horizon");
+  if (c->horizon) dprl_buf_printf(b, "%lld", (long long)c->horizon);
+  else dprl_buf_puts(b, "null");
+  dprl_json_put_key(b, "clip");
+  if (c->clip > 0) dprl_json_put_double(b, c->clip);
+  else dprl_buf_puts(b, "null");
+  dprl_json_put_key(b, "features");
+  if (c->tent) {
+    dprl_buf_printf(b, "{\"tent\":%lld", (long long)c->n_states);
+    dprl_json_put_num(b, "low", c->low);
+    dprl_json_put_num(b, "high", c->high);
+    dprl_buf_puts(b, "}");
+  } else {
+    dprl_buf_puts(b, "\"tabular\"");
+  }
+  dprl_json_put_num(b, "sensitivity", c->sens);
+  dprl_json_put_num(b, "sigma", c->sigma);
+  dprl_json_put_num(b, "reward_sigma", c->sigma * c->half);
+  dprl_json_put_num(b, "reward_center", c->center);
+  dprl_json_put_num(b, "grid", c->grid);
+  dprl_json_put_num(b, "rho", c->rho);
+}
+
+int dprl_mdp_release(const dprl_mdp_config *c, const dprl_mdp_stats *st, dprl_buf *out,
+                     dprl_cancel *cancel, dprl_error *err) {
+  dprl_rng rng;
+  int rc;
+  if (c->has_seed) dprl_rng_init_seeded(&rng, c->seed, DPRL_STREAM_MDP);
+  else if ((rc = dprl_rng_init_secure(&rng, err))) return rc;
+  /* Every entry is written before it is read: no zeroing. */
+  double *x = dprl_malloc_array(c->dim, sizeof *x);
+  rc = x ? dprl_mdp_perturb(c, st, &rng, x, cancel, err) : dprl_nomem(err);
+  dprl_rng_wipe(&rng);
+  if (!rc) {
+    /* One allocation for the usual length (most numbers print in 20 bytes
+    ** or fewer) instead of a chain of copies; failing is harmless. */
+    size_t guess = 4096 + 20 * c->dim * (c->diagnostic ? 2 : 1);
+    if (c->length_limit > 0 && guess > (size_t)c->length_limit) guess = (size_t)c->length_limit;
+    dprl_buf_reserve(out, guess);
+    put_header(c, out);
+    rc = put_parts(c, out, "", x, cancel, err);
+  }
+  if (!rc && c->diagnostic) { /* exact, NOT private */
+    dprl_json_put_int(out, "episodes", st->episodes);
+    dprl_json_put_int(out, "clipped", st->clipped);
+    for (size_t j = 0; j < c->dim && !rc; j++) {
+      x[j] = (double)st->v[j] / DPRL_MDP_TICK;
+      rc = dprl_cancel_poll(cancel, 4, err);
+    }
+    if (!rc) rc = put_parts(c, out, "exact_", x, cancel, err);
+  }
+  if (!rc) dprl_buf_puts(out, "}");
+  if (!rc && out->oom) rc = dprl_nomem(err);
+  dprl_free(x);
+  return rc;
+}

@@ -1,0 +1,199 @@
+/*
+** mdp_stats.c: episodes -> the model's sums, one episode's contribution
+** bounded as ALGORITHMS.md §13 proves (mdp.h).
+**
+** Two paths.  The exact path (tabular, a horizon the clip does not cut)
+** adds whole ticks straight into the sums: every number is an integer, so
+** the bound sqrt(1 + 2 H^2) holds exactly and nothing needs clipping.
+** The general path (tent features, or a clip that binds) gathers the
+** episode's contribution in a scratch vector, scales it down to `limit`
+** if its norm is larger, and adds it truncated toward zero to whole ticks
+** (which can only shrink it); `limit` sits 2^-20 below the bound, more
+** than the floating-point error of the norm (§13).
+*/
+#include <math.h>
+#include <string.h>
+
+#include "mdp/mdp.h"
+
+#define TICKS ((int64_t)1 << DPRL_MDP_TICK_BITS)
+
+int dprl_mdp_stats_init(dprl_mdp_stats *st, const dprl_mdp_config *c, dprl_cancel *cancel,
+                        dprl_error *err) {
+  memset(st, 0, sizeof *st);
+  st->v = dprl_calloc_polled(c->dim, sizeof *st->v, cancel, err);
+  if (!st->v) return err->code;
+  if (c->exact_path) return DPRL_OK;
+  st->w = dprl_calloc_polled(c->dim, sizeof *st->w, cancel, err);
+  if (!st->w) return err->code;
+  st->mark = dprl_calloc_polled(c->dim, 1, cancel, err);
+  return st->mark ? DPRL_OK : err->code;
+}
+
+void dprl_mdp_stats_free(dprl_mdp_stats *st) {
+  dprl_free(st->v);
+  dprl_free(st->w);
+  dprl_free(st->mark);
+  dprl_free(st->list);
+  memset(st, 0, sizeof *st);
+}
+
+/* Tabular, exact: start, then each counted step's transition and reward. */
+static void add_exact(dprl_mdp_stats *st, const dprl_mdp_config *c, const dprl_step *steps,
+                      size_t n) {
+  size_t S = (size_t)c->n_states, A = (size_t)c->n_actions, ab = c->abits;
+  uint32_t mask = (uint32_t)(((uint64_t)1 << ab) - 1);
+  int64_t *start = st->v, *counts = start + S, *reward = counts + S * A * (S + 1);
+  size_t L = n < (size_t)c->horizon ? n : (size_t)c->horizon;
+  start[steps[0].state >> ab] += TICKS;
+  for (size_t i = 0; i < L; i++) {
+    uint32_t p = steps[i].state;
+    size_t sa = (size_t)(p >> ab) * A + (p & mask);
+    size_t next = i + 1 < n ? steps[i + 1].state >> ab : S;
+    counts[sa * (S + 1) + next] += TICKS;
+    reward[sa] += (int64_t)steps[i].reward;
+  }
+}
+
+static inline void touch(dprl_mdp_stats *st, size_t j, double x) {
+  if (!st->mark[j]) {
+    st->mark[j] = 1;
+    st->list[st->n_list++] = (uint32_t)j;
+  }
+  st->w[j] += x;
+}
+
+/* The anchors around x and the weight of the upper one. */
+static void tent_of(const dprl_mdp_config *c, double x, size_t *k, double *f) {
+  double top = (double)(c->n_states - 1);
+  double pos = (x - c->low) / (c->high - c->low) * top;
+  if (!(pos > 0)) pos = 0;
+  if (pos > top) pos = top;
+  size_t i = (size_t)pos;
+  if (i > (size_t)c->n_states - 2) i = (size_t)c->n_states - 2;
+  *k = i;
+  *f = pos - (double)i;
+  if (*f > 1) *f = 1;
+}
+
+/* The episode's contribution, in ticks, into the scratch vector. */
+static void gather(dprl_mdp_stats *st, const dprl_mdp_config *c, const dprl_step *steps,
+                   const dprl_step *xs, size_t n, size_t L) {
+  size_t S = (size_t)c->n_states, A = (size_t)c->n_actions, ab = c->abits;
+  size_t counts = S, reward = S + S * A * (S + 1);
+  const double T = DPRL_MDP_TICK;
+  if (!c->tent) {
+    uint32_t mask = (uint32_t)(((uint64_t)1 << ab) - 1);
+    touch(st, steps[0].state >> ab, T);
+    for (size_t i = 0; i < L; i++) {
+      uint32_t p = steps[i].state;
+      size_t sa = (size_t)(p >> ab) * A + (p & mask);
+      size_t next = i + 1 < n ? steps[i + 1].state >> ab : S;
+      touch(st, counts + sa * (S + 1) + next, T);
+      touch(st, reward + sa, steps[i].reward);
+    }
+    return;
+  }
+  size_t k, k2 = 0;
+  double f, f2 = 0;
+  tent_of(c, xs[0].reward, &k, &f);
+  touch(st, k, (1 - f) * T);
+  touch(st, k + 1, f * T);
+  for (size_t i = 0; i < L; i++, k = k2, f = f2) { /* (k, f) of step i, (k2, f2) of i + 1 */
+    size_t a = steps[i].state;
+    double u = steps[i].reward;
+    size_t lo = counts + (k * A + a) * (S + 1), hi = counts + ((k + 1) * A + a) * (S + 1);
+    if (i + 1 < n) {
+      tent_of(c, xs[i + 1].reward, &k2, &f2);
+      touch(st, lo + k2, (1 - f) * (1 - f2) * T);
+      touch(st, lo + k2 + 1, (1 - f) * f2 * T);
+      touch(st, hi + k2, f * (1 - f2) * T);
+      touch(st, hi + k2 + 1, f * f2 * T);
+    } else {
+      touch(st, lo + S, (1 - f) * T);
+      touch(st, hi + S, f * T);
+    }
+    touch(st, reward + k * A + a, (1 - f) * u);
+    touch(st, reward + (k + 1) * A + a, f * u);
+  }
+}
+
+int dprl_mdp_add_episode(dprl_mdp_stats *st, const dprl_mdp_config *c, const dprl_step *steps,
+                         const dprl_step *xs, size_t n, dprl_error *err) {
+  if (!n) return DPRL_OK;
+  st->episodes++;
+  if (c->exact_path) {
+    add_exact(st, c, steps, n);
+    return DPRL_OK;
+  }
+  size_t L = c->horizon && n > (size_t)c->horizon ? (size_t)c->horizon : n;
+  /* entries one episode can touch: 2 + 6 per step (tent), at most dim */
+  double most = 2 + 6 * (double)L;
+  size_t need = most < (double)c->dim ? (size_t)most : c->dim;
+  if (need > st->cap_list) {
+    uint32_t *l = dprl_realloc(st->list, need * sizeof *l);
+    if (!l) return dprl_nomem(err);
+    st->list = l;
+    st->cap_list = need;
+  }
+  st->n_list = 0;
+  gather(st, c, steps, xs, n, L);
+  double norm2 = 0;
+  for (size_t i = 0; i < st->n_list; i++) norm2 += st->w[st->list[i]] * st->w[st->list[i]];
+  double norm = sqrt(norm2) / DPRL_MDP_TICK, scale = 1;
+  if (norm > c->limit) {
+    scale = c->limit / norm;
+    st->clipped++;
+  }
+  for (size_t i = 0; i < st->n_list; i++) {
+    uint32_t j = st->list[i];
+    st->v[j] += (int64_t)(st->w[j] * scale); /* toward zero: only shrinks */
+    st->w[j] = 0;
+    st->mark[j] = 0;
+  }
+  return DPRL_OK;
+}
+
+int dprl_mdp_collect(dprl_mdp_stats *st, const dprl_mdp_config *c, dprl_step_buffer *buf,
+                     dprl_step_buffer *xbuf, dprl_episode_index *keys, dprl_cancel *cancel,
+                     dprl_error *err) {
+  int rc = DPRL_OK;
+  if (buf->n + buf->n_staged >= DPRL_MDP_MAX_STEPS)
+    rc = dprl_fail(err, DPRL_EINVAL, "more than 2^39 steps: the sums would not be exact");
+  buf->cancel = cancel;
+  if (xbuf) xbuf->cancel = cancel;
+  if (!rc) rc = dprl_step_buffer_group(buf, err);
+  if (!rc && xbuf) rc = dprl_step_buffer_group(xbuf, err);
+  size_t E = rc ? 0 : dprl_step_buffer_episodes(buf);
+  for (size_t e = 0; e < E && !rc; e++) {
+    const dprl_step *steps, *xs = NULL;
+    size_t n, nx = 0;
+    rc = dprl_step_buffer_episode(buf, e, &steps, &n, err);
+    if (!rc && xbuf) rc = dprl_step_buffer_episode(xbuf, e, &xs, &nx, err);
+    if (!rc) rc = dprl_cancel_poll(cancel, 8 * (uint64_t)n + 50, err);
+    if (!rc) rc = dprl_mdp_add_episode(st, c, steps, xs, n, err);
+  }
+  buf->cancel = NULL;
+  if (xbuf) xbuf->cancel = NULL;
+  if (!rc && keys) { /* the units of the release outlive the buffer */
+    dprl_key_index_free(keys);
+    *keys = buf->ep;
+    memset(&buf->ep, 0, sizeof buf->ep);
+  }
+  dprl_step_buffer_free(buf);
+  if (xbuf) dprl_step_buffer_free(xbuf);
+  return rc;
+}
+
+int64_t dprl_mdp_grid_value(const dprl_mdp_config *c, int64_t ticks) {
+  uint64_t a = ticks < 0 ? 0 - (uint64_t)ticks : (uint64_t)ticks, q;
+  int m = c->grid_shift; /* >= 12: the grid is at least 2^-12 counts */
+  if (m >= 64) {
+    q = 0;
+  } else {
+    q = a >> m;
+    if (m > 0 && ((a >> (m - 1)) & 1)) q++; /* the remainder is at least half a step */
+  }
+  if (q > ((uint64_t)1 << 51)) q = (uint64_t)1 << 51;
+  return ticks < 0 ? -(int64_t)q : (int64_t)q;
+}

@@ -1,0 +1,579 @@
+/*
+** test_mdp.c: dp_mdp's core (ext/mdp/, ALGORITHMS.md §13).
+**
+** - The sensitivity bound against the exhaustive worst case: every episode
+**   of a small log (S = 2, A = 2, H <= 3, rewards at rmin, the middle and
+**   rmax) has a contribution whose l2 norm, computed exactly from the
+**   integer sums, is at most the stated bound, and some episode attains
+**   it; the same with a clip, without a horizon, and for tent features.
+**   The contribution itself is checked entry by entry against a reference
+**   written here from the definition.
+** - Grid rounding: for every such episode x and a few logs D, the grid
+**   vectors of D + x and D differ by at most the stated sensitivity in
+**   grid steps, on a grid coarse enough that rounding shows.
+** - sigma against an independent calibration: the analytic Gaussian's
+**   delta(eps) written out here and solved by bisection.
+** - The statistics of hand-made logs (tabular and tent), and the release
+**   minus its noise, replayed from the same seeded stream, equal to them.
+** - dprl_mdp_plan: its calibration, the errors it predicts, its cost.
+*/
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "mdp/mdp.h"
+
+#define T_ DPRL_MDP_TICK
+
+static int parse(dprl_mdp_config *c, const char *json, dprl_error *err) {
+  memset(err, 0, sizeof *err);
+  return dprl_mdp_config_parse(c, "dp_mdp", json, strlen(json), 0, NULL, err);
+}
+
+/* ---- the reference contribution, from the definition ---------------------- */
+
+typedef struct episode {
+  size_t n;
+  int s[8], a[8];
+  double x[8], r[8]; /* tent: real states */
+} episode;
+
+/* start[S], counts[S][A][S+1], reward[S][A] in count units, reward as
+** (clamp(r) - c)/b; tent: phi(x) weights, 1 - |x - anchor| / spacing. */
+static void phi(const dprl_mdp_config *c, double x, double *w) {
+  size_t K = (size_t)c->n_states;
+  x = x < c->low ? c->low : x > c->high ? c->high : x; /* states are clamped to [low, high] */
+  for (size_t k = 0; k < K; k++) {
+    double at = c->low + (double)k * (c->high - c->low) / (double)(K - 1);
+    double d = 1 - fabs(x - at) / ((c->high - c->low) / (double)(K - 1));
+    w[k] = d > 0 ? d : 0;
+  }
+}
+
+static void reference(const dprl_mdp_config *c, const episode *e, double *v) {
+  size_t S = (size_t)c->n_states, A = (size_t)c->n_actions;
+  double *start = v, *counts = v + S, *reward = v + S + S * A * (S + 1);
+  memset(v, 0, c->dim * sizeof *v);
+  size_t L = c->horizon && e->n > (size_t)c->horizon ? (size_t)c->horizon : e->n;
+  double w[16], w2[16];
+  for (size_t i = 0; i < L; i++) {
+    double r = e->r[i] < c->rmin ? c->rmin : e->r[i] > c->rmax ? c->rmax : e->r[i];
+    double u = (r - (c->rmin + c->rmax) / 2) / ((c->rmax - c->rmin) / 2);
+    if (c->tent) phi(c, e->x[i], w);
+    else
+      for (size_t k = 0; k < S; k++) w[k] = (size_t)e->s[i] == k;
+    if (i + 1 < e->n && c->tent) phi(c, e->x[i + 1], w2);
+    else
+      for (size_t k = 0; k <= S; k++) w2[k] = i + 1 < e->n ? (size_t)e->s[i + 1] == k : k == S;
+    if (i == 0)
+      for (size_t k = 0; k < S; k++) start[k] += w[k];
+    for (size_t k = 0; k < S; k++) {
+      for (size_t j = 0; j <= S; j++)
+        counts[(k * A + (size_t)e->a[i]) * (S + 1) + j] += w[k] * (j < S || i + 1 >= e->n ? w2[j] : 0);
+      reward[k * A + (size_t)e->a[i]] += w[k] * u;
+    }
+  }
+}
+
+/* The core's steps of an episode: tabular packed (s, a), reward in ticks;
+** tent: action, and the states in xs. */
+static void to_steps(const dprl_mdp_config *c, const episode *e, dprl_step *st, dprl_step *xs) {
+  for (size_t i = 0; i < e->n; i++) {
+    st[i] = (dprl_step){(int64_t)i, dprl_mdp_reward_ticks(c, e->r[i]), 0,
+                        c->tent ? (uint32_t)e->a[i] : dprl_mdp_pack(c, e->s[i], e->a[i])};
+    double x = e->x[i] < c->low ? c->low : e->x[i] > c->high ? c->high : e->x[i];
+    xs[i] = (dprl_step){(int64_t)i, x, 0, 0}; /* the glue clamps it */
+  }
+}
+
+/* The core's contribution of e alone (ticks) into out. */
+static void core_contribution(const dprl_mdp_config *c, dprl_mdp_stats *st, const episode *e,
+                              int64_t *out) {
+  dprl_step steps[8], xs[8];
+  dprl_error err = {0};
+  to_steps(c, e, steps, xs);
+  memset(st->v, 0, c->dim * sizeof *st->v);
+  dprl_mdp_add_episode(st, c, steps, c->tent ? xs : NULL, e->n, &err);
+  memcpy(out, st->v, c->dim * sizeof *out);
+}
+
+static double norm2_ticks(const int64_t *v, size_t n) {
+  __int128 acc = 0;
+  for (size_t j = 0; j < n; j++) acc += (__int128)v[j] * v[j];
+  return (double)acc / (T_ * T_);
+}
+
+/* Every episode of 1..H+1 steps (H+1: one step past the horizon, whose
+** state is the last transition's next state; longer ones add nothing),
+** with states, actions and rewards from the given sets; calls f on each. */
+typedef void (*visit_fn)(const episode *e, void *ctx);
+static size_t enumerate(size_t S, size_t A, size_t maxlen, const double *rewards, size_t nr,
+                        visit_fn f, void *ctx) {
+  size_t count = 0;
+  for (size_t n = 1; n <= maxlen; n++) {
+    size_t combos = 1;
+    for (size_t i = 0; i < n; i++) combos *= S * A * nr;
+    for (size_t k = 0; k < combos; k++) {
+      episode e = {.n = n};
+      size_t q = k;
+      for (size_t i = 0; i < n; i++) {
+        e.s[i] = (int)(q % S);
+        q /= S;
+        e.a[i] = (int)(q % A);
+        q /= A;
+        e.r[i] = rewards[q % nr];
+        q /= nr;
+        e.x[i] = e.s[i];
+      }
+      f(&e, ctx);
+      count++;
+    }
+  }
+  return count;
+}
+
+typedef struct sens_ctx {
+  const dprl_mdp_config *c;
+  dprl_mdp_stats *st;
+  double bound2; /* the squared bound, from the definitions (exact) */
+  double max2;
+  int over, mismatch;
+} sens_ctx;
+
+static void sens_visit(const episode *e, void *p) {
+  sens_ctx *x = p;
+  int64_t v[256];
+  double ref[256];
+  core_contribution(x->c, x->st, e, v);
+  double n2 = norm2_ticks(v, x->c->dim);
+  if (n2 > x->max2) x->max2 = n2;
+  if (n2 > x->bound2) x->over++;
+  if (x->c->exact_path) { /* unclipped: equal to the definition, to the tick */
+    reference(x->c, e, ref);
+    for (size_t j = 0; j < x->c->dim; j++)
+      if (fabs((double)v[j] - ref[j] * T_) > 0.5) x->mismatch++;
+  }
+}
+
+static void test_sensitivity_exhaustive(void) {
+  static const double rewards[] = {0, 0.5, 1};
+  char json[512], what[160];
+  for (int H = 1; H <= 3; H++) {
+    dprl_mdp_config c;
+    dprl_mdp_stats st;
+    dprl_error err;
+    snprintf(json, sizeof json,
+             "{\"n_states\": 2, \"n_actions\": 2, \"gamma\": 0.9, \"rmin\": 0, \"rmax\": 1, "
+             "\"epsilon\": 1, \"delta\": 1e-5, \"horizon\": %d}", H);
+    CHECK(parse(&c, json, &err) == DPRL_OK && c.exact_path, "tabular with a horizon: exact path");
+    dprl_mdp_stats_init(&st, &c, NULL, &err);
+    sens_ctx x = {&c, &st, 1 + 2 * H * H, 0, 0, 0};
+    size_t n = enumerate(2, 2, (size_t)H + 1, rewards, 3, sens_visit, &x);
+    snprintf(what, sizeof what, "H = %d: %zu episodes, none above sqrt(1 + 2 H^2) = %.6f", H, n,
+             c.bound);
+    CHECK(x.over == 0, what);
+    snprintf(what, sizeof what, "H = %d: the bound is attained exactly (max norm^2 %.9g = %d)", H,
+             x.max2, 1 + 2 * H * H);
+    CHECK(x.max2 == 1 + 2 * H * H, what);
+    CHECK(x.mismatch == 0, "every contribution equals the definition's, tick for tick");
+    dprl_mdp_stats_free(&st);
+    dprl_mdp_config_free(&c);
+    /* a clip that binds: every norm at most C, the largest just under it */
+    snprintf(json, sizeof json,
+             "{\"n_states\": 2, \"n_actions\": 2, \"gamma\": 0.9, \"rmin\": 0, \"rmax\": 1, "
+             "\"epsilon\": 1, \"delta\": 1e-5, \"horizon\": %d, \"clip\": 1.5}", H);
+    CHECK(parse(&c, json, &err) == DPRL_OK && !c.exact_path && c.bound == 1.5,
+          "a clip below sqrt(1 + 2 H^2): the general path, bound = clip");
+    dprl_mdp_stats_init(&st, &c, NULL, &err);
+    x = (sens_ctx){&c, &st, 1.5 * 1.5, 0, 0, 0};
+    enumerate(2, 2, (size_t)H + 1, rewards, 3, sens_visit, &x);
+    snprintf(what, sizeof what, "H = %d, clip 1.5: none above the clip; largest %.9f", H,
+             sqrt(x.max2));
+    CHECK(x.over == 0 && sqrt(x.max2) > 1.5 * (1 - 0x1p-18), what);
+    dprl_mdp_stats_free(&st);
+    dprl_mdp_config_free(&c);
+  }
+  /* no horizon, a clip only: episodes of up to 5 steps */
+  dprl_mdp_config c;
+  dprl_mdp_stats st;
+  dprl_error err;
+  CHECK(parse(&c, "{\"n_states\": 2, \"n_actions\": 2, \"gamma\": 0.9, \"rmin\": -1, "
+                  "\"rmax\": 3, \"epsilon\": 1, \"delta\": 1e-5, \"clip\": 3}", &err) == DPRL_OK &&
+            c.touched == (int64_t)c.dim,
+        "clip without a horizon: every entry may be touched");
+  dprl_mdp_stats_init(&st, &c, NULL, &err);
+  sens_ctx x = {&c, &st, 9, 0, 0, 0};
+  static const double r2[] = {-1, 3};
+  enumerate(2, 2, 5, r2, 2, sens_visit, &x);
+  CHECK(x.over == 0 && sqrt(x.max2) > 3 * (1 - 0x1p-18) && st.clipped > 0,
+        "clip 3 without a horizon: none above 3, the largest just under it");
+  dprl_mdp_stats_free(&st);
+  dprl_mdp_config_free(&c);
+}
+
+/* Tent features: random real states; anchors themselves attain the bound. */
+static void test_sensitivity_tent(void) {
+  dprl_mdp_config c;
+  dprl_mdp_stats st;
+  dprl_error err;
+  CHECK(parse(&c, "{\"n_states\": 3, \"n_actions\": 2, \"gamma\": 0.9, \"rmin\": 0, \"rmax\": 1, "
+                  "\"epsilon\": 1, \"delta\": 1e-5, \"horizon\": 3, "
+                  "\"features\": {\"tent\": 3, \"low\": -1, \"high\": 1}}", &err) == DPRL_OK &&
+            c.tent && !c.exact_path,
+        "tent features: the general path");
+  dprl_mdp_stats_init(&st, &c, NULL, &err);
+  sens_ctx x = {&c, &st, 1 + 2 * 9, 0, 0, 0};
+  srand(7);
+  int mism = 0;
+  for (int trial = 0; trial < 20000; trial++) {
+    episode e = {.n = 1 + (size_t)(rand() % 5)};
+    for (size_t i = 0; i < e.n; i++) {
+      e.x[i] = trial % 3 == 0 ? (double)(rand() % 3) - 1 : -1.2 + 2.4 * rand() / (double)RAND_MAX;
+      e.a[i] = rand() % 2;
+      e.r[i] = (rand() % 3) / 2.0;
+    }
+    sens_visit(&e, &x);
+    int64_t v[256];
+    double ref[256];
+    core_contribution(&c, &st, &e, v);
+    reference(&c, &e, ref);
+    for (size_t j = 0; j < c.dim; j++) /* truncation to whole ticks, or the clip */
+      if (fabs((double)v[j] / T_ - ref[j]) > 2 / T_ + 1e-5 * fabs(ref[j])) {
+        if (!mism++)
+          printf("#   n %zu x %g %g entry %zu: core %.9g, definition %.9g\n", e.n, e.x[0], e.x[1],
+                 j, (double)v[j] / T_, ref[j]);
+      }
+  }
+  episode loop = {.n = 4, .x = {-1, -1, -1, -1}, .a = {1, 1, 1, 1}, .r = {1, 1, 1, 1}};
+  sens_visit(&loop, &x);
+  CHECK(x.over == 0, "tent, H = 3: no episode above sqrt(1 + 2 H^2)");
+  CHECK(sqrt(x.max2) > c.bound * (1 - 0x1p-18), "tent: an episode at an anchor attains it");
+  CHECK(mism == 0, "tent: contributions equal the definition's phi(s) (x) phi(s') sums");
+  dprl_mdp_stats_free(&st);
+  dprl_mdp_config_free(&c);
+}
+
+/* ---- grid rounding ---------------------------------------------------------- */
+
+typedef struct grid_ctx {
+  const dprl_mdp_config *c;
+  dprl_mdp_stats *st;
+  const int64_t *base;
+  double max;
+} grid_ctx;
+
+static void grid_visit(const episode *e, void *p) {
+  grid_ctx *x = p;
+  int64_t v[256];
+  core_contribution(x->c, x->st, e, v);
+  __int128 acc = 0;
+  for (size_t j = 0; j < x->c->dim; j++) {
+    int64_t d = dprl_mdp_grid_value(x->c, x->base[j] + v[j]) - dprl_mdp_grid_value(x->c, x->base[j]);
+    acc += (__int128)d * d;
+  }
+  double n = sqrt((double)acc);
+  if (n > x->max) x->max = n;
+}
+
+static void test_grid_rounding(void) {
+  static const double rewards[] = {0, 0.3, 1};
+  dprl_mdp_config c;
+  dprl_mdp_stats st;
+  dprl_error err;
+  parse(&c, "{\"n_states\": 2, \"n_actions\": 2, \"gamma\": 0.9, \"rmin\": 0, \"rmax\": 1, "
+            "\"epsilon\": 1, \"delta\": 1e-5, \"horizon\": 2}", &err);
+  CHECK(c.grid == 0x1p-12 && c.sens == c.bound + sqrt((double)c.touched) * c.grid &&
+            c.touched == 5,
+        "Delta = sqrt(1 + 2 H^2) + sqrt(touched) g, touched = 1 + 2 H for S = A = 2, H = 2");
+  /* a grid coarse enough that rounding matters: two counts a step */
+  CHECK(dprl_mdp_calibrate_grid(&c, 2.0, &err) == DPRL_OK && c.grid_shift == 25,
+        "a coarse grid g = 2 (2^25 ticks a step)");
+  dprl_mdp_stats_init(&st, &c, NULL, &err);
+  double worst = 0;
+  int64_t base[256];
+  srand(11);
+  for (int d = 0; d < 12; d++) {
+    /* a log's sums: whole counts, reward sums anywhere between grid points */
+    for (size_t j = 0; j < c.dim; j++)
+      base[j] = j < c.dim - 4 ? (int64_t)(rand() % 50) * (int64_t)T_
+                              : (int64_t)(rand() % 4000000) * (rand() % 2 ? 1 : -1) * 10;
+    grid_ctx x = {&c, &st, base, 0};
+    enumerate(2, 2, 3, rewards, 3, grid_visit, &x);
+    if (x.max > worst) worst = x.max;
+  }
+  char what[200];
+  snprintf(what, sizeof what,
+           "grid steps: every neighbour within Delta / g = %.6f (largest %.6f, above Delta_0 / g "
+           "= %.6f: rounding shows)", c.sens / c.grid, worst, c.bound / c.grid);
+  CHECK(worst <= c.sens / c.grid && worst > c.bound / c.grid, what);
+  CHECK(dprl_mdp_grid_value(&c, 3 * ((int64_t)1 << 24)) == 2 &&
+            dprl_mdp_grid_value(&c, -3 * ((int64_t)1 << 24)) == -2 &&
+            dprl_mdp_grid_value(&c, ((int64_t)1 << 24) - 1) == 0,
+        "grid values: half away from zero");
+  dprl_mdp_stats_free(&st);
+  dprl_mdp_config_free(&c);
+}
+
+/* ---- sigma, independently ---------------------------------------------------- */
+
+static double Phi(double x) { return 0.5 * erfc(-x / sqrt(2.0)); }
+
+/* delta(eps) of the Gaussian mechanism with sensitivity 1 and scale s
+** (Balle & Wang 2018, Theorem 8), and the smallest s with delta <= target. */
+static double gauss_delta(double eps, double s) {
+  return Phi(1 / (2 * s) - eps * s) - exp(eps) * Phi(-1 / (2 * s) - eps * s);
+}
+
+static double sigma1_bisect(double eps, double delta) {
+  double lo = 1e-3, hi = 1e4;
+  for (int i = 0; i < 200; i++) {
+    double mid = (lo + hi) / 2;
+    if (gauss_delta(eps, mid) <= delta) hi = mid;
+    else lo = mid;
+  }
+  return hi;
+}
+
+static void test_sigma(void) {
+  static const struct {
+    double eps, delta;
+    const char *more;
+  } cases[] = {{1, 1e-5, "\"horizon\": 20"},
+               {0.3, 1e-6, "\"horizon\": 5, \"clip\": 3"},
+               {4, 1e-3, "\"clip\": 10"},
+               {1, 1e-5, "\"horizon\": 2, \"features\": {\"tent\": 4, \"low\": 0, \"high\": 3}"}};
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    char json[400], what[200];
+    snprintf(json, sizeof json,
+             "{\"n_states\": 4, \"n_actions\": 3, \"gamma\": 0.9, \"rmin\": -2, \"rmax\": 6, "
+             "\"epsilon\": %g, \"delta\": %g, %s}", cases[i].eps, cases[i].delta, cases[i].more);
+    dprl_mdp_config c;
+    dprl_error err;
+    CHECK(parse(&c, json, &err) == DPRL_OK, json);
+    double s1 = sigma1_bisect(cases[i].eps, cases[i].delta);
+    snprintf(what, sizeof what, "eps %g delta %g: sigma1 %.12g = bisection %.12g",
+             cases[i].eps, cases[i].delta, c.sigma1, s1);
+    CHECK(fabs(c.sigma1 - s1) <= 1e-9 * s1, what);
+    CHECK(c.sigma >= c.sens * s1 * (1 - 1e-10) && c.sigma < c.sens * s1 + c.grid,
+          "sigma = Delta sigma1 rounded up to the grid");
+    CHECK((double)c.steps * c.grid == c.sigma, "sigma is whole grid steps");
+    double mu = c.sens / c.sigma;
+    CHECK(gauss_delta(cases[i].eps, 1 / mu) <= cases[i].delta * (1 + 1e-9),
+          "the applied scale meets delta(eps) <= delta at mu = Delta / sigma");
+    CHECK(fabs(c.rho - mu * mu / 2) <= 1e-12 * c.rho && c.rho <= 1 / (2 * s1 * s1) * (1 + 1e-9),
+          "rho = (Delta / g)^2 / (2 steps^2) <= 1 / (2 sigma1^2)");
+    dprl_mdp_config_free(&c);
+  }
+}
+
+/* ---- hand-made logs --------------------------------------------------------- */
+
+/* Rows in a shuffled order through the step buffer, grouped by the core. */
+static int collect_rows(const dprl_mdp_config *c, dprl_mdp_stats *st, const int64_t (*rows)[4],
+                        const double *xr, const double *rw, size_t n, dprl_error *err) {
+  dprl_step_buffer buf, xbuf;
+  memset(&buf, 0, sizeof buf);
+  memset(&xbuf, 0, sizeof xbuf);
+  int rc = DPRL_OK;
+  for (size_t k = 0; k < n && !rc; k++) {
+    size_t i = (k * 7 + 3) % n; /* n is not a multiple of 7: a permutation */
+    dprl_key ep = {0, rows[i][0], NULL, 0};
+    uint32_t state = c->tent ? (uint32_t)rows[i][3] : dprl_mdp_pack(c, rows[i][2], rows[i][3]);
+    rc = dprl_step_buffer_push(&buf, &ep, rows[i][1], state, dprl_mdp_reward_ticks(c, rw[i]), err);
+    if (!rc && c->tent) rc = dprl_step_buffer_push(&xbuf, &ep, rows[i][1], 0, xr[i], err);
+  }
+  if (!rc) rc = dprl_mdp_collect(st, c, &buf, c->tent ? &xbuf : NULL, NULL, NULL, err);
+  dprl_step_buffer_free(&buf);
+  dprl_step_buffer_free(&xbuf);
+  return rc;
+}
+
+static int equal_counts(const dprl_mdp_config *c, const dprl_mdp_stats *st, const double *want) {
+  for (size_t j = 0; j < c->dim; j++)
+    if ((double)st->v[j] / T_ != want[j]) {
+      printf("#   entry %zu: got %.17g, want %.17g\n", j, (double)st->v[j] / T_, want[j]);
+      return 0;
+    }
+  return 1;
+}
+
+static void test_hand_logs(void) {
+  dprl_mdp_config c;
+  dprl_mdp_stats st;
+  dprl_error err;
+  /* S = 2, A = 2, H = 2, rewards in [0, 2] (c = 1, b = 1):
+  **   episode 5: (0, a1, r 2) (1, a0, r 0)          ends: (1, 0) -> end
+  **   episode 9: (1, a1, 1.5) (1, a1, 3) (0, a0, 0) truncated after 2 steps:
+  **              (1, 1) -> 1, (1, 1) -> 0 (the third step's state)
+  **   episode 2: (0, a0, -1)                         ends at once */
+  parse(&c, "{\"n_states\": 2, \"n_actions\": 2, \"gamma\": 0.9, \"rmin\": 0, \"rmax\": 2, "
+            "\"epsilon\": 1, \"delta\": 1e-5, \"horizon\": 2}", &err);
+  dprl_mdp_stats_init(&st, &c, NULL, &err);
+  static const int64_t rows[][4] = {{5, 10, 0, 1}, {5, 11, 1, 0}, {9, 0, 1, 1},
+                                    {9, 4, 1, 1},  {9, 7, 0, 0},  {2, -3, 0, 0}};
+  static const double rw[] = {2, 0, 1.5, 3, 0, -1};
+  CHECK(collect_rows(&c, &st, rows, NULL, rw, 6, &err) == DPRL_OK, "collect a tabular log");
+  /* start[2] | counts s0: a0 [0 0 1], a1 [0 1 0]; s1: a0 [0 0 1], a1 [1 1 0] | reward */
+  static const double want[] = {2, 1, 0, 0, 1, 0, 1, 0, 0, 0, 1, 1, 1, 0,
+                                /* (clamp(r) - 1)/1: (0,0): -1; (0,1): 1; (1,0): -1; (1,1): 0.5 + 1 */
+                                -1, 1, -1, 1.5};
+  CHECK(st.episodes == 3 && equal_counts(&c, &st, want),
+        "tabular statistics = the hand computation (first H steps by t, terminal column)");
+  /* the release minus its noise, replayed from the same seeded stream */
+  double *out = malloc(c.dim * sizeof *out);
+  dprl_rng rng, again;
+  dprl_rng_init_seeded(&rng, 42, DPRL_STREAM_MDP);
+  dprl_rng_init_seeded(&again, 42, DPRL_STREAM_MDP);
+  CHECK(dprl_mdp_perturb(&c, &st, &rng, out, NULL, &err) == DPRL_OK, "perturb");
+  int same = 1;
+  for (size_t j = 0; j < c.dim; j++) {
+    int64_t z = dprl_discrete_gaussian(&again, c.steps);
+    same &= out[j] == c.grid * (double)(dprl_mdp_grid_value(&c, st.v[j]) + z) &&
+            dprl_mdp_grid_value(&c, st.v[j]) * c.grid == want[j];
+  }
+  CHECK(same, "release - replayed noise (one discrete Gaussian of s steps per entry, in order) "
+              "= the hand statistics");
+  free(out);
+  dprl_mdp_stats_free(&st);
+  /* a duplicate (episode, t) is an error naming it */
+  dprl_mdp_stats_init(&st, &c, NULL, &err);
+  static const int64_t dup[][4] = {{5, 1, 0, 1}, {5, 1, 1, 0}, {6, 0, 0, 0}};
+  CHECK(collect_rows(&c, &st, dup, NULL, rw, 3, &err) == DPRL_EINVAL &&
+            strstr(err.msg, "duplicate (episode, t) = (5, 1)"),
+        err.msg);
+  dprl_mdp_stats_free(&st);
+  dprl_mdp_config_free(&c);
+
+  /* tent, K = 3 anchors at 0, 1, 2; one action; rewards in [0, 1]:
+  **   episode 1: x 0.5 (r 1), x 2 (r 0), ends
+  **   phi(0.5) = (0.5, 0.5, 0), phi(2) = (0, 0, 1) */
+  parse(&c, "{\"n_states\": 3, \"n_actions\": 1, \"gamma\": 0.9, \"rmin\": 0, \"rmax\": 1, "
+            "\"epsilon\": 1, \"delta\": 1e-5, \"horizon\": 5, "
+            "\"features\": {\"tent\": 3, \"low\": 0, \"high\": 2}}", &err);
+  dprl_mdp_stats_init(&st, &c, NULL, &err);
+  static const int64_t trows[][4] = {{1, 0, 0, 0}, {1, 1, 0, 0}};
+  static const double tx[] = {0.5, 2}, tr[] = {1, 0};
+  CHECK(collect_rows(&c, &st, trows, tx, tr, 2, &err) == DPRL_OK, "collect a tent log");
+  static const double twant[] = {
+      0.5, 0.5, 0,                       /* start: phi(0.5) */
+      0, 0, 0.5, 0, 0, 0, 0.5, 0, 0, 0, 0, 1, /* counts: phi(0.5) (x) phi(2), phi(2) (x) end */
+      0.5, 0.5, -1};                     /* reward: phi(0.5) (+1), phi(2) (-1) */
+  CHECK(equal_counts(&c, &st, twant), "tent statistics = the hand computation");
+  dprl_mdp_stats_free(&st);
+  dprl_mdp_config_free(&c);
+}
+
+/* ---- options ------------------------------------------------------------------ */
+
+static void test_option_errors(void) {
+  static const struct {
+    const char *json, *want;
+  } cases[] = {
+      {"{\"n_states\": 2, \"n_actions\": 2, \"gamma\": 0.9, \"rmin\": 0, \"rmax\": 1, "
+       "\"epsilon\": 1, \"delta\": 1e-5}",
+       "dp_mdp: option horizon (only the first H steps of an episode count) or option clip"},
+      {"{\"n_states\": 2, \"n_actions\": 2, \"gamma\": 1.5, \"rmin\": 0, \"rmax\": 1, "
+       "\"epsilon\": 1, \"delta\": 1e-5, \"horizon\": 3}",
+       "dp_mdp: option gamma must be in [0, 1], got 1.5"},
+      {"{\"n_states\": 2, \"n_actions\": 2, \"gamma\": 0.5, \"epsilon\": 1, "
+       "\"delta\": 1e-5, \"horizon\": 3}",
+       "dp_mdp: option rmin is required"},
+      {"{\"n_states\": 2, \"n_actions\": 2, \"gamma\": 0.5, \"rmin\": 0, \"rmax\": 1, "
+       "\"epsilon\": 1, \"delta\": 1e-5, \"horizon\": 3, \"features\": {\"tent\": 3, "
+       "\"low\": 0, \"high\": 1}}",
+       "dp_mdp: option n_states = 2 must equal features.tent = 3"},
+      {"{\"n_states\": 3, \"n_actions\": 2, \"gamma\": 0.5, \"rmin\": 0, \"rmax\": 1, "
+       "\"epsilon\": 1, \"delta\": 1e-5, \"horizon\": 3, \"features\": {\"tent\": 3, "
+       "\"low\": 1, \"high\": 1}}",
+       "dp_mdp: features.high must be > features.low"},
+      {"{\"n_states\": 3, \"n_actions\": 2, \"gamma\": 0.5, \"rmin\": 0, \"rmax\": 1, "
+       "\"epsilon\": 1, \"delta\": 1e-5, \"clip\": 0}",
+       "dp_mdp: option clip must be in (0, "},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    dprl_mdp_config c;
+    dprl_error err;
+    int rc = parse(&c, cases[i].json, &err);
+    CHECK(rc == DPRL_EINVAL && strncmp(err.msg, cases[i].want, strlen(cases[i].want)) == 0,
+          err.msg);
+  }
+  /* the size of the result, from the options alone */
+  dprl_mdp_config c;
+  dprl_error err = {0};
+  const char *big = "{\"n_states\": 1000, \"n_actions\": 10, \"gamma\": 0.5, \"rmin\": 0, "
+                    "\"rmax\": 1, \"epsilon\": 1, \"delta\": 1e-5, \"horizon\": 3}";
+  int rc = dprl_mdp_config_parse(&c, "dp_mdp", big, strlen(big), 100000000, NULL, &err);
+  CHECK(rc == DPRL_EINVAL && strstr(err.msg, "10021000 numbers") &&
+            strstr(err.msg, "SQLITE_LIMIT_LENGTH (100000000 bytes)"),
+        err.msg);
+}
+
+/* ---- the plan ------------------------------------------------------------------- */
+
+static void test_plan(void) {
+  const char *model = "\"n_states\": 4, \"n_actions\": 2, \"gamma\": 0.9, \"rmin\": 0, "
+                      "\"rmax\": 2, \"epsilon\": 1, \"delta\": 1e-5, \"horizon\": 10";
+  char json[600];
+  snprintf(json, sizeof json, "{\"mechanism\": \"dp_mdp\", %s, \"episodes\": 1000}", model);
+  dprl_buf out = {0};
+  dprl_plan_cost cost;
+  dprl_error err = {0};
+  int rc = dprl_mdp_plan(json, strlen(json), 0, NULL, &out, &cost, &err);
+  CHECK(rc == DPRL_OK, rc ? err.msg : "plan");
+  dprl_mdp_config c;
+  char rel[400];
+  snprintf(rel, sizeof rel, "{%s}", model);
+  parse(&c, rel, &err);
+  char *at = out.data ? strstr(out.data, "\"sigma\":") : NULL;
+  CHECK(at && strtod(at + 8, NULL) == c.sigma, "plan: the release's sigma for the same options");
+  CHECK(strcmp(cost.mechanism, "dp_mdp") == 0 && strcmp(cost.unit, "episode") == 0 &&
+            cost.epsilon == 1 && cost.delta == 1e-5 && cost.gaussian == 1 && cost.rho == c.rho &&
+            cost.per_group == 0 && cost.useful == 1,
+        "plan cost: dp_mdp, episode, (1, 1e-5), Gaussian with the release's rho, one release");
+  /* 1000 episodes x 10 steps over 8 pairs: 1250 per pair */
+  double l1 = sqrt(2 / M_PI) * c.sigma * (5 + sqrt(5.0)) / 1250;
+  double rsd = 1.0 * c.sigma * sqrt(6.0) / 1250;
+  char *p = strstr(out.data, "\"transition_l1\":[[");
+  CHECK(p && fabs(strtod(p + 18, NULL) - l1) < 1e-12 * l1, "transition_l1 at 1250 steps a pair");
+  p = strstr(out.data, "\"reward_sd\":[[");
+  CHECK(p && fabs(strtod(p + 14, NULL) - rsd) < 1e-12 * rsd, "reward_sd at the worst mean");
+  dprl_buf_free(&out);
+  /* few episodes: the noise swamps every pair */
+  snprintf(json, sizeof json, "{%s, \"episodes\": 20, \"steps\": 3}", model);
+  rc = dprl_mdp_plan(json, strlen(json), 0, NULL, &out, &cost, &err);
+  CHECK(rc == DPRL_OK && cost.useful == 0 && strstr(cost.why, "the noise sigma =") &&
+            strstr(out.data, "\"useful\":false"),
+        cost.why);
+  dprl_buf_free(&out);
+  /* visits per pair, and a bad one named */
+  snprintf(json, sizeof json,
+           "{%s, \"episodes\": 20, \"visits\": [[1e6, 0], [5, 5], [5, 5], [5, -1]]}", model);
+  rc = dprl_mdp_plan(json, strlen(json), 0, NULL, &out, &cost, &err);
+  CHECK(rc == DPRL_EINVAL && strstr(err.msg, "got -1 at state 3, action 1"), err.msg);
+  dprl_buf_free(&out);
+  snprintf(json, sizeof json,
+           "{%s, \"episodes\": 20, \"visits\": [[1e6, 0], [5, 5], [5, 5], [5, 1]]}", model);
+  memset(&err, 0, sizeof err);
+  rc = dprl_mdp_plan(json, strlen(json), 0, NULL, &out, &cost, &err);
+  CHECK(rc == DPRL_OK && cost.useful == 1 && strstr(out.data, "[[1000000,0],"),
+        "visits as given; one well-visited pair makes the release useful");
+  dprl_buf_free(&out);
+  snprintf(json, sizeof json, "{%s, \"episodes\": 20, \"seed\": 1}", model);
+  rc = dprl_mdp_plan(json, strlen(json), 0, NULL, &out, &cost, &err);
+  CHECK(rc == DPRL_EINVAL && strstr(err.msg, "dp_plan: unknown option \"seed\""), err.msg);
+  dprl_buf_free(&out);
+  dprl_mdp_config_free(&c);
+}
+
+int main(void) {
+  test_sensitivity_exhaustive();
+  test_sensitivity_tent();
+  test_grid_rounding();
+  test_sigma();
+  test_hand_logs();
+  test_option_errors();
+  test_plan();
+  return CHECK_DONE();
+}
