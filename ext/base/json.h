@@ -28,7 +28,8 @@ struct dprl_json {
   int is_integer;    /* NUMBER written without fraction or exponent */
   char *str;         /* STRING (NUL-terminated, escapes decoded) */
   size_t n;          /* ARRAY/OBJECT element count, STRING length */
-  dprl_json **items; /* ARRAY/OBJECT values */
+  dprl_json **items; /* ARRAY/OBJECT values (NULL for an array read as nums) */
+  double *nums;      /* ARRAY of numbers only, from dprl_json_parse_compact: n values */
   char **keys;       /* OBJECT keys */
 };
 
@@ -39,6 +40,12 @@ dprl_json *dprl_json_parse(const char *text, size_t len, dprl_error *err);
 ** objects: DPRL_EINTR, "interrupted". */
 dprl_json *dprl_json_parse_polled(const char *text, size_t len, dprl_cancel *cancel,
                                   dprl_error *err);
+/* The same, but an array whose items are all numbers is stored as
+** nums[n] with items NULL (a model of 10^7 numbers: one allocation per
+** array instead of a node per number).  Only code that reads nums may
+** take such a tree. */
+dprl_json *dprl_json_parse_compact(const char *text, size_t len, dprl_cancel *cancel,
+                                   dprl_error *err);
 void dprl_json_free(dprl_json *v);
 
 /* Member of an object, or NULL. */
