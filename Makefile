@@ -17,7 +17,7 @@
 #   make docs     REFERENCE.md from docs/reference.in.md, every example run
 #
 # ext/ has one folder per layer or mechanism (ARCHITECTURE.md): base/, dp/,
-# rows/, policy_eval/, prefix_stable/, q_learning/, sqlite/, and the entry
+# rows/, policy_eval/, prefix_stable/, q_learning/, mdp/, sqlite/, and the entry
 # point dprl.c.  The core (plain C, no SQLite) is every ext/*/*.c but the
 # glue, sql_*.c; unit tests link the core only.
 
@@ -153,6 +153,7 @@ LINK_test_cancel       = base dp rows policy_eval q_learning
 LINK_test_fuzz_noise   = base dp rows policy_eval q_learning
 LINK_test_fuzz_options = base dp rows policy_eval
 LINK_test_fuzz_sql     = base
+LINK_test_mdp_eval     = base dp mdp
 .SECONDEXPANSION:
 $(B)/tests/%: tests/unit/%.c tests/unit/check.h $$(call core_objs,$$(LINK_$$*)) | $(B)/tests
 	$(if $(LINK_$*),,$(error Makefile: no LINK_$* (the folders $* links)))

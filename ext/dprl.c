@@ -16,6 +16,8 @@
 **   dp_q_learn(s, a, r, s_next, options)           aggregate
 **   dp_q_value(model, state, action)               scalar
 **   dp_plan(options)                               planned sigma and error (JSON)
+**   dp_mdp_value(model, policy[, options])         a policy's value on a released MDP model
+**   dp_mdp_plan(model[, options])                  the optimal policy on a released MDP model
 **   dprl_budget(name, epsilon, delta), dprl_budget_remaining(name)   the ledger
 **
 **   sqlite> .load ./dprl
@@ -39,6 +41,7 @@ SQLITE_EXTENSION_INIT1
 #include "base/core.h"
 #include "dprl.h"
 #include "base/linalg.h"
+#include "mdp/sql_mdp_eval.h"
 #include "policy_eval/sql_policy_eval.h"
 #include "prefix_stable/sql_prefix_stable.h"
 #include "q_learning/sql_q.h"
@@ -147,6 +150,12 @@ static const struct function {
     /* s, a, r, s_next, options */
     AGGREGATE("dp_q_learn", 5, NOISY_JSON, dprl_q_learn_agg),
     SCALAR("dp_q_value", 3, PURE, dprl_sql_q_value),
+    /* evaluating and planning on a released MDP model (mdp/): post-processing,
+    ** deterministic; the options argument is optional */
+    SCALAR("dp_mdp_value", 2, PURE_JSON, dprl_sql_mdp_value_fn),
+    SCALAR("dp_mdp_value", 3, PURE_JSON, dprl_sql_mdp_value_fn),
+    SCALAR("dp_mdp_plan", 1, PURE_JSON, dprl_sql_mdp_plan_fn),
+    SCALAR("dp_mdp_plan", 2, PURE_JSON, dprl_sql_mdp_plan_fn),
     /* the rows of a caller's query, for the readers of sqlite/sql_tvf.c */
     SCALAR(DPRL_ROW_FN, -1, NOISY, dprl_sql_row),
 #undef SCALAR
