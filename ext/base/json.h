@@ -52,6 +52,14 @@ void dprl_json_free(dprl_json *v);
 const dprl_json *dprl_json_get(const dprl_json *obj, const char *key);
 const char *dprl_json_type_name(dprl_json_type t);
 
+/* The parser's number reader (json_number.c): the JSON number at
+** s[0..len), s[0] a '-' or a digit.  Returns its length and sets *out
+** (exactly what strtod gives) and *integer (no fraction or exponent); 0 when
+** malformed, with *expected ("expected a digit") and the offset *at.  A
+** number of 64 characters or more has *out = 0 (the parser refuses it). */
+size_t dprl_json_scan_number(const char *s, size_t len, double *out, int *integer,
+                             const char **expected, size_t *at);
+
 /* Writing: strings escaped; doubles in shortest round-trip form ("%.17g"
 ** trimmed); non-finite numbers become null. */
 void dprl_json_put_string(dprl_buf *b, const char *s);
