@@ -44,7 +44,7 @@ int dprl_mdpv_options(const char *fn, const char *text, size_t len, int plan,
   int64_t seed = 0;
   memset(o, 0, sizeof *o);
   int rc = dprl_options_open(&opt, fn, text, len, plan ? plan_keys : value_keys, err);
-  if (rc) return rc;
+  if (rc) goto done;
   if ((rc = dprl_opt_int(&opt, "horizon", 0, 0, DPRL_CLOSED(1, INT32_MAX), &o->horizon)) ||
       (rc = dprl_opt_number(&opt, "gamma", 0, m->gamma, DPRL_CLOSED(0, 1), &o->gamma)) ||
       (rc = dprl_opt_number(&opt, "count_floor", 0, 0, DPRL_NONNEG, &o->est.count_floor)) ||
@@ -55,8 +55,14 @@ int dprl_mdpv_options(const char *fn, const char *text, size_t len, int plan,
   if (!plan &&
       ((rc = dprl_opt_int(&opt, "bootstrap", 0, DPRL_MDPV_BOOTSTRAP,
                           DPRL_CLOSED(0, DPRL_MDPV_BOOTSTRAP_MAX), &o->bootstrap)) ||
-       (rc = dprl_opt_int(&opt, "bootstrap_seed", 0, 0, DPRL_CLOSED(0, 9007199254740992.0), &seed))))
+       (rc = dprl_opt_int(&opt, "bootstrap_seed", 0, 0, DPRL_ANY, &seed))))
     goto done;
+  if (seed < 0 || seed > (INT64_C(1) << 53)) {
+    rc = dprl_fail(err, DPRL_EINVAL,
+                   "%s: option bootstrap_seed must be an integer in [0, 2^53], got %lld", fn,
+                   (long long)seed);
+    goto done;
+  }
   if (o->bootstrap == 1) {
     rc = dprl_fail(err, DPRL_EINVAL,
                    "%s: option bootstrap must be 0 (no error bar) or at least 2 draws, got 1", fn);
