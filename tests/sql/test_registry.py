@@ -33,6 +33,8 @@ FUNCTIONS = {  # name: (number of arguments, deterministic?)
     "dprl_ledger_fits": (6, True),  # the budget check inside the ledger's INSERT
     "dp_q_learn": (5, False),
     "dp_q_value": (3, True),
+    "dp_mdp_value": (2, True),  # also 3 arguments (with options); post-processing
+    "dp_mdp_plan": (1, True),  # also 2 arguments (with options); post-processing
 }
 MODULES = {"dp_first_visit", "dp_prefix_stable", "dp_q_noise"}
 DETERMINISTIC = 0x800
@@ -73,6 +75,7 @@ def test_registry():
     # dp_prefix_stable's one pass hands a sampled row over with its values
     want |= {("dprl_prefix_key", 5)}
     want |= {("dprl_budget", 4)}
+    want |= {("dp_mdp_value", 3), ("dp_mdp_plan", 2)}
     check(set(added) == want, "loading adds exactly the listed functions",
           f"extra {set(added) - want}, missing {want - set(added)}")
     for (name, narg), flags in added.items():
