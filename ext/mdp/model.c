@@ -438,26 +438,31 @@ int dprl_mdpv_estimate(const dprl_mdpv_model *m, const dprl_mdpv_est_opts *o, dp
       for (int64_t k = 0; k <= S; k++) scratch[k] = c[k] + m->sigma * scratch[k];
       c = scratch;
     }
+    /* one pass: the entries above the floor are kept as counts and N summed,
+    ** then divided by N (or dropped, for a pessimistic pair) */
+    if (grow(e, nnz + (size_t)S, most, err)) return err->code;
+    size_t first = nnz;
     double N = 0, R = m->reward_sums[sa / A][sa % A];
-    for (int64_t k = 0; k <= S; k++)
-      if (c[k] > t) N += c[k];
+    for (int64_t k = 0; k < S; k++)
+      if (c[k] > t) {
+        N += c[k];
+        e->next[nnz] = (int32_t)k;
+        e->prob[nnz++] = c[k];
+      }
+    if (c[S] > t) N += c[S];
     if (draw_rewards) {
       double z;
       dprl_rng_normals(redraw, &z, 1);
       R += m->reward_sigma * z;
     }
-    e->row[sa] = (int64_t)nnz;
+    e->row[sa] = (int64_t)first;
     if (!(N > o->min_count)) { /* also N = 0 */
+      nnz = first;
       e->pessimistic++;
       e->reward[sa] = m->rmin;
       continue;
     }
-    if (grow(e, nnz + (size_t)S, most, err)) return err->code;
-    for (int64_t k = 0; k < S; k++)
-      if (c[k] > t) {
-        e->next[nnz] = (int32_t)k;
-        e->prob[nnz++] = c[k] / N;
-      }
+    for (size_t j = first; j < nnz; j++) e->prob[j] /= N;
     e->reward[sa] = fmin(fmax(m->center + R / N, m->rmin), m->rmax);
   }
   e->row[SA] = (int64_t)nnz;
