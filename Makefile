@@ -286,7 +286,7 @@ build/tsan/test_threads: tests/threads/test_threads.c
 build/tsan/dprl.so build/fuzz/dprl.so: $(CORE_OBJ) $(GLUE_OBJ)
 	$(CC) -shared -o $@ $^ $(LIBS) $(LDFLAGS)
 
-$(B)/dprl_bench: tests/bench/bench.c tests/bench/bench_q.c | $(B)
+$(B)/dprl_bench: tests/bench/bench.c tests/bench/bench_q.c tests/bench/bench_mdp_eval.c | $(B)
 	$(CC) $(ALL_CFLAGS) -o $@ $< -lsqlite3 -lm
 
 demo: deps

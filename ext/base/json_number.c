@@ -28,7 +28,7 @@ static double pow2(int e) {
 static double round_u128(u128 u, int sticky, int e2) {
   int bits = (u >> 64) ? 128 - __builtin_clzll((uint64_t)(u >> 64))
                        : 64 - __builtin_clzll((uint64_t)u | 1);
-  if (bits <= 53) return (double)(uint64_t)u * pow2(e2); /* exact (sticky is 0 here) */
+  if (bits <= 53) return (double)(int64_t)u * pow2(e2); /* exact (sticky is 0 here) */
   int sh = bits - 53;
   uint64_t mant = (uint64_t)(u >> sh);
   u128 rem = u & (((u128)1 << sh) - 1), half = (u128)1 << (sh - 1);
@@ -38,7 +38,7 @@ static double round_u128(u128 u, int sticky, int e2) {
       sh++;
     }
   }
-  return (double)mant * pow2(sh + e2);
+  return (double)(int64_t)mant * pow2(sh + e2);
 }
 
 static const uint64_t pow10_u64[20] = {
@@ -59,10 +59,13 @@ static const uint64_t pow5_u64[28] = {
 static double decimal_value(uint64_t w, long e10) {
   if (e10 >= 0 && e10 <= 19) return round_u128((u128)w * pow10_u64[e10], 0, 0); /* < 10^38 */
   if (e10 < 0 && e10 >= -27) {
-    /* w / 10^k = (w / 5^k) 2^-k with 5^k < 2^63: w shifted to bit 126, so
-    ** the quotient has at least 64 bits and the remainder decides ties. */
-    int k = (int)-e10, sh = 127 - (64 - __builtin_clzll(w));
+    /* w / 10^k = (w / 5^k) 2^-k with 5^k < 2^63.  w is shifted so that
+    ** the quotient has 63 or 64 bits: enough for the rounding (the
+    ** remainder decides ties), and one hardware division (its high word
+    ** is below the divisor). */
+    int k = (int)-e10;
     uint64_t p5 = pow5_u64[k];
+    int sh = (64 - __builtin_clzll(p5)) + 63 - (64 - __builtin_clzll(w));
     u128 num = (u128)w << sh, q = num / p5;
     return round_u128(q, num - q * p5 != 0, -sh - k);
   }
@@ -95,7 +98,7 @@ static uint64_t eight_value(const char *c) {
 }
 
 /* Append the digits at *c (up to end) to w; returns how many. */
-static int digits(const char **c, const char *end, uint64_t *w) {
+static inline int digits(const char **c, const char *end, uint64_t *w) {
   const char *d = *c, *x = d;
   uint64_t acc = *w;
   while (end - x >= 8 && eight_digits(x)) {
