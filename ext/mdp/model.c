@@ -17,9 +17,19 @@ static const dprl_json *member(const dprl_json *root, const char *key, dprl_erro
   return v;
 }
 
+/* "3 items", "1 item". */
+static void plural(char *out, size_t n, size_t k, const char *noun) {
+  snprintf(out, n, "%zu %s%s", k, noun, k == 1 ? "" : "s");
+}
+
 static int got(const dprl_json *v, char *out, size_t n) {
-  if (v->type == DPRL_JSON_ARRAY && v->nums) snprintf(out, n, "an array of %zu numbers", v->n);
-  else dprl_json_describe(v, out, n);
+  if (v->type == DPRL_JSON_ARRAY && v->nums) {
+    char k[48];
+    plural(k, sizeof k, v->n, "number");
+    snprintf(out, n, "an array of %s", k);
+  } else {
+    dprl_json_describe(v, out, n);
+  }
   return 0;
 }
 
@@ -75,7 +85,7 @@ static const double *numbers(const dprl_json *v, const char *what, size_t n, con
                              dprl_error *err) {
   char g[96];
   if (v->type != DPRL_JSON_ARRAY || v->n != n) {
-    if (v->type == DPRL_JSON_ARRAY) snprintf(g, sizeof g, "%zu items", v->n);
+    if (v->type == DPRL_JSON_ARRAY) plural(g, sizeof g, v->n, "item");
     else got(v, g, sizeof g);
     dprl_fail(err, DPRL_EINVAL, "model: %s must be an array of %s = %zu numbers, got %s", what,
               size, n, g);
@@ -111,9 +121,8 @@ static int arrays(const dprl_json *v, const char *what, size_t n, const char *si
       }
     return DPRL_OK;
   }
-  if (v->type == DPRL_JSON_ARRAY) snprintf(g, sizeof g, "%zu items", v->n);
+  if (v->type == DPRL_JSON_ARRAY) plural(g, sizeof g, v->n, v->nums ? "number" : "item");
   else got(v, g, sizeof g);
-  if (v->type == DPRL_JSON_ARRAY && v->nums) snprintf(g, sizeof g, "%zu numbers", v->n);
   return dprl_fail(err, DPRL_EINVAL, "model: %s must be an array of %s = %zu arrays, got %s",
                    what, size, n, g);
 }
@@ -274,7 +283,7 @@ static int policy_one(const dprl_json *v, const char *who, int64_t S, int64_t A,
                       dprl_error *err) {
   char g[96];
   if (v->type != DPRL_JSON_ARRAY || v->n != (size_t)S) {
-    if (v->type == DPRL_JSON_ARRAY) snprintf(g, sizeof g, "%zu entries", v->n);
+    if (v->type == DPRL_JSON_ARRAY) plural(g, sizeof g, v->n, "item");
     else dprl_json_describe(v, g, sizeof g);
     return dprl_fail(err, DPRL_EINVAL,
                      "%s must be an array with one entry per state (n_states = %lld): an "
@@ -298,7 +307,7 @@ static int policy_one(const dprl_json *v, const char *who, int64_t S, int64_t A,
       continue;
     }
     if (x->type != DPRL_JSON_ARRAY || x->n != (size_t)A) {
-      if (x->type == DPRL_JSON_ARRAY) snprintf(g, sizeof g, "%zu numbers", x->n);
+      if (x->type == DPRL_JSON_ARRAY) plural(g, sizeof g, x->n, "item");
       else dprl_json_describe(x, g, sizeof g);
       return dprl_fail(err, DPRL_EINVAL,
                        "%s[%lld] must be an array of n_actions = %lld probabilities (as state "

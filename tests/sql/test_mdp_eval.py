@@ -247,11 +247,11 @@ def test_errors():
          "an action out of range"),
         ("SELECT dp_mdp_value(?, '[0, 1, 0]')",
          V + "policy must be an array with one entry per state (n_states = 2): an action "
-             "number or an array of n_actions = 2 probabilities, got 3 entries",
+             "number or an array of n_actions = 2 probabilities, got 3 items",
          "a policy for 3 states of 2"),
         ("SELECT dp_mdp_value(?, '[[1, 0], [1, 0, 0]]')",
          V + "policy[1] must be an array of n_actions = 2 probabilities (as state 0's), got "
-             "3 numbers", "a policy of the wrong shape"),
+             "3 items", "a policy of the wrong shape"),
         ("SELECT dp_mdp_value(?, '{\"a\": [0, 0], \"b\": [0, 0.5]}')",
          V + "policy \"b\"[1] must be an action: an integer in 0..1 (n_actions - 1), got 0.5",
          "a named policy's error names it"),
