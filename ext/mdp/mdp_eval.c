@@ -18,8 +18,13 @@ int dprl_mdpv_work_init(dprl_mdpv_work *w, int64_t S, int64_t A, dprl_error *err
   w->v2 = dprl_malloc_array((size_t)S, sizeof *w->v2);
   w->pi = dprl_calloc((size_t)(S * A), sizeof *w->pi);
   w->act = dprl_malloc_array((size_t)S, sizeof *w->act);
-  if (S <= DPRL_MDPV_DIRECT_MAX) w->mat = dprl_malloc_array((size_t)(S * S), sizeof *w->mat);
-  if (!w->v2 || !w->pi || !w->act || (S <= DPRL_MDPV_DIRECT_MAX && !w->mat))
+  if (!w->v2 || !w->pi || !w->act) return dprl_nomem(err);
+  return DPRL_OK;
+}
+
+/* The S x S matrix of a direct solve, allocated on first use. */
+static int need_matrix(dprl_mdpv_work *w, dprl_error *err) {
+  if (!w->mat && !(w->mat = dprl_malloc_array((size_t)(w->S * w->S), sizeof *w->mat)))
     return dprl_nomem(err);
   return DPRL_OK;
 }
@@ -206,7 +211,8 @@ int dprl_mdpv_evaluate(const dprl_mdpv_est *e, const dprl_mdpv_opts *o, const do
   }
   if (S <= DPRL_MDPV_DIRECT_MAX) {
     how->method = "direct";
-    if ((rc = solve_policy(e, pi, o->gamma, w->mat, V, cancel, err))) return rc;
+    if ((rc = need_matrix(w, err)) || (rc = solve_policy(e, pi, o->gamma, w->mat, V, cancel, err)))
+      return rc;
     how->iterations = 1;
   } else {
     how->method = "iteration";
@@ -255,6 +261,7 @@ int dprl_mdpv_optimize(const dprl_mdpv_est *e, const dprl_mdpv_opts *o, dprl_mdp
       ** per step; an action changes only for a gain above tie, so rounding
       ** cannot make it cycle. */
       how->method = "direct";
+      if ((rc = need_matrix(w, err))) return rc;
       for (int64_t s = 0; s < S; s++) w->act[s] = greedy(e->reward + s * A, A, tie);
       for (int64_t step = 0; step < 100; step++) {
         memset(w->pi, 0, (size_t)(S * A) * sizeof *w->pi);

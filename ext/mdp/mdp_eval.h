@@ -45,7 +45,7 @@ int dprl_mdpv_plan(const dprl_mdpv_model *m, const dprl_mdpv_opts *o, dprl_buf *
 
 typedef struct dprl_mdpv_work {
   int64_t S, A;
-  double *mat;  /* S x S: I - gamma P_pi (direct solves only) */
+  double *mat;  /* S x S: I - gamma P_pi (direct solves only, allocated on first use) */
   double *v2;   /* S */
   double *pi;   /* S x A: the policy of a policy-iteration step */
   int32_t *act; /* S */
