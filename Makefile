@@ -18,7 +18,7 @@
 #   make docs     REFERENCE.md from docs/reference.in.md, every example run
 #
 # ext/ has one folder per layer or mechanism (ARCHITECTURE.md): base/, dp/,
-# rows/, policy_eval/, prefix_stable/, q_learning/, ope/, sqlite/, and the entry
+# rows/, policy_eval/, prefix_stable/, q_learning/, mdp/, ope/, study/, sqlite/, and the entry
 # point dprl.c.  The core (plain C, no SQLite) is every ext/*/*.c but the
 # glue, sql_*.c; unit tests link the core only.
 
@@ -156,6 +156,7 @@ LINK_test_mdp          = base dp rows mdp
 LINK_test_fuzz_noise   = base dp rows policy_eval q_learning
 LINK_test_fuzz_options = base dp rows policy_eval prefix_stable q_learning mdp ope study
 LINK_test_fuzz_sql     = base
+LINK_test_mdp_eval     = base dp rows mdp
 .SECONDEXPANSION:
 $(B)/tests/%: tests/unit/%.c tests/unit/check.h $$(call core_objs,$$(LINK_$$*)) | $(B)/tests
 	$(if $(LINK_$*),,$(error Makefile: no LINK_$* (the folders $* links)))
@@ -288,7 +289,7 @@ build/tsan/test_threads: tests/threads/test_threads.c
 build/tsan/dprl.so build/fuzz/dprl.so: $(CORE_OBJ) $(GLUE_OBJ)
 	$(CC) -shared -o $@ $^ $(LIBS) $(LDFLAGS)
 
-$(B)/dprl_bench: tests/bench/bench.c tests/bench/bench_q.c tests/bench/bench_mdp.c | $(B)
+$(B)/dprl_bench: tests/bench/bench.c tests/bench/bench_q.c tests/bench/bench_mdp.c tests/bench/bench_mdp_eval.c | $(B)
 	$(CC) $(ALL_CFLAGS) -o $@ $< -lsqlite3 -lm
 
 demo: deps

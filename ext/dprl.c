@@ -19,6 +19,8 @@
 **   dp_is_value(episode, t, reward, behavior_prob, target_prob, options)  aggregate
 **   dp_plan(options)                               planned sigma and error (JSON), a study's plan
 **   dprl_budget_plan(name, releases)               a study's plan against a declared budget
+**   dp_mdp_value(model, policy[, options])         a policy's value on a released MDP model
+**   dp_mdp_plan(model[, options])                  the optimal policy on a released MDP model
 **   dprl_budget(name, epsilon, delta), dprl_budget_remaining(name)   the ledger
 **
 **   sqlite> .load ./dprl
@@ -42,6 +44,7 @@ SQLITE_EXTENSION_INIT1
 #include "base/core.h"
 #include "dprl.h"
 #include "base/linalg.h"
+#include "mdp/sql_mdp_eval.h"
 #include "policy_eval/sql_policy_eval.h"
 #include "ope/sql_ope.h"
 #include "prefix_stable/sql_prefix_stable.h"
@@ -160,6 +163,12 @@ static const struct function {
     ** study's releases against a budget described or declared */
     SCALAR("dp_plan", 1, PURE_JSON, dprl_sql_plan),
     SCALAR("dprl_budget_plan", 2, NOISY_JSON, dprl_sql_budget_plan),
+    /* evaluating and planning on a released MDP model (mdp/): post-processing,
+    ** deterministic; the options argument is optional */
+    SCALAR("dp_mdp_value", 2, PURE_JSON, dprl_sql_mdp_value_fn),
+    SCALAR("dp_mdp_value", 3, PURE_JSON, dprl_sql_mdp_value_fn),
+    SCALAR("dp_mdp_plan", 1, PURE_JSON, dprl_sql_mdp_plan_fn),
+    SCALAR("dp_mdp_plan", 2, PURE_JSON, dprl_sql_mdp_plan_fn),
     /* the rows of a caller's query, for the readers of sqlite/sql_tvf.c */
     SCALAR(DPRL_ROW_FN, -1, NOISY, dprl_sql_row),
 #undef SCALAR

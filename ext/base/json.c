@@ -14,6 +14,9 @@ typedef struct parser {
   int depth;
   dprl_error *err;
   dprl_cancel *cancel;
+  int compact;         /* arrays of numbers as nums[] (dprl_json_parse_compact) */
+  double *scratch;     /* the numbers of the array being read, in compact mode */
+  size_t scratch_cap;
 } parser;
 
 static dprl_json *parse_value(parser *p);
@@ -52,45 +55,32 @@ static int literal(parser *p, const char *word) {
   return 1;
 }
 
+/* Read the number at p->pos into *out and move past it.  0 with err set
+** when malformed. */
+static int read_number(parser *p, double *out, int *integer) {
+  const char *expected;
+  size_t at, start = p->pos;
+  size_t n = dprl_json_scan_number(p->s + start, p->len - start, out, integer, &expected, &at);
+  if (!n) {
+    p->pos = start + at;
+    syntax(p, expected);
+    return 0;
+  }
+  p->pos = start + n;
+  if (n >= 64) {
+    dprl_fail(p->err, DPRL_EINVAL, "malformed JSON at offset %zu: number too long", start);
+    return 0;
+  }
+  return 1;
+}
+
 static dprl_json *parse_number(parser *p) {
-  size_t start = p->pos;
-  int integer = 1;
-  if (p->s[p->pos] == '-') p->pos++;
-  if (p->pos >= p->len) return syntax(p, "expected a digit");
-  if (p->s[p->pos] == '0') {
-    p->pos++;
-  } else if (p->s[p->pos] >= '1' && p->s[p->pos] <= '9') {
-    while (p->pos < p->len && p->s[p->pos] >= '0' && p->s[p->pos] <= '9') p->pos++;
-  } else {
-    return syntax(p, "expected a digit");
-  }
-  if (p->pos < p->len && p->s[p->pos] == '.') {
-    integer = 0;
-    p->pos++;
-    size_t d = p->pos;
-    while (p->pos < p->len && p->s[p->pos] >= '0' && p->s[p->pos] <= '9') p->pos++;
-    if (p->pos == d) return syntax(p, "expected a digit after '.'");
-  }
-  if (p->pos < p->len && (p->s[p->pos] == 'e' || p->s[p->pos] == 'E')) {
-    integer = 0;
-    p->pos++;
-    if (p->pos < p->len && (p->s[p->pos] == '+' || p->s[p->pos] == '-')) p->pos++;
-    size_t d = p->pos;
-    while (p->pos < p->len && p->s[p->pos] >= '0' && p->s[p->pos] <= '9') p->pos++;
-    if (p->pos == d) return syntax(p, "expected a digit in the exponent");
-  }
-  char tmp[64];
-  size_t n = p->pos - start;
-  if (n >= sizeof tmp) {
-    dprl_fail(p->err, DPRL_EINVAL, "malformed JSON at offset %zu: number too long",
-              start);
-    return NULL;
-  }
-  memcpy(tmp, p->s + start, n);
-  tmp[n] = 0;
+  double x;
+  int integer;
+  if (!read_number(p, &x, &integer)) return NULL;
   dprl_json *v = new_node(p, DPRL_JSON_NUMBER);
   if (!v) return NULL;
-  v->num = strtod(tmp, NULL);
+  v->num = x;
   v->is_integer = integer;
   return v;
 }
@@ -220,6 +210,45 @@ static int keys_distinct(parser *p, const dprl_json *v) {
   return ok;
 }
 
+/* Compact mode: an array whose items are all numbers is read straight into
+** v->nums (one allocation, no node per number).  1: done; -1: an item is
+** not a number (the caller reads the array again as nodes); 0: error. */
+static int number_array(parser *p, dprl_json *v) {
+  size_t n = 0;
+  for (;;) {
+    skip_ws(p);
+    if (p->pos >= p->len || !(p->s[p->pos] == '-' || (p->s[p->pos] >= '0' && p->s[p->pos] <= '9')))
+      return -1;
+    if (dprl_cancel_poll(p->cancel, 30, p->err)) return 0;
+    double x;
+    int integer;
+    if (!read_number(p, &x, &integer)) return 0;
+    if (n == p->scratch_cap) {
+      size_t nc = p->scratch_cap ? 2 * p->scratch_cap : 64;
+      double *ns = dprl_realloc(p->scratch, nc * sizeof *ns);
+      if (!ns) return dprl_nomem(p->err), 0;
+      p->scratch = ns;
+      p->scratch_cap = nc;
+    }
+    p->scratch[n++] = x;
+    skip_ws(p);
+    if (p->pos < p->len && p->s[p->pos] == ',') {
+      p->pos++;
+      continue;
+    }
+    if (p->pos < p->len && p->s[p->pos] == ']') {
+      p->pos++;
+      break;
+    }
+    syntax(p, "expected ',' or ']'");
+    return 0;
+  }
+  if (!(v->nums = dprl_malloc_array(n, sizeof *v->nums))) return dprl_nomem(p->err), 0;
+  memcpy(v->nums, p->scratch, n * sizeof *v->nums);
+  v->n = n;
+  return 1;
+}
+
 static dprl_json *parse_container(parser *p, int is_object) {
   dprl_json *v = new_node(p, is_object ? DPRL_JSON_OBJECT : DPRL_JSON_ARRAY);
   size_t cap = 0;
@@ -236,6 +265,16 @@ static dprl_json *parse_container(parser *p, int is_object) {
     p->pos++;
     p->depth--;
     return v;
+  }
+  if (!is_object && p->compact) {
+    size_t first = p->pos;
+    int r = number_array(p, v);
+    if (r == 0) goto fail;
+    if (r == 1) {
+      p->depth--;
+      return v;
+    }
+    p->pos = first; /* not all numbers: read it again as nodes */
   }
   for (;;) {
     char *key = NULL;
@@ -303,10 +342,11 @@ dprl_json *dprl_json_parse(const char *text, size_t len, dprl_error *err) {
   return dprl_json_parse_polled(text, len, NULL, err);
 }
 
-dprl_json *dprl_json_parse_polled(const char *text, size_t len, dprl_cancel *cancel,
-                                  dprl_error *err) {
-  parser p = {text, len, 0, 0, err, cancel};
+static dprl_json *parse_text(const char *text, size_t len, dprl_cancel *cancel, int compact,
+                             dprl_error *err) {
+  parser p = {text, len, 0, 0, err, cancel, compact, NULL, 0};
   dprl_json *v = parse_value(&p);
+  dprl_free(p.scratch);
   if (!v) return NULL;
   skip_ws(&p);
   if (p.pos != p.len) {
@@ -316,6 +356,16 @@ dprl_json *dprl_json_parse_polled(const char *text, size_t len, dprl_cancel *can
   return v;
 }
 
+dprl_json *dprl_json_parse_polled(const char *text, size_t len, dprl_cancel *cancel,
+                                  dprl_error *err) {
+  return parse_text(text, len, cancel, 0, err);
+}
+
+dprl_json *dprl_json_parse_compact(const char *text, size_t len, dprl_cancel *cancel,
+                                   dprl_error *err) {
+  return parse_text(text, len, cancel, 1, err);
+}
+
 void dprl_json_free(dprl_json *v) {
   if (!v) return;
   for (size_t i = 0; i < v->n && v->items; i++) {
@@ -323,6 +373,7 @@ void dprl_json_free(dprl_json *v) {
     if (v->keys) dprl_free(v->keys[i]);
   }
   dprl_free(v->items);
+  dprl_free(v->nums);
   dprl_free(v->keys);
   dprl_free(v->str);
   dprl_free(v);

@@ -28,7 +28,8 @@ struct dprl_json {
   int is_integer;    /* NUMBER written without fraction or exponent */
   char *str;         /* STRING (NUL-terminated, escapes decoded) */
   size_t n;          /* ARRAY/OBJECT element count, STRING length */
-  dprl_json **items; /* ARRAY/OBJECT values */
+  dprl_json **items; /* ARRAY/OBJECT values (NULL for an array read as nums) */
+  double *nums;      /* ARRAY of numbers only, from dprl_json_parse_compact: n values */
   char **keys;       /* OBJECT keys */
 };
 
@@ -39,11 +40,25 @@ dprl_json *dprl_json_parse(const char *text, size_t len, dprl_error *err);
 ** objects: DPRL_EINTR, "interrupted". */
 dprl_json *dprl_json_parse_polled(const char *text, size_t len, dprl_cancel *cancel,
                                   dprl_error *err);
+/* The same, but an array whose items are all numbers is stored as
+** nums[n] with items NULL (a model of 10^7 numbers: one allocation per
+** array instead of a node per number).  Only code that reads nums may
+** take such a tree. */
+dprl_json *dprl_json_parse_compact(const char *text, size_t len, dprl_cancel *cancel,
+                                   dprl_error *err);
 void dprl_json_free(dprl_json *v);
 
 /* Member of an object, or NULL. */
 const dprl_json *dprl_json_get(const dprl_json *obj, const char *key);
 const char *dprl_json_type_name(dprl_json_type t);
+
+/* The parser's number reader (json_number.c): the JSON number at
+** s[0..len), s[0] a '-' or a digit.  Returns its length and sets *out
+** (exactly what strtod gives) and *integer (no fraction or exponent); 0 when
+** malformed, with *expected ("expected a digit") and the offset *at.  A
+** number of 64 characters or more has *out = 0 (the parser refuses it). */
+size_t dprl_json_scan_number(const char *s, size_t len, double *out, int *integer,
+                             const char **expected, size_t *at);
 
 /* Writing: strings escaped; doubles in shortest round-trip form ("%.17g"
 ** trimmed); non-finite numbers become null. */

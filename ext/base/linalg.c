@@ -46,6 +46,15 @@ int dprl_least_squares(const double *a, int64_t n, int64_t d, const double *y,
   return rc;
 }
 
+int dprl_solve(double *a, int64_t n, double *b, int64_t nrhs, dprl_error *err) {
+  lapack_int *piv = dprl_malloc_array((size_t)n, sizeof *piv);
+  if (!piv) return dprl_nomem(err);
+  lapack_int info = LAPACKE_dgesv(LAPACK_ROW_MAJOR, (lapack_int)n, (lapack_int)nrhs, a,
+                                  (lapack_int)n, piv, b, (lapack_int)nrhs);
+  dprl_free(piv);
+  return info ? lapack_fail(err, "dgesv", info) : DPRL_OK;
+}
+
 const char *dprl_linalg_backend(void) { return openblas_get_config(); }
 
 int dprl_spd_inverse(double *a, int64_t d, dprl_error *err) {

@@ -22,6 +22,11 @@ int dprl_least_squares(const double *a, int64_t n, int64_t d, const double *y,
 ** dpotri, both triangles filled).  Used for planning from public inputs. */
 int dprl_spd_inverse(double *a, int64_t d, dprl_error *err);
 
+/* Solve a x = b for the n x n row-major a (LU with partial pivoting,
+** dgesv): b (n x nrhs, row-major) becomes x and a its factors.  An exactly
+** singular a is DPRL_EINVAL. */
+int dprl_solve(double *a, int64_t n, double *b, int64_t nrhs, dprl_error *err);
+
 /* Name of the LAPACK/BLAS in use, for dprl_debug(). */
 const char *dprl_linalg_backend(void);
 

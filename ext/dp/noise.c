@@ -282,6 +282,17 @@ double dprl_rng_unit(dprl_rng *rng) {
   return (double)(rng_u64(rng) >> 11) * 0x1.0p-53;
 }
 
+void dprl_rng_normals(dprl_rng *rng, double *out, size_t n) {
+  size_t i = 0;
+  while (i < n) {
+    double u = 2 * dprl_rng_unit(rng) - 1, v = 2 * dprl_rng_unit(rng) - 1, s = u * u + v * v;
+    if (s >= 1 || s == 0) continue; /* a point of the unit disc, not its centre */
+    double f = sqrt(-2 * log(s) / s);
+    out[i++] = u * f;
+    if (i < n) out[i++] = v * f;
+  }
+}
+
 void dprl_rng_shuffle_u32(dprl_rng *rng, uint32_t *v, uint64_t n) {
   for (uint64_t i = n; i > 1; i--) { /* Fisher-Yates, from the top */
     uint64_t j = dprl_rng_below(rng, i);

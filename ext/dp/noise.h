@@ -44,6 +44,7 @@ int dprl_rng_init_secure(dprl_rng *rng, dprl_error *err);
 #define DPRL_STREAM_Q_LEARN ((uint64_t)1 << 56)
 #define DPRL_STREAM_Q_NOISE ((uint64_t)2 << 56) /* | action | paths so far << 21 */
 #define DPRL_STREAM_MDP ((uint64_t)3 << 56)     /* dp_mdp */
+#define DPRL_STREAM_MDP_BOOTSTRAP ((uint64_t)5 << 56) /* dp_mdp_value's error bars */
 /* Reproducible stream from a user seed; stream is one of DPRL_STREAM_*. */
 void dprl_rng_init_seeded(dprl_rng *rng, uint64_t seed, uint64_t stream);
 /* Wipe key material. */
@@ -56,6 +57,10 @@ uint64_t dprl_rng_below(dprl_rng *rng, uint64_t n);
 /* Uniform double in [0,1) with 53 random bits: for shuffles and batch
 ** sampling only, never for released noise. */
 double dprl_rng_unit(dprl_rng *rng);
+/* n independent standard normal doubles (Marsaglia's polar method on
+** dprl_rng_unit): for post-processing that resamples public noise, such
+** as a parametric bootstrap; never for released noise. */
+void dprl_rng_normals(dprl_rng *rng, double *out, size_t n);
 /* Fisher-Yates shuffle of n indices in place. */
 void dprl_rng_shuffle_u32(dprl_rng *rng, uint32_t *v, uint64_t n);
 

@@ -10,7 +10,7 @@
 ** (dprl allocates through it).  The machine is shared: read the ratios,
 ** not the seconds.
 **
-** Sections (DPRL_BENCH=lsw,shapes,prefix,q,mdp picks some):
+** Sections (DPRL_BENCH=lsw,shapes,prefix,q,mdp,offpolicy picks some):
 **   lsw     100,000 episodes x 50 steps, N = 750, dense ids in random order:
 **           dp_lsw, dp_lsl, grouped, aggregate features, the shard recipe,
 **           plain SQL window functions in SQLite and DuckDB;
@@ -19,7 +19,9 @@
 **   prefix  dp_prefix_stable at the paper's scale, with and without an
 **           index on (episode, t);
 **   q       dp_q_noise and dp_q_learn (bench_q.c);
-**   mdp     dp_mdp on 5,000,000 steps (bench_mdp.c).
+**   mdp     dp_mdp on 5,000,000 steps (bench_mdp.c);
+**   offpolicy  dp_mdp_value and dp_mdp_plan on a 1,000-state, 10-action
+**           model (bench_mdp_eval.c).
 ** DuckDB (npm @duckdb/node-api, `make duckdb-deps`) runs in a child node
 ** process (tests/bench/duckdb_bench.cjs) with 2 threads on the same rows
 ** (exported once to build/bench_steps.csv); its CPU time is the child's,
@@ -268,7 +270,8 @@ static void report(const item *it, int n) {
     ratio_stats(it, i, 0, q);
     const char *vs = i == it[i].ref                                     ? "(ref)"
                      : strncmp(it[it[i].ref].name, "bare scan", 9) == 0 ? "/ scan"
-                                                                        : "/ lsw";
+                     : strncmp(it[it[i].ref].name, "dp_lsw", 6) == 0    ? "/ lsw"
+                                                                        : "/ ref";
     printf("  %-52s %7.3f  %-6s %6.2f %6.2f %6.2f", it[i].name, median_cpu(&it[i]), vs, q[0],
            q[1], q[2]);
     if (it[i].sql) printf("  %8.1f", (double)it[i].peak / 1e6);
@@ -578,6 +581,7 @@ static void prefix_bench(sqlite3 *db) {
 
 #include "bench_q.c" /* dp_q_noise and dp_q_learn */
 #include "bench_mdp.c" /* dp_mdp */
+#include "bench_mdp_eval.c" /* dp_mdp_value and dp_mdp_plan */
 
 int main(int argc, char **argv) {
   const char *path = argc > 1 ? argv[1] : "build/bench.db";
@@ -629,6 +633,7 @@ int main(int argc, char **argv) {
   if (!only || strstr(only, "prefix")) prefix_bench(db);
   if (!only || strstr(only, "q")) bench_q(db);
   if (!only || strstr(only, "mdp")) bench_mdp(db);
+  if (!only || strstr(only, "offpolicy")) bench_mdp_eval(db);
   FILE *lb = fopen("/proc/loadavg", "r");
   if (lb) {
     if (fgets(load, sizeof load, lb)) printf("\nload average at the end: %s", load);

@@ -36,6 +36,8 @@ FUNCTIONS = {  # name: (number of arguments, deterministic?)
     "dp_q_value": (3, True),
     "dp_is_value": (6, False),
     "dp_mdp": (6, False),
+    "dp_mdp_value": (2, True),  # also 3 arguments (with options); post-processing
+    "dp_mdp_plan": (1, True),  # also 2 arguments (with options); post-processing
 }
 MODULES = {"dp_first_visit", "dp_prefix_stable", "dp_q_noise"}
 DETERMINISTIC = 0x800
@@ -76,6 +78,7 @@ def test_registry():
     # dp_prefix_stable's one pass hands a sampled row over with its values
     want |= {("dprl_prefix_key", 5)}
     want |= {("dprl_budget", 4)}
+    want |= {("dp_mdp_value", 3), ("dp_mdp_plan", 2)}
     check(set(added) == want, "loading adds exactly the listed functions",
           f"extra {set(added) - want}, missing {want - set(added)}")
     for (name, narg), flags in added.items():

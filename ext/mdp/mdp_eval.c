@@ -1,0 +1,497 @@
+/* mdp_eval.c: values, optimal policies and bootstrap error bars on a
+** released MDP model (mdp_eval.h, ALGORITHMS.md §14). */
+#include "mdp/mdp_eval.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/json.h"
+#include "base/linalg.h"
+#include "base/options.h"
+#include "dp/noise.h"
+
+int dprl_mdpv_work_init(dprl_mdpv_work *w, int64_t S, int64_t A, dprl_error *err) {
+  memset(w, 0, sizeof *w);
+  w->S = S;
+  w->A = A;
+  w->v2 = dprl_malloc_array((size_t)S, sizeof *w->v2);
+  w->pi = dprl_calloc((size_t)(S * A), sizeof *w->pi);
+  w->act = dprl_malloc_array((size_t)S, sizeof *w->act);
+  if (!w->v2 || !w->pi || !w->act) return dprl_nomem(err);
+  return DPRL_OK;
+}
+
+/* The S x S matrix of a direct solve, allocated on first use. */
+static int need_matrix(dprl_mdpv_work *w, dprl_error *err) {
+  if (!w->mat && !(w->mat = dprl_malloc_array((size_t)(w->S * w->S), sizeof *w->mat)))
+    return dprl_nomem(err);
+  return DPRL_OK;
+}
+
+void dprl_mdpv_work_free(dprl_mdpv_work *w) {
+  dprl_free(w->mat);
+  dprl_free(w->v2);
+  dprl_free(w->pi);
+  dprl_free(w->act);
+  memset(w, 0, sizeof *w);
+}
+
+/* ---- options --------------------------------------------------------------------- */
+
+int dprl_mdpv_options(const char *fn, const char *text, size_t len, int plan,
+                      const dprl_mdpv_model *m, dprl_mdpv_opts *o, dprl_error *err) {
+  static const char *const value_keys[] = {"horizon", "gamma", "min_count", "count_floor",
+                                           "bootstrap", "bootstrap_seed", "tolerance", NULL};
+  static const char *const plan_keys[] = {"horizon", "gamma", "min_count", "count_floor",
+                                          "tolerance", NULL};
+  dprl_options opt;
+  int64_t seed = 0;
+  memset(o, 0, sizeof *o);
+  int rc = dprl_options_open(&opt, fn, text, len, plan ? plan_keys : value_keys, err);
+  if (rc) goto done;
+  if ((rc = dprl_opt_int(&opt, "horizon", 0, 0, DPRL_CLOSED(1, INT32_MAX), &o->horizon)) ||
+      (rc = dprl_opt_number(&opt, "gamma", 0, m->gamma, DPRL_CLOSED(0, 1), &o->gamma)) ||
+      (rc = dprl_opt_number(&opt, "count_floor", 0, 0, DPRL_NONNEG, &o->est.count_floor)) ||
+      (rc = dprl_opt_number(&opt, "min_count", 0,
+                            dprl_mdpv_noise_floor(m->S, m->sigma, o->est.count_floor),
+                            DPRL_NONNEG, &o->est.min_count)))
+    goto done;
+  if (!plan &&
+      ((rc = dprl_opt_int(&opt, "bootstrap", 0, DPRL_MDPV_BOOTSTRAP,
+                          DPRL_CLOSED(0, DPRL_MDPV_BOOTSTRAP_MAX), &o->bootstrap)) ||
+       (rc = dprl_opt_int(&opt, "bootstrap_seed", 0, 0, DPRL_ANY, &seed))))
+    goto done;
+  if (seed < 0 || seed > (INT64_C(1) << 53)) {
+    rc = dprl_fail(err, DPRL_EINVAL,
+                   "%s: option bootstrap_seed must be an integer in [0, 2^53], got %lld", fn,
+                   (long long)seed);
+    goto done;
+  }
+  if (o->bootstrap == 1) {
+    rc = dprl_fail(err, DPRL_EINVAL,
+                   "%s: option bootstrap must be 0 (no error bar) or at least 2 draws, got 1", fn);
+    goto done;
+  }
+  o->seed = (uint64_t)seed;
+  if (o->gamma == 1 && !o->horizon) {
+    char h[64] = "";
+    if (m->horizon)
+      snprintf(h, sizeof h, " (the release counted the first %lld steps of each episode)",
+               (long long)m->horizon);
+    rc = dprl_fail(err, DPRL_EINVAL,
+                   "%s: gamma is 1, so the value is undiscounted and needs option horizon: the "
+                   "number of steps H to sum over%s",
+                   fn, h);
+    goto done;
+  }
+  /* max|r| / (1 - gamma) bounds every value: the default tolerance is relative to it */
+  double scale = fmax(fabs(m->rmin), fabs(m->rmax)) / (o->horizon ? 1 : 1 - o->gamma);
+  rc = dprl_opt_number(&opt, "tolerance", 0, DPRL_MDPV_TOLERANCE * scale, DPRL_POSITIVE,
+                       &o->tolerance);
+done:
+  dprl_options_close(&opt);
+  return rc;
+}
+
+/* ---- Bellman backups ---------------------------------------------------------- */
+
+/* sum_k P(k|sa) V(k) over the stored entries (ending adds 0). */
+static inline double expect(const dprl_mdpv_est *e, int64_t sa, const double *V) {
+  double q = 0;
+  for (int64_t j = e->row[sa]; j < e->row[sa + 1]; j++) q += e->prob[j] * V[e->next[j]];
+  return q;
+}
+
+/* out = T_pi V; max_s |out(s) - V(s)| into *diff. */
+static int backup_policy(const dprl_mdpv_est *e, const double *pi, double gamma, const double *V,
+                         double *out, double *diff, dprl_cancel *cancel, dprl_error *err) {
+  int64_t S = e->S, A = e->A;
+  double d = 0;
+  for (int64_t s = 0; s < S; s++) {
+    double acc = 0;
+    for (int64_t a = 0; a < A; a++) {
+      double w = pi[s * A + a];
+      if (w != 0) acc += w * (e->reward[s * A + a] + gamma * expect(e, s * A + a, V));
+    }
+    out[s] = acc;
+    d = fmax(d, fabs(acc - V[s]));
+    if (dprl_cancel_poll(cancel, (uint64_t)(e->row[s * A + A] - e->row[s * A] + A), err))
+      return err->code;
+  }
+  *diff = d;
+  return DPRL_OK;
+}
+
+/* Q = r + gamma P V; out = max_a Q; max_s |out(s) - V(s)| into *diff. */
+static int backup_optimal(const dprl_mdpv_est *e, double gamma, const double *V, double *Q,
+                          double *out, double *diff, dprl_cancel *cancel, dprl_error *err) {
+  int64_t S = e->S, A = e->A;
+  double d = 0;
+  for (int64_t s = 0; s < S; s++) {
+    double best = -HUGE_VAL;
+    for (int64_t a = 0; a < A; a++) {
+      double q = e->reward[s * A + a] + gamma * expect(e, s * A + a, V);
+      Q[s * A + a] = q;
+      best = fmax(best, q);
+    }
+    out[s] = best;
+    d = fmax(d, fabs(best - V[s]));
+    if (dprl_cancel_poll(cancel, (uint64_t)(e->row[s * A + A] - e->row[s * A] + A), err))
+      return err->code;
+  }
+  *diff = d;
+  return DPRL_OK;
+}
+
+/* V = (I - gamma P_pi)^-1 r_pi by LU. */
+static int solve_policy(const dprl_mdpv_est *e, const double *pi, double gamma, double *mat,
+                        double *V, dprl_cancel *cancel, dprl_error *err) {
+  int64_t S = e->S, A = e->A;
+  for (int64_t s = 0; s < S; s++) {
+    double *row = mat + s * S, rhs = 0;
+    memset(row, 0, (size_t)S * sizeof *row);
+    row[s] = 1;
+    for (int64_t a = 0; a < A; a++) {
+      double w = pi[s * A + a];
+      if (w == 0) continue;
+      int64_t sa = s * A + a;
+      rhs += w * e->reward[sa];
+      for (int64_t j = e->row[sa]; j < e->row[sa + 1]; j++)
+        row[e->next[j]] -= gamma * w * e->prob[j];
+    }
+    V[s] = rhs;
+    if (dprl_cancel_poll(cancel, (uint64_t)(S + e->row[s * A + A] - e->row[s * A]), err))
+      return err->code;
+  }
+  /* gamma < 1 makes I - gamma P_pi strictly diagonally dominant: never singular */
+  int rc = dprl_solve(mat, S, V, 1, err);
+  if (!rc) rc = dprl_cancel_poll(cancel, (uint64_t)S * (uint64_t)S * (uint64_t)S / 2, err);
+  return rc;
+}
+
+/* The value scale: max |r| / (1 - gamma), or H max |r| with a horizon. */
+static double value_scale(const dprl_mdpv_est *e, const dprl_mdpv_opts *o) {
+  double r = 0;
+  for (int64_t i = 0; i < e->S * e->A; i++) r = fmax(r, fabs(e->reward[i]));
+  if (o->horizon) return r * (double)o->horizon;
+  return r / (1 - o->gamma);
+}
+
+/* Sweeps after which value iteration from 0 has met the tolerance for
+** certain: ||V_k+1 - V_k|| <= gamma^k max|r|, and the stop needs
+** gamma ||V_k+1 - V_k|| / (1 - gamma) <= tol. */
+static int64_t sweeps_needed(const dprl_mdpv_est *e, const dprl_mdpv_opts *o) {
+  double r = 0;
+  for (int64_t i = 0; i < e->S * e->A; i++) r = fmax(r, fabs(e->reward[i]));
+  if (o->gamma == 0 || r == 0) return 2;
+  double k = log(o->tolerance * (1 - o->gamma) / r) / log(o->gamma);
+  return k < 1 ? 2 : k > 1e12 ? (int64_t)1e12 : (int64_t)k + 2;
+}
+
+static double stop_bound(double gamma, double diff) { return gamma * diff / (1 - gamma); }
+
+int dprl_mdpv_evaluate(const dprl_mdpv_est *e, const dprl_mdpv_opts *o, const double *pi,
+                       dprl_mdpv_work *w, double *V, dprl_mdpv_solved *how,
+                       dprl_cancel *cancel, dprl_error *err) {
+  int64_t S = e->S;
+  double d = 0;
+  int rc;
+  how->bound = 0;
+  how->iterations = 0;
+  if (o->horizon) { /* V_0 = 0, V_h = T_pi V_h-1 */
+    how->method = "backward induction";
+    memset(V, 0, (size_t)S * sizeof *V);
+    for (int64_t h = 0; h < o->horizon; h++) {
+      if ((rc = backup_policy(e, pi, o->gamma, V, w->v2, &d, cancel, err))) return rc;
+      memcpy(V, w->v2, (size_t)S * sizeof *V);
+    }
+    how->iterations = o->horizon;
+    return DPRL_OK;
+  }
+  if (S <= DPRL_MDPV_DIRECT_MAX) {
+    how->method = "direct";
+    if ((rc = need_matrix(w, err)) || (rc = solve_policy(e, pi, o->gamma, w->mat, V, cancel, err)))
+      return rc;
+    how->iterations = 1;
+  } else {
+    how->method = "iteration";
+    memset(V, 0, (size_t)S * sizeof *V);
+  }
+  /* One more backup: the bound from its change holds whatever V is. */
+  int64_t most = sweeps_needed(e, o);
+  for (;;) {
+    if ((rc = backup_policy(e, pi, o->gamma, V, w->v2, &d, cancel, err))) return rc;
+    memcpy(V, w->v2, (size_t)S * sizeof *V);
+    how->bound = stop_bound(o->gamma, d);
+    if (how->bound <= o->tolerance || ++how->iterations >= most) break;
+  }
+  return DPRL_OK;
+}
+
+/* The greedy action of state s: the lowest within tie of the best. */
+static int32_t greedy(const double *Qs, int64_t A, double tie) {
+  double best = Qs[0];
+  for (int64_t a = 1; a < A; a++) best = fmax(best, Qs[a]);
+  for (int64_t a = 0; a < A; a++)
+    if (Qs[a] >= best - tie) return (int32_t)a;
+  return 0;
+}
+
+int dprl_mdpv_optimize(const dprl_mdpv_est *e, const dprl_mdpv_opts *o, dprl_mdpv_work *w,
+                       double *Q, double *V, int32_t *policy, dprl_mdpv_solved *how,
+                       dprl_cancel *cancel, dprl_error *err) {
+  int64_t S = e->S, A = e->A;
+  double d = 0, tie = DPRL_MDPV_TIE * value_scale(e, o);
+  int rc;
+  how->bound = 0;
+  how->iterations = 0;
+  memset(V, 0, (size_t)S * sizeof *V);
+  if (o->horizon) { /* Q_h = r + gamma P V_h-1, V_h = max_a Q_h */
+    how->method = "backward induction";
+    for (int64_t h = 0; h < o->horizon; h++) {
+      if ((rc = backup_optimal(e, o->gamma, V, Q, w->v2, &d, cancel, err))) return rc;
+      memcpy(V, w->v2, (size_t)S * sizeof *V);
+    }
+    how->iterations = o->horizon;
+  } else {
+    how->method = "iteration";
+    if (S <= DPRL_MDPV_DIRECT_MAX) {
+      /* Policy iteration from the greedy policy of r: an exact evaluation
+      ** per step; an action changes only for a gain above tie, so rounding
+      ** cannot make it cycle. */
+      how->method = "direct";
+      if ((rc = need_matrix(w, err))) return rc;
+      for (int64_t s = 0; s < S; s++) w->act[s] = greedy(e->reward + s * A, A, tie);
+      for (int64_t step = 0; step < 100; step++) {
+        memset(w->pi, 0, (size_t)(S * A) * sizeof *w->pi);
+        for (int64_t s = 0; s < S; s++) w->pi[s * A + w->act[s]] = 1;
+        if ((rc = solve_policy(e, w->pi, o->gamma, w->mat, V, cancel, err))) return rc;
+        how->iterations++;
+        if ((rc = backup_optimal(e, o->gamma, V, Q, w->v2, &d, cancel, err))) return rc;
+        int changed = 0;
+        for (int64_t s = 0; s < S; s++) {
+          int32_t b = greedy(Q + s * A, A, tie);
+          if (Q[s * A + b] > Q[s * A + w->act[s]] + tie) {
+            w->act[s] = b;
+            changed = 1;
+          }
+        }
+        if (!changed) break;
+      }
+    }
+    /* Value iteration (from policy iteration's values when there are
+    ** any) until gamma ||V_k+1 - V_k|| / (1 - gamma) <= tolerance: then
+    ** max_s |V_k+1(s) - V*(s)| and max |Q - Q*| are at most that. */
+    int64_t most = sweeps_needed(e, o);
+    for (int64_t k = 0;; k++) {
+      if ((rc = backup_optimal(e, o->gamma, V, Q, w->v2, &d, cancel, err))) return rc;
+      memcpy(V, w->v2, (size_t)S * sizeof *V);
+      how->bound = stop_bound(o->gamma, d);
+      if (S > DPRL_MDPV_DIRECT_MAX) how->iterations++;
+      if (how->bound <= o->tolerance || k + 1 >= most) break;
+    }
+  }
+  for (int64_t s = 0; s < S; s++) policy[s] = greedy(Q + s * A, A, tie);
+  return DPRL_OK;
+}
+
+/* ---- the bootstrap -------------------------------------------------------------- */
+
+/* Running mean and sum of squared deviations (Welford): value, then the
+** S values, per policy. */
+typedef struct moments {
+  double mean, m2;
+  double *means, *m2s;
+} moments;
+
+static void moments_add(moments *mo, double x, const double *V, int64_t S, int64_t count) {
+  double d = x - mo->mean;
+  mo->mean += d / (double)count;
+  mo->m2 += d * (x - mo->mean);
+  for (int64_t s = 0; s < S; s++) {
+    double ds = V[s] - mo->means[s];
+    mo->means[s] += ds / (double)count;
+    mo->m2s[s] += ds * (V[s] - mo->means[s]);
+  }
+}
+
+static double dot(const double *x, const double *y, int64_t n) {
+  double t = 0;
+  for (int64_t i = 0; i < n; i++) t += x[i] * y[i];
+  return t;
+}
+
+/* B draws of the model around the release, every policy evaluated on each
+** draw (the same draws for all, so differences between policies are
+** resampled together). */
+static int bootstrap(const dprl_mdpv_model *m, const dprl_mdpv_opts *o,
+                     const dprl_mdpv_policies *p, dprl_mdpv_work *w, moments *mo,
+                     dprl_cancel *cancel, dprl_error *err) {
+  dprl_mdpv_est eb = {0};
+  dprl_rng rng;
+  dprl_mdpv_solved how;
+  int64_t S = m->S;
+  double *scratch = dprl_malloc_array((size_t)S + 1, sizeof *scratch);
+  double *V = dprl_malloc_array((size_t)S, sizeof *V);
+  int rc = !scratch || !V ? dprl_nomem(err) : DPRL_OK;
+  dprl_rng_init_seeded(&rng, o->seed, DPRL_STREAM_MDP_BOOTSTRAP);
+  for (int64_t b = 1; b <= o->bootstrap && !rc; b++) {
+    rc = dprl_mdpv_estimate(m, &o->est, &rng, scratch, &eb, cancel, err);
+    for (size_t i = 0; i < p->n && !rc; i++) {
+      rc = dprl_mdpv_evaluate(&eb, o, p->pi[i], w, V, &how, cancel, err);
+      if (!rc) moments_add(&mo[i], dot(eb.start, V, S), V, S, b);
+    }
+  }
+  dprl_rng_wipe(&rng);
+  dprl_mdpv_est_free(&eb);
+  dprl_free(scratch);
+  dprl_free(V);
+  return rc;
+}
+
+/* ---- results ---------------------------------------------------------------------- */
+
+/* The keys every result shares. */
+static void put_common(dprl_buf *b, const dprl_mdpv_model *m, const dprl_mdpv_opts *o,
+                       const dprl_mdpv_est *e, const char *method) {
+  dprl_json_put_int(b, "n_states", m->S);
+  dprl_json_put_int(b, "n_actions", m->A);
+  dprl_json_put_num(b, "gamma", o->gamma);
+  dprl_json_put_key(b, "horizon");
+  if (o->horizon) dprl_buf_printf(b, "%lld", (long long)o->horizon);
+  else dprl_buf_puts(b, "null");
+  dprl_json_put_key(b, "method");
+  dprl_json_put_string(b, method);
+  dprl_json_put_num(b, "min_count", o->est.min_count);
+  dprl_json_put_num(b, "count_floor", o->est.count_floor);
+  dprl_json_put_int(b, "pessimistic_pairs", e->pessimistic);
+  dprl_json_put_key(b, "start_uniform");
+  dprl_buf_puts(b, e->start_uniform ? "true" : "false");
+}
+
+/* One policy's value, values, error bars and bound, without braces. */
+static int put_policy(dprl_buf *b, double value, const double *V, int64_t S, const moments *mo,
+                      int64_t draws, int noiseless, double bound, dprl_cancel *cancel,
+                      dprl_error *err) {
+  dprl_buf_puts(b, "\"value\":");
+  dprl_json_put_double(b, value);
+  dprl_json_put_key(b, "stderr");
+  if (!draws) dprl_buf_puts(b, "null");
+  else dprl_json_put_double(b, noiseless ? 0 : sqrt(mo->m2 / (double)(draws - 1)));
+  dprl_json_put_num(b, "error_bound", bound);
+  dprl_json_put_key(b, "values");
+  int rc = dprl_json_put_double_array_polled(b, V, (size_t)S, cancel, err);
+  dprl_json_put_key(b, "values_stderr");
+  if (!draws) {
+    dprl_buf_puts(b, "null");
+    return rc;
+  }
+  dprl_buf_puts(b, "[");
+  for (int64_t s = 0; s < S && !rc; s++) {
+    if (s) dprl_buf_puts(b, ",");
+    dprl_json_put_double(b, noiseless ? 0 : sqrt(mo->m2s[s] / (double)(draws - 1)));
+    rc = dprl_cancel_poll(cancel, 150, err);
+  }
+  dprl_buf_puts(b, "]");
+  return rc;
+}
+
+int dprl_mdpv_value(const dprl_mdpv_model *m, const dprl_mdpv_opts *o,
+                    const dprl_mdpv_policies *p, dprl_buf *out, dprl_cancel *cancel,
+                    dprl_error *err) {
+  int64_t S = m->S;
+  size_t n = p->n;
+  dprl_mdpv_est e = {0};
+  dprl_mdpv_work w;
+  dprl_mdpv_solved how = {"direct", 0, 0}, *hows = dprl_calloc(n, sizeof *hows);
+  double *V = dprl_malloc_array(n * (size_t)S, sizeof *V);
+  double *mem = dprl_calloc(2 * n * (size_t)S, sizeof *mem);
+  moments *mo = dprl_calloc(n, sizeof *mo);
+  double *scratch = dprl_malloc_array((size_t)S + 1, sizeof *scratch);
+  int rc = dprl_mdpv_work_init(&w, S, m->A, err);
+  if (!rc && (!hows || !V || !mem || !mo || !scratch)) rc = dprl_nomem(err);
+  if (!rc) rc = dprl_mdpv_estimate(m, &o->est, NULL, scratch, &e, cancel, err);
+  for (size_t i = 0; i < n && !rc; i++) {
+    mo[i].means = mem + 2 * i * (size_t)S;
+    mo[i].m2s = mo[i].means + S;
+    rc = dprl_mdpv_evaluate(&e, o, p->pi[i], &w, V + i * (size_t)S, &hows[i], cancel, err);
+    if (!rc) how = hows[i];
+  }
+  /* A model without noise resamples to itself: no draws needed. */
+  int noiseless = m->sigma == 0 && m->reward_sigma == 0;
+  if (!rc && o->bootstrap && !noiseless) rc = bootstrap(m, o, p, &w, mo, cancel, err);
+  if (!rc) {
+    dprl_buf_puts(out, "{");
+    if (p->names) dprl_buf_puts(out, "\"policies\":{");
+    for (size_t i = 0; i < n && !rc; i++) {
+      if (p->names) {
+        if (i) dprl_buf_puts(out, ",");
+        dprl_json_put_string(out, p->names[i]);
+        dprl_buf_puts(out, ":{");
+      }
+      rc = put_policy(out, dot(e.start, V + i * (size_t)S, S), V + i * (size_t)S, S, &mo[i],
+                      o->bootstrap, noiseless, hows[i].bound, cancel, err);
+      if (p->names) dprl_buf_puts(out, "}");
+    }
+    if (p->names) dprl_buf_puts(out, "}");
+    put_common(out, m, o, &e, how.method);
+    dprl_json_put_int(out, "bootstrap", o->bootstrap);
+    dprl_json_put_int(out, "bootstrap_seed", (int64_t)o->seed);
+    dprl_buf_puts(out, "}");
+    if (!rc && out->oom) rc = dprl_nomem(err);
+  }
+  dprl_mdpv_est_free(&e);
+  dprl_mdpv_work_free(&w);
+  dprl_free(hows);
+  dprl_free(V);
+  dprl_free(mem);
+  dprl_free(mo);
+  dprl_free(scratch);
+  return rc;
+}
+
+int dprl_mdpv_plan(const dprl_mdpv_model *m, const dprl_mdpv_opts *o, dprl_buf *out,
+                   dprl_cancel *cancel, dprl_error *err) {
+  int64_t S = m->S, A = m->A;
+  dprl_mdpv_est e = {0};
+  dprl_mdpv_work w;
+  dprl_mdpv_solved how;
+  double *Q = dprl_malloc_array((size_t)(S * A), sizeof *Q);
+  double *V = dprl_malloc_array((size_t)S, sizeof *V);
+  double *scratch = dprl_malloc_array((size_t)S + 1, sizeof *scratch);
+  int32_t *policy = dprl_malloc_array((size_t)S, sizeof *policy);
+  int rc = dprl_mdpv_work_init(&w, S, A, err);
+  if (!rc && (!Q || !V || !scratch || !policy)) rc = dprl_nomem(err);
+  if (!rc) rc = dprl_mdpv_estimate(m, &o->est, NULL, scratch, &e, cancel, err);
+  if (!rc) rc = dprl_mdpv_optimize(&e, o, &w, Q, V, policy, &how, cancel, err);
+  if (!rc) {
+    dprl_buf_puts(out, "{\"value\":");
+    dprl_json_put_double(out, dot(e.start, V, S));
+    dprl_json_put_key(out, "policy");
+    dprl_buf_puts(out, "[");
+    for (int64_t s = 0; s < S; s++) dprl_buf_printf(out, s ? ",%d" : "%d", (int)policy[s]);
+    dprl_buf_puts(out, "]");
+    dprl_json_put_key(out, "values");
+    rc = dprl_json_put_double_array_polled(out, V, (size_t)S, cancel, err);
+    dprl_json_put_key(out, "q");
+    dprl_buf_puts(out, "[");
+    for (int64_t s = 0; s < S && !rc; s++) {
+      if (s) dprl_buf_puts(out, ",");
+      rc = dprl_json_put_double_array_polled(out, Q + s * A, (size_t)A, cancel, err);
+    }
+    dprl_buf_puts(out, "]");
+    dprl_json_put_num(out, "error_bound", how.bound);
+    dprl_json_put_int(out, "iterations", how.iterations);
+    put_common(out, m, o, &e, how.method);
+    dprl_buf_puts(out, "}");
+    if (!rc && out->oom) rc = dprl_nomem(err);
+  }
+  dprl_mdpv_est_free(&e);
+  dprl_mdpv_work_free(&w);
+  dprl_free(Q);
+  dprl_free(V);
+  dprl_free(scratch);
+  dprl_free(policy);
+  return rc;
+}

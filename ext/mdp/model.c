@@ -1,0 +1,499 @@
+/* model.c: a dp_mdp release read and checked, and the MDP estimated from it
+** (model.h). */
+#include "mdp/model.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/options.h"
+
+/* A required member of the model; "model: key \"sigma\" is missing". */
+static const dprl_json *member(const dprl_json *root, const char *key, dprl_error *err) {
+  const dprl_json *v = dprl_json_get(root, key);
+  if (!v)
+    dprl_fail(err, DPRL_EINVAL,
+              "model: key \"%s\" is missing (a dp_mdp result has every key of the contract)", key);
+  return v;
+}
+
+/* "3 items", "1 item". */
+static void plural(char *out, size_t n, size_t k, const char *noun) {
+  snprintf(out, n, "%zu %s%s", k, noun, k == 1 ? "" : "s");
+}
+
+static int got(const dprl_json *v, char *out, size_t n) {
+  if (v->type == DPRL_JSON_ARRAY && v->nums) {
+    char k[48];
+    plural(k, sizeof k, v->n, "number");
+    snprintf(out, n, "an array of %s", k);
+  } else {
+    dprl_json_describe(v, out, n);
+  }
+  return 0;
+}
+
+/* A finite number in r. */
+static int number(const dprl_json *root, const char *key, dprl_range r, double *out,
+                  dprl_error *err) {
+  const dprl_json *v = member(root, key, err);
+  if (!v) return DPRL_EINVAL;
+  char g[96], want[64];
+  dprl_range_describe(r, want, sizeof want);
+  if (v->type != DPRL_JSON_NUMBER || !isfinite(v->num) || !dprl_range_contains(r, v->num)) {
+    got(v, g, sizeof g);
+    return dprl_fail(err, DPRL_EINVAL, "model: %s must be a finite number and %s, got %s", key,
+                     want, g);
+  }
+  *out = v->num;
+  return DPRL_OK;
+}
+
+/* An integer in [lo, hi]; null allowed (then 0) when nullable. */
+static int integer(const dprl_json *root, const char *key, int64_t lo, int64_t hi,
+                   int nullable, int64_t *out, dprl_error *err) {
+  const dprl_json *v = member(root, key, err);
+  if (!v) return DPRL_EINVAL;
+  if (nullable && v->type == DPRL_JSON_NULL) {
+    *out = 0;
+    return DPRL_OK;
+  }
+  if (v->type != DPRL_JSON_NUMBER || !(v->num >= (double)lo && v->num <= (double)hi) ||
+      v->num != floor(v->num)) {
+    char g[96];
+    got(v, g, sizeof g);
+    return dprl_fail(err, DPRL_EINVAL, "model: %s must be an integer in [%lld, %lld]%s, got %s",
+                     key, (long long)lo, (long long)hi, nullable ? " or null" : "", g);
+  }
+  *out = (int64_t)v->num;
+  return DPRL_OK;
+}
+
+static int boolean(const dprl_json *root, const char *key, int required, dprl_error *err) {
+  const dprl_json *v = required ? member(root, key, err) : dprl_json_get(root, key);
+  if (!v) return required ? DPRL_EINVAL : DPRL_OK;
+  if (v->type != DPRL_JSON_TRUE && v->type != DPRL_JSON_FALSE) {
+    char g[96];
+    got(v, g, sizeof g);
+    return dprl_fail(err, DPRL_EINVAL, "model: %s must be true or false, got %s", key, g);
+  }
+  return DPRL_OK;
+}
+
+/* v (named what) must be an array of exactly n finite numbers; its values. */
+static const double *numbers(const dprl_json *v, const char *what, size_t n, const char *size,
+                             dprl_error *err) {
+  char g[96];
+  if (v->type != DPRL_JSON_ARRAY || v->n != n) {
+    if (v->type == DPRL_JSON_ARRAY) plural(g, sizeof g, v->n, "item");
+    else got(v, g, sizeof g);
+    dprl_fail(err, DPRL_EINVAL, "model: %s must be an array of %s = %zu numbers, got %s", what,
+              size, n, g);
+    return NULL;
+  }
+  for (size_t i = 0; i < n; i++) {
+    const dprl_json *item = v->nums ? NULL : v->items[i];
+    if (item ? item->type != DPRL_JSON_NUMBER || !isfinite(item->num) : !isfinite(v->nums[i])) {
+      if (item) dprl_json_describe(item, g, sizeof g);
+      else snprintf(g, sizeof g, "%g", v->nums[i]);
+      dprl_fail(err, DPRL_EINVAL, "model: %s[%zu] must be a finite number, got %s", what, i, g);
+      return NULL;
+    }
+  }
+  if (n && !v->nums) { /* only numbers, but stored as nodes: an array read as nodes */
+    dprl_fail(err, DPRL_EINVAL, "model: %s must be an array of numbers", what);
+    return NULL;
+  }
+  return v->nums;
+}
+
+/* v (named what) must be an array of n arrays; "counts must be an array of
+** n_states = 3 arrays, got 2 items". */
+static int arrays(const dprl_json *v, const char *what, size_t n, const char *size,
+                  dprl_error *err) {
+  char g[96];
+  if (v->type == DPRL_JSON_ARRAY && v->n == n && (n == 0 || v->items)) {
+    for (size_t i = 0; i < n; i++)
+      if (v->items[i]->type != DPRL_JSON_ARRAY) {
+        got(v->items[i], g, sizeof g);
+        return dprl_fail(err, DPRL_EINVAL, "model: %s[%zu] must be an array, got %s", what, i,
+                         g);
+      }
+    return DPRL_OK;
+  }
+  if (v->type == DPRL_JSON_ARRAY) plural(g, sizeof g, v->n, v->nums ? "number" : "item");
+  else got(v, g, sizeof g);
+  return dprl_fail(err, DPRL_EINVAL, "model: %s must be an array of %s = %zu arrays, got %s",
+                   what, size, n, g);
+}
+
+static int features(const dprl_json *root, dprl_mdpv_model *m, dprl_error *err) {
+  const dprl_json *f = member(root, "features", err);
+  if (!f) return DPRL_EINVAL;
+  if (f->type == DPRL_JSON_STRING && strcmp(f->str, "tabular") == 0) return DPRL_OK;
+  const dprl_json *k = f->type == DPRL_JSON_OBJECT ? dprl_json_get(f, "tent") : NULL;
+  const dprl_json *lo = k ? dprl_json_get(f, "low") : NULL, *hi = k ? dprl_json_get(f, "high") : NULL;
+  if (!k || !lo || !hi || k->type != DPRL_JSON_NUMBER || lo->type != DPRL_JSON_NUMBER ||
+      hi->type != DPRL_JSON_NUMBER || !isfinite(lo->num) || !isfinite(hi->num) ||
+      !(lo->num < hi->num)) {
+    char g[96];
+    got(f, g, sizeof g);
+    return dprl_fail(err, DPRL_EINVAL,
+                     "model: features must be \"tabular\" or {\"tent\": K, \"low\": lo, "
+                     "\"high\": hi} with finite lo < hi, got %s", g);
+  }
+  if (k->num != (double)m->S)
+    return dprl_fail(err, DPRL_EINVAL,
+                     "model: features.tent is %g anchors but n_states is %lld: they must be equal",
+                     k->num, (long long)m->S);
+  m->tent = 1;
+  m->tent_low = lo->num;
+  m->tent_high = hi->num;
+  return DPRL_OK;
+}
+
+/* The scalar keys of the contract. */
+static int header(const dprl_json *root, dprl_mdpv_model *m, dprl_error *err) {
+  const dprl_json *mech = member(root, "mechanism", err), *unit;
+  double eps, delta, sens, clip_dummy;
+  int rc;
+  if (!mech) return DPRL_EINVAL;
+  if (mech->type != DPRL_JSON_STRING || strcmp(mech->str, "dp_mdp") != 0) {
+    char g[96];
+    got(mech, g, sizeof g);
+    return dprl_fail(err, DPRL_EINVAL,
+                     "model must be a result of dp_mdp: its mechanism is %s, not \"dp_mdp\"", g);
+  }
+  if (!(unit = member(root, "unit", err))) return DPRL_EINVAL;
+  if (unit->type != DPRL_JSON_STRING || strcmp(unit->str, "episode") != 0) {
+    char g[96];
+    got(unit, g, sizeof g);
+    return dprl_fail(err, DPRL_EINVAL, "model: unit must be \"episode\", got %s", g);
+  }
+  if ((rc = boolean(root, "private", 1, err)) || (rc = boolean(root, "seeded", 0, err)) ||
+      (rc = integer(root, "n_states", 1, INT32_MAX - 1, 0, &m->S, err)) ||
+      (rc = integer(root, "n_actions", 1, INT32_MAX, 0, &m->A, err)) ||
+      (rc = number(root, "gamma", DPRL_CLOSED(0, 1), &m->gamma, err)) ||
+      (rc = number(root, "rmin", DPRL_ANY, &m->rmin, err)) ||
+      (rc = number(root, "rmax", DPRL_ANY, &m->rmax, err)) ||
+      (rc = number(root, "epsilon", DPRL_POSITIVE, &eps, err)) ||
+      (rc = number(root, "delta", DPRL_CLOSED_OPEN(0, 1), &delta, err)) ||
+      (rc = integer(root, "horizon", 1, INT64_C(1) << 53, 1, &m->horizon, err)) ||
+      (rc = number(root, "sensitivity", DPRL_NONNEG, &sens, err)) ||
+      (rc = number(root, "sigma", DPRL_NONNEG, &m->sigma, err)) ||
+      (rc = number(root, "reward_sigma", DPRL_NONNEG, &m->reward_sigma, err)) ||
+      (rc = number(root, "reward_center", DPRL_ANY, &m->center, err)))
+    return rc;
+  const dprl_json *clip = member(root, "clip", err);
+  if (!clip) return DPRL_EINVAL;
+  if (clip->type != DPRL_JSON_NULL && (rc = number(root, "clip", DPRL_POSITIVE, &clip_dummy, err)))
+    return rc;
+  if (!(m->rmin < m->rmax))
+    return dprl_fail(err, DPRL_EINVAL, "model: rmin (%g) must be below rmax (%g)", m->rmin,
+                     m->rmax);
+  double c = 0.5 * (m->rmin + m->rmax);
+  if (fabs(m->center - c) > 1e-12 * fmax(1, fmax(fabs(m->rmin), fabs(m->rmax))))
+    return dprl_fail(err, DPRL_EINVAL, "model: reward_center must be (rmin + rmax)/2 = %g, got %g",
+                     c, m->center);
+  int64_t pairs, entries;
+  if (__builtin_mul_overflow(m->S, m->A, &pairs) ||
+      __builtin_mul_overflow(pairs, m->S + 1, &entries) || entries > DPRL_MDPV_MAX_ENTRIES)
+    return dprl_fail(err, DPRL_EINVAL,
+                     "model: n_states * n_actions * (n_states + 1) = %lld * %lld * %lld count "
+                     "entries is more than the %lld this function can hold",
+                     (long long)m->S, (long long)m->A, (long long)m->S + 1,
+                     (long long)DPRL_MDPV_MAX_ENTRIES);
+  return features(root, m, err);
+}
+
+int dprl_mdpv_model_read(dprl_mdpv_model *m, const char *text, size_t len,
+                         dprl_cancel *cancel, dprl_error *err) {
+  memset(m, 0, sizeof *m);
+  if (!text) return dprl_fail(err, DPRL_EINVAL, "model must be the JSON text of a dp_mdp result");
+  dprl_error perr = {0};
+  m->root = dprl_json_parse_compact(text, len, cancel, &perr);
+  if (!m->root) {
+    if (perr.code != DPRL_EINVAL) {
+      *err = perr;
+      return perr.code;
+    }
+    return dprl_fail(err, DPRL_EINVAL, "model: %s", perr.msg);
+  }
+  const dprl_json *root = m->root, *start, *counts, *rsums;
+  int rc = DPRL_OK;
+  if (root->type != DPRL_JSON_OBJECT) {
+    rc = dprl_fail(err, DPRL_EINVAL, "model must be a JSON object (a dp_mdp result), got %s",
+                   dprl_json_type_name(root->type));
+    goto done;
+  }
+  if ((rc = header(root, m, err))) goto done;
+  size_t S = (size_t)m->S, A = (size_t)m->A;
+  if (!(start = member(root, "start", err)) || !(counts = member(root, "counts", err)) ||
+      !(rsums = member(root, "reward_sums", err))) {
+    rc = DPRL_EINVAL;
+    goto done;
+  }
+  if (!(m->start = numbers(start, "start", S, "n_states", err)) ||
+      (rc = arrays(counts, "counts", S, "n_states", err)) ||
+      (rc = arrays(rsums, "reward_sums", S, "n_states", err))) {
+    if (!rc) rc = DPRL_EINVAL;
+    goto done;
+  }
+  m->counts = dprl_malloc_array(S * A, sizeof *m->counts);
+  m->reward_sums = dprl_malloc_array(S, sizeof *m->reward_sums);
+  if (!m->counts || !m->reward_sums) {
+    rc = dprl_nomem(err);
+    goto done;
+  }
+  char what[64];
+  for (size_t s = 0; s < S && !rc; s++) {
+    snprintf(what, sizeof what, "reward_sums[%zu]", s);
+    if (!(m->reward_sums[s] = numbers(rsums->items[s], what, A, "n_actions", err))) {
+      rc = DPRL_EINVAL;
+      break;
+    }
+    snprintf(what, sizeof what, "counts[%zu]", s);
+    if ((rc = arrays(counts->items[s], what, A, "n_actions", err))) break;
+    for (size_t a = 0; a < A; a++) {
+      snprintf(what, sizeof what, "counts[%zu][%zu]", s, a);
+      if (!(m->counts[s * A + a] =
+                numbers(counts->items[s]->items[a], what, S + 1, "n_states + 1", err))) {
+        rc = DPRL_EINVAL;
+        break;
+      }
+      if ((rc = dprl_cancel_poll(cancel, 2 * (S + 1), err))) break;
+    }
+  }
+done:
+  if (rc) dprl_mdpv_model_free(m);
+  return rc;
+}
+
+void dprl_mdpv_model_free(dprl_mdpv_model *m) {
+  dprl_free((void *)m->counts);
+  dprl_free((void *)m->reward_sums);
+  dprl_json_free(m->root);
+  memset(m, 0, sizeof *m);
+}
+
+/* ---- policies ------------------------------------------------------------------ */
+
+/* One policy into pi[S*A]; who is "policy" or "policy \"name\"". */
+static int policy_one(const dprl_json *v, const char *who, int64_t S, int64_t A, double *pi,
+                      dprl_error *err) {
+  char g[96];
+  if (v->type != DPRL_JSON_ARRAY || v->n != (size_t)S) {
+    if (v->type == DPRL_JSON_ARRAY) plural(g, sizeof g, v->n, "item");
+    else dprl_json_describe(v, g, sizeof g);
+    return dprl_fail(err, DPRL_EINVAL,
+                     "%s must be an array with one entry per state (n_states = %lld): an "
+                     "action number or an array of n_actions = %lld probabilities, got %s",
+                     who, (long long)S, (long long)A, g);
+  }
+  int actions = v->items[0]->type == DPRL_JSON_NUMBER;
+  memset(pi, 0, (size_t)(S * A) * sizeof *pi);
+  for (int64_t s = 0; s < S; s++) {
+    const dprl_json *x = v->items[s];
+    if (actions) {
+      if (x->type != DPRL_JSON_NUMBER || !(x->num >= 0 && x->num <= (double)(A - 1)) ||
+          x->num != floor(x->num)) {
+        dprl_json_describe(x, g, sizeof g);
+        return dprl_fail(err, DPRL_EINVAL,
+                         "%s[%lld] must be an action: an integer in 0..%lld (n_actions - 1), "
+                         "got %s",
+                         who, (long long)s, (long long)(A - 1), g);
+      }
+      pi[s * A + (int64_t)x->num] = 1;
+      continue;
+    }
+    if (x->type != DPRL_JSON_ARRAY || x->n != (size_t)A) {
+      if (x->type == DPRL_JSON_ARRAY) plural(g, sizeof g, x->n, "item");
+      else dprl_json_describe(x, g, sizeof g);
+      return dprl_fail(err, DPRL_EINVAL,
+                       "%s[%lld] must be an array of n_actions = %lld probabilities (as state "
+                       "0's), got %s",
+                       who, (long long)s, (long long)A, g);
+    }
+    double sum = 0;
+    for (int64_t a = 0; a < A; a++) {
+      const dprl_json *q = x->items[a];
+      if (q->type != DPRL_JSON_NUMBER || !(q->num >= 0) || !isfinite(q->num)) {
+        dprl_json_describe(q, g, sizeof g);
+        return dprl_fail(err, DPRL_EINVAL,
+                         "%s[%lld][%lld] must be a probability (a finite number >= 0), got %s",
+                         who, (long long)s, (long long)a, g);
+      }
+      pi[s * A + a] = q->num;
+      sum += q->num;
+    }
+    if (!(fabs(sum - 1) <= 1e-9)) {
+      dprl_json_num(sum, g, sizeof g);
+      return dprl_fail(err, DPRL_EINVAL,
+                       "%s: the probabilities of state %lld sum to %s; a distribution sums to 1 "
+                       "(within 1e-9)",
+                       who, (long long)s, g);
+    }
+  }
+  return DPRL_OK;
+}
+
+int dprl_mdpv_policies_read(const char *text, size_t len, const dprl_mdpv_model *m,
+                            dprl_mdpv_policies *p, dprl_error *err) {
+  memset(p, 0, sizeof *p);
+  if (!text) return dprl_fail(err, DPRL_EINVAL, "policy must be JSON text");
+  dprl_error perr = {0};
+  dprl_json *root = dprl_json_parse(text, len, &perr);
+  if (!root) {
+    if (perr.code != DPRL_EINVAL) {
+      *err = perr;
+      return perr.code;
+    }
+    return dprl_fail(err, DPRL_EINVAL, "policy: %s", perr.msg);
+  }
+  int named = root->type == DPRL_JSON_OBJECT, rc = DPRL_OK;
+  p->n = named ? root->n : 1;
+  if (named && !p->n) {
+    rc = dprl_fail(err, DPRL_EINVAL, "policy: an object of named policies needs at least one");
+    goto done;
+  }
+  p->pi = dprl_calloc(p->n, sizeof *p->pi);
+  p->names = named ? dprl_calloc(p->n, sizeof *p->names) : NULL;
+  if (!p->pi || (named && !p->names)) {
+    rc = dprl_nomem(err);
+    goto done;
+  }
+  for (size_t i = 0; i < p->n && !rc; i++) {
+    char who[96];
+    if (!(p->pi[i] = dprl_malloc_array((size_t)(m->S * m->A), sizeof **p->pi))) {
+      rc = dprl_nomem(err);
+      break;
+    }
+    if (named) {
+      size_t k = strlen(root->keys[i]);
+      if (!(p->names[i] = dprl_malloc(k + 1))) {
+        rc = dprl_nomem(err);
+        break;
+      }
+      memcpy(p->names[i], root->keys[i], k + 1);
+      snprintf(who, sizeof who, "policy \"%.60s\"", root->keys[i]);
+    } else {
+      snprintf(who, sizeof who, "policy");
+    }
+    rc = policy_one(named ? root->items[i] : root, who, m->S, m->A, p->pi[i], err);
+  }
+done:
+  dprl_json_free(root);
+  if (rc) dprl_mdpv_policies_free(p);
+  return rc;
+}
+
+void dprl_mdpv_policies_free(dprl_mdpv_policies *p) {
+  for (size_t i = 0; i < p->n; i++) {
+    if (p->pi) dprl_free(p->pi[i]);
+    if (p->names) dprl_free(p->names[i]);
+  }
+  dprl_free(p->pi);
+  dprl_free(p->names);
+  memset(p, 0, sizeof *p);
+}
+
+/* ---- the estimate ----------------------------------------------------------- */
+
+double dprl_mdpv_noise_floor(int64_t S, double sigma, double count_floor) {
+  if (!(sigma > 0)) return 0;
+  /* Y = Z 1{Z > t}, Z ~ N(0, sigma^2): E Y = sigma phi(z), E Y^2 = sigma^2 (z phi(z) + Q(z)),
+  ** z = t / sigma, summed over the S + 1 entries of a pair. */
+  double z = count_floor / sigma, phi = exp(-0.5 * z * z) / sqrt(2 * M_PI);
+  double q = 0.5 * erfc(z / M_SQRT2), n = (double)S + 1;
+  double mean = sigma * phi, var = sigma * sigma * (z * phi + q) - mean * mean;
+  return n * mean + 3 * sqrt(n * fmax(var, 0));
+}
+
+static int grow(dprl_mdpv_est *e, size_t need, size_t most, dprl_error *err) {
+  if (need <= e->cap) return DPRL_OK;
+  size_t nc = e->cap ? 2 * e->cap : 4096;
+  if (nc < need) nc = need;
+  if (nc > most) nc = most;
+  int32_t *nx = dprl_realloc(e->next, nc * sizeof *nx);
+  if (nx) e->next = nx;
+  double *np = nx ? dprl_realloc(e->prob, nc * sizeof *np) : NULL;
+  if (!np) return dprl_nomem(err);
+  e->prob = np;
+  e->cap = nc;
+  return DPRL_OK;
+}
+
+int dprl_mdpv_estimate(const dprl_mdpv_model *m, const dprl_mdpv_est_opts *o, dprl_rng *redraw,
+                       double *scratch, dprl_mdpv_est *e, dprl_cancel *cancel, dprl_error *err) {
+  int64_t S = m->S, A = m->A, SA = S * A;
+  double t = o->count_floor;
+  int draw_counts = redraw && m->sigma > 0, draw_rewards = redraw && m->reward_sigma > 0;
+  if (!e->row) {
+    e->S = S;
+    e->A = A;
+    e->row = dprl_malloc_array((size_t)SA + 1, sizeof *e->row);
+    e->reward = dprl_malloc_array((size_t)SA, sizeof *e->reward);
+    e->start = dprl_malloc_array((size_t)S, sizeof *e->start);
+    if (!e->row || !e->reward || !e->start) return dprl_nomem(err);
+  }
+  size_t nnz = 0, most = (size_t)SA * (size_t)S;
+  e->pessimistic = 0;
+  for (int64_t sa = 0; sa < SA; sa++) {
+    if (dprl_cancel_poll(cancel, (uint64_t)(S + 1) * (draw_counts ? 30 : 2), err))
+      return err->code;
+    const double *c = m->counts[sa];
+    if (draw_counts) {
+      dprl_rng_normals(redraw, scratch, (size_t)S + 1);
+      for (int64_t k = 0; k <= S; k++) scratch[k] = c[k] + m->sigma * scratch[k];
+      c = scratch;
+    }
+    /* one pass: the entries above the floor are kept as counts and N summed,
+    ** then divided by N (or dropped, for a pessimistic pair) */
+    if (grow(e, nnz + (size_t)S, most, err)) return err->code;
+    size_t first = nnz;
+    double N = 0, R = m->reward_sums[sa / A][sa % A];
+    for (int64_t k = 0; k < S; k++)
+      if (c[k] > t) {
+        N += c[k];
+        e->next[nnz] = (int32_t)k;
+        e->prob[nnz++] = c[k];
+      }
+    if (c[S] > t) N += c[S];
+    if (draw_rewards) {
+      double z;
+      dprl_rng_normals(redraw, &z, 1);
+      R += m->reward_sigma * z;
+    }
+    e->row[sa] = (int64_t)first;
+    if (!(N > o->min_count)) { /* also N = 0 */
+      nnz = first;
+      e->pessimistic++;
+      e->reward[sa] = m->rmin;
+      continue;
+    }
+    for (size_t j = first; j < nnz; j++) e->prob[j] /= N;
+    e->reward[sa] = fmin(fmax(m->center + R / N, m->rmin), m->rmax);
+  }
+  e->row[SA] = (int64_t)nnz;
+  const double *st = m->start;
+  if (redraw && m->sigma > 0) {
+    dprl_rng_normals(redraw, scratch, (size_t)S);
+    for (int64_t s = 0; s < S; s++) scratch[s] = m->start[s] + m->sigma * scratch[s];
+    st = scratch;
+  }
+  double total = 0;
+  for (int64_t s = 0; s < S; s++) total += st[s] > t ? st[s] : 0;
+  e->start_uniform = !(total > 0);
+  for (int64_t s = 0; s < S; s++)
+    e->start[s] = e->start_uniform ? 1.0 / (double)S : (st[s] > t ? st[s] / total : 0);
+  return DPRL_OK;
+}
+
+void dprl_mdpv_est_free(dprl_mdpv_est *e) {
+  dprl_free(e->row);
+  dprl_free(e->next);
+  dprl_free(e->prob);
+  dprl_free(e->reward);
+  dprl_free(e->start);
+  memset(e, 0, sizeof *e);
+}

@@ -1,0 +1,96 @@
+/*
+** model.h: a dp_mdp release (the model JSON of the contract in
+** ALGORITHMS.md §13) read into arrays, and the MDP estimated from it
+** (ALGORITHMS.md §14): transition probabilities, rewards and the start
+** distribution.  Post-processing only: everything here is computed from
+** the released, public numbers.
+*/
+#ifndef DPRL_MDP_MODEL_H
+#define DPRL_MDP_MODEL_H
+
+#include "base/core.h"
+#include "base/json.h"
+#include "dp/noise.h"
+
+/* The most count entries (n_states * n_actions * (n_states + 1)) a model
+** may have: the largest array of doubles one allocation grants. */
+#define DPRL_MDPV_MAX_ENTRIES ((int64_t)(DPRL_MAX_ALLOC / sizeof(double)))
+
+typedef struct dprl_mdpv_model {
+  int64_t S, A;              /* states (tent: anchors) and actions */
+  double gamma, rmin, rmax;  /* as given to the release */
+  double center;             /* reward_center c: reward sums are of r - c */
+  double sigma;              /* noise sd of every count entry (start and counts) */
+  double reward_sigma;       /* noise sd of every reward sum */
+  int64_t horizon;           /* the release's H, 0 when it had none */
+  int tent;                  /* features: 0 tabular, 1 tent */
+  double tent_low, tent_high;
+  const double *start;       /* [S] released start counts */
+  const double **counts;     /* [S*A] rows of S + 1 released counts; [S] = episode ended */
+  const double **reward_sums; /* [S] rows of A released reward sums */
+  dprl_json *root;           /* owns the numbers (a compact tree) */
+} dprl_mdpv_model;
+
+/* Parse and check a model: every key of the contract present with the
+** right type and shape, every number finite, sizes within
+** DPRL_MDPV_MAX_ENTRIES.  Errors name "model" and the key
+** ("model: counts[2][0] must hold n_states + 1 = 4 numbers, got 3").  The
+** parse asks cancel (may be NULL) whether to stop. */
+int dprl_mdpv_model_read(dprl_mdpv_model *m, const char *text, size_t len,
+                         dprl_cancel *cancel, dprl_error *err);
+void dprl_mdpv_model_free(dprl_mdpv_model *m);
+
+/* Policies to evaluate: pi[i][s * A + a] = pi_i(a|s). */
+typedef struct dprl_mdpv_policies {
+  size_t n;
+  char **names; /* NULL: one policy, given as an array */
+  double **pi;
+} dprl_mdpv_policies;
+
+/* A policy: n_states arrays of n_actions probabilities, or n_states
+** action numbers; or an object {"name": policy, ...}.  Errors name the
+** policy, the state and the value. */
+int dprl_mdpv_policies_read(const char *text, size_t len, const dprl_mdpv_model *m,
+                            dprl_mdpv_policies *p, dprl_error *err);
+void dprl_mdpv_policies_free(dprl_mdpv_policies *p);
+
+/* The choices of the estimate (public, post-processing). */
+typedef struct dprl_mdpv_est_opts {
+  double count_floor; /* a count entry <= count_floor counts as 0 (0: max(c, 0)) */
+  double min_count;   /* a pair with N(s,a) <= min_count ends the episode with rmin */
+} dprl_mdpv_est_opts;
+
+/* The estimated MDP.  P(.|s,a) is stored sparsely: the next states below
+** S with positive probability (the probability of ending, column S, adds
+** nothing to a value and is not stored). */
+typedef struct dprl_mdpv_est {
+  int64_t S, A;
+  int64_t *row;      /* [S*A + 1]: pair sa's entries are [row[sa], row[sa+1]) */
+  int32_t *next;     /* next states */
+  double *prob;      /* their probabilities */
+  size_t cap;        /* room in next/prob */
+  double *reward;    /* [S*A] r(s,a) */
+  double *start;     /* [S] the start distribution */
+  int64_t pessimistic; /* pairs at or below min_count */
+  int start_uniform; /* no start count above the floor: uniform start */
+} dprl_mdpv_est;
+
+/* Estimate the MDP from m (ALGORITHMS.md §14):
+**   N(s,a) = sum_s' c+(s,a,s'),  c+ = c if c > count_floor, else 0
+**   P(s'|s,a) = c+(s,a,s') / N(s,a),  r(s,a) = clamp(c + R(s,a)/N(s,a), rmin, rmax)
+**   start = c+(start) / sum (uniform when the sum is 0)
+** and pairs with N <= min_count end the episode with reward rmin.
+** With redraw (a seeded stream), every count is first replaced by
+** count + sigma Z and every reward sum by sum + reward_sigma Z (the
+** parametric bootstrap); scratch has room for S + 1 doubles.  e keeps its
+** buffers between calls (zero it before the first). */
+int dprl_mdpv_estimate(const dprl_mdpv_model *m, const dprl_mdpv_est_opts *o, dprl_rng *redraw,
+                       double *scratch, dprl_mdpv_est *e, dprl_cancel *cancel, dprl_error *err);
+void dprl_mdpv_est_free(dprl_mdpv_est *e);
+
+/* The default min_count: the mean plus three standard deviations of
+** N(s,a) for a pair that was never visited (every one of its S + 1 entries
+** pure noise N(0, sigma^2), kept above count_floor).  0 when sigma is 0. */
+double dprl_mdpv_noise_floor(int64_t S, double sigma, double count_floor);
+
+#endif
