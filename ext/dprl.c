@@ -15,6 +15,7 @@
 **   dp_q_noise(points_sql, options)                table-valued
 **   dp_q_learn(s, a, r, s_next, options)           aggregate
 **   dp_q_value(model, state, action)               scalar
+**   dp_expert_policy(expert, episode, t, state, action, options)  aggregate
 **   dp_plan(options)                               planned sigma and error (JSON), a study's plan
 **   dprl_budget_plan(name, releases)               a study's plan against a declared budget
 **   dprl_budget(name, epsilon, delta), dprl_budget_remaining(name)   the ledger
@@ -40,6 +41,7 @@ SQLITE_EXTENSION_INIT1
 #include "base/core.h"
 #include "dprl.h"
 #include "base/linalg.h"
+#include "expert/sql_expert.h"
 #include "policy_eval/sql_policy_eval.h"
 #include "prefix_stable/sql_prefix_stable.h"
 #include "q_learning/sql_q.h"
@@ -148,6 +150,9 @@ static const struct function {
     /* s, a, r, s_next, options */
     AGGREGATE("dp_q_learn", 5, NOISY_JSON, dprl_q_learn_agg),
     SCALAR("dp_q_value", 3, PURE, dprl_sql_q_value),
+    /* a consensus policy at expert level (expert/):
+    ** expert, episode, t, state, action, options */
+    AGGREGATE("dp_expert_policy", 6, NOISY_JSON, dprl_expert_policy_agg),
     /* planning before spending (study/): one release of any mechanism, or a
     ** study's releases against a budget described or declared */
     SCALAR("dp_plan", 1, PURE_JSON, dprl_sql_plan),
