@@ -34,6 +34,7 @@ FUNCTIONS = {  # name: (number of arguments, deterministic?)
     "dprl_ledger_fits": (6, True),  # the budget check inside the ledger's INSERT
     "dp_q_learn": (5, False),
     "dp_q_value": (3, True),
+    "dp_expert_policy": (6, False),
 }
 MODULES = {"dp_first_visit", "dp_prefix_stable", "dp_q_noise"}
 DETERMINISTIC = 0x800
@@ -41,6 +42,7 @@ DIRECTONLY = 0x80000
 INNOCUOUS = 0x200000
 # Functions that write the database (the ledger): direct-only.
 WRITERS = {"dp_lsw", "dp_lsl", "dp_lsw_from_stats", "dp_lsl_from_stats", "dp_q_learn",
+           "dp_expert_policy",
            "dprl_budget", "dprl_budget_remaining", "dprl_budget_plan"}
 UNSAFE = "unsafe use of virtual table"
 FV_OPTS = '{"n_states": 1, "gamma": 0.5, "rmin": 0, "rmax": 1}'
