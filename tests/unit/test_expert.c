@@ -304,6 +304,64 @@ static void test_release_noise(void) {
   dprl_ep_tally_free(&t);
 }
 
+/* ---- dp_plan ------------------------------------------------------------- */
+
+static dprl_json *plan(const char *text, dprl_plan_cost *cost, dprl_error *err) {
+  dprl_buf out = {0};
+  memset(cost, 0, sizeof *cost);
+  int rc = dprl_expert_plan(text, strlen(text), 0, NULL, &out, cost, err);
+  dprl_json *j = rc ? NULL : dprl_json_parse(out.data, out.len, err);
+  dprl_buf_free(&out);
+  return j;
+}
+
+static double num(const dprl_json *j, const char *k) {
+  const dprl_json *v = dprl_json_get(j, k);
+  return v && v->type == DPRL_JSON_NUMBER ? v->num : NAN;
+}
+
+static void test_plan(void) {
+  dprl_plan_cost cost;
+  dprl_error err = {0};
+  const char *rel = "{\"n_states\": 10, \"n_actions\": 2, \"epsilon\": 1, \"delta\": 1e-6, "
+                    "\"default_action\": 0}";
+  dprl_ep_config c;
+  dprl_ep_config_parse(&c, "dp_expert_policy", rel, strlen(rel), 0, 0, NULL, &err);
+  dprl_json *j = plan("{\"n_states\": 10, \"n_actions\": 2, \"epsilon\": 1, \"delta\": 1e-6, "
+                      "\"experts\": 200, \"agreement\": 0.8, \"coverage\": 0.5}", &cost, &err);
+  CHECK(j != NULL, "plan");
+  if (!j) return;
+  double sigma = num(j, "sigma"), n = 100;
+  CHECK(sigma == c.nz.sigma && num(j, "sensitivity") == c.nz.sens &&
+            num(j, "min_count") == 3 * sigma, "the plan's sigma, sensitivity and min_count are the release's");
+  CHECK(num(j, "experts_per_state") == n, "experts per state = experts x coverage");
+  CHECK_NEAR(num(j, "p_majority"), phi_cdf(0.6 * n / (sigma * sqrt(2.0))), 1e-15, "p_majority, A = 2");
+  CHECK_NEAR(num(j, "p_counted"), phi_cdf((n - 3 * sigma) / sigma), 1e-15, "p_counted");
+  CHECK_NEAR(num(j, "p_policy"), num(j, "p_majority") * num(j, "p_counted"), 1e-15, "p_policy");
+  CHECK_NEAR(num(j, "stderr"), sigma / n, 1e-15, "stderr = sigma / n");
+  CHECK(cost.gaussian && !cost.per_group && strcmp(cost.unit, "expert") == 0 &&
+            strcmp(cost.mechanism, "dp_expert_policy") == 0 && cost.rho == c.nz.rho &&
+            cost.epsilon == 1 && cost.delta == 1e-6 && cost.useful,
+        "cost: Gaussian at expert level, rho of the release, one charge, useful");
+  dprl_json_free(j);
+  j = plan("{\"n_states\": 10, \"n_actions\": 2, \"epsilon\": 1, \"delta\": 1e-6, "
+           "\"experts\": 30, \"agreement\": 0.8}", &cost, &err);
+  CHECK(j && !cost.useful && strstr(cost.why, "probability"), "30 experts at eps 1: not useful, and why");
+  dprl_json_free(j);
+  j = plan("{\"n_states\": 10, \"n_actions\": 3, \"epsilon\": 1, \"delta\": 1e-6, "
+           "\"experts\": 300, \"agreement\": 0.2}", &cost, &err);
+  CHECK(!j && strstr(err.msg, "agreement must be at least 1/n_actions"), "agreement below 1/A");
+  dprl_error_clear(&err);
+  j = plan("{\"n_states\": 10, \"n_actions\": 2, \"epsilon\": 1, \"delta\": 1e-6, "
+           "\"agreement\": 0.8}", &cost, &err);
+  CHECK(!j && strstr(err.msg, "option experts is required"), "experts is required");
+  dprl_error_clear(&err);
+  j = plan("{\"n_states\": 10, \"n_actions\": 2, \"epsilon\": 1, \"delta\": 1e-6, "
+           "\"experts\": 9, \"agreement\": 0.8, \"seed\": 1}", &cost, &err);
+  CHECK(!j && strstr(err.msg, "unknown option"), "seed is not a plan's option");
+  dprl_ep_config_free(&c);
+}
+
 int main(void) {
   test_calibrate();
   test_exhaustive(2, 2, 5);
@@ -313,5 +371,6 @@ int main(void) {
   test_post();
   test_p_majority();
   test_release_noise();
+  test_plan();
   return CHECK_DONE();
 }
