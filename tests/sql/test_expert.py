@@ -12,7 +12,7 @@ import os
 import random
 import tempfile
 
-from harness import check, check_close, connect, run, sql_error
+from harness import check, connect, interrupted, run, sql_error
 
 CALL = "SELECT dp_expert_policy(expert, episode, t, state, action, ?) FROM log"
 BASE = {"n_states": 4, "n_actions": 3, "epsilon": 1, "delta": 1e-6, "default_action": 0}
@@ -284,5 +284,19 @@ def test_attack():
     check(abs(sd - 1) < 5 / math.sqrt(2 * N), f"the statistic's sd is sigma ||d|| ({sd:.3f})")
 
 
+def test_interrupt():
+    # 2^22 states: seconds of noise and JSON; and 4 million rows: the sort
+    con = table([(1, 1, 0, 0, 0)])
+    o = options(n_states=1 << 22, n_actions=2)
+    cpu, err = interrupted(con, CALL, (o,), after=0.3)
+    check(err and err[1] == 9 and 0 <= cpu < 0.3, "a release of 2^22 states stops when interrupted",
+          f"{cpu} {err}")
+    sql = ("WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 4000000) "
+           "SELECT dp_expert_policy(i % 5000, i / 5000, i % 7, i % 4, i % 3, ?) FROM n")
+    cpu, err = interrupted(con, sql, (options(),), after=0.8)
+    check(err and err[1] == 9 and 0 <= cpu < 0.3, "a release of 4 million rows stops when interrupted",
+          f"{cpu} {err}")
+
+
 run([test_exact_votes, test_keys_and_seed, test_keys_and_rows, test_errors, test_budget,
-     test_attack])
+     test_attack, test_interrupt])
