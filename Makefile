@@ -18,7 +18,7 @@
 #   make docs     REFERENCE.md from docs/reference.in.md, every example run
 #
 # ext/ has one folder per layer or mechanism (ARCHITECTURE.md): base/, dp/,
-# rows/, policy_eval/, prefix_stable/, q_learning/, mdp/, ope/, study/, sqlite/, and the entry
+# rows/, policy_eval/, prefix_stable/, q_learning/, mdp/, ope/, expert/, study/, sqlite/, and the entry
 # point dprl.c.  The core (plain C, no SQLite) is every ext/*/*.c but the
 # glue, sql_*.c; unit tests link the core only.
 
@@ -149,12 +149,13 @@ LINK_test_prefix       = base dp rows prefix_stable
 LINK_test_gpq          = base dp q_learning
 LINK_test_ope          = base dp rows ope
 LINK_test_stats        = base dp rows policy_eval
+LINK_test_expert       = base dp rows expert
 LINK_test_core         = base dp rows policy_eval
 LINK_test_oom          = base dp rows policy_eval
 LINK_test_cancel       = base dp rows policy_eval q_learning
 LINK_test_mdp          = base dp rows mdp
 LINK_test_fuzz_noise   = base dp rows policy_eval q_learning
-LINK_test_fuzz_options = base dp rows policy_eval prefix_stable q_learning mdp ope study
+LINK_test_fuzz_options = base dp rows policy_eval prefix_stable q_learning mdp ope expert study
 LINK_test_fuzz_sql     = base
 LINK_test_mdp_eval     = base dp rows mdp
 .SECONDEXPANSION:

@@ -17,6 +17,7 @@
 **   dp_q_value(model, state, action)               scalar
 **   dp_mdp(episode, t, state, action, reward, options)   aggregate
 **   dp_is_value(episode, t, reward, behavior_prob, target_prob, options)  aggregate
+**   dp_expert_policy(expert, episode, t, state, action, options)  aggregate
 **   dp_plan(options)                               planned sigma and error (JSON), a study's plan
 **   dprl_budget_plan(name, releases)               a study's plan against a declared budget
 **   dp_mdp_value(model, policy[, options])         a policy's value on a released MDP model
@@ -45,6 +46,7 @@ SQLITE_EXTENSION_INIT1
 #include "dprl.h"
 #include "base/linalg.h"
 #include "mdp/sql_mdp_eval.h"
+#include "expert/sql_expert.h"
 #include "policy_eval/sql_policy_eval.h"
 #include "ope/sql_ope.h"
 #include "prefix_stable/sql_prefix_stable.h"
@@ -159,6 +161,9 @@ static const struct function {
     AGGREGATE("dp_mdp", 6, NOISY_JSON, dprl_mdp_agg),
     /* off-policy evaluation (ope/): episode, t, reward, behavior_prob, target_prob, options */
     AGGREGATE("dp_is_value", 6, NOISY_JSON, dprl_is_value_agg),
+    /* a consensus policy at expert level (expert/):
+    ** expert, episode, t, state, action, options */
+    AGGREGATE("dp_expert_policy", 6, NOISY_JSON, dprl_expert_policy_agg),
     /* planning before spending (study/): one release of any mechanism, or a
     ** study's releases against a budget described or declared */
     SCALAR("dp_plan", 1, PURE_JSON, dprl_sql_plan),

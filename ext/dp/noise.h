@@ -41,6 +41,7 @@ int dprl_rng_init_secure(dprl_rng *rng, dprl_error *err);
 #define DPRL_STREAM_LSL ((uint64_t)1)     /* dp_lsl */
 #define DPRL_STREAM_PREFIX ((uint64_t)3)  /* dp_prefix_stable */
 #define DPRL_STREAM_OPE ((uint64_t)7)     /* dp_is_value */
+#define DPRL_STREAM_EXPERT ((uint64_t)22) /* dp_expert_policy */
 #define DPRL_STREAM_Q_LEARN ((uint64_t)1 << 56)
 #define DPRL_STREAM_Q_NOISE ((uint64_t)2 << 56) /* | action | paths so far << 21 */
 #define DPRL_STREAM_MDP ((uint64_t)3 << 56)     /* dp_mdp */

@@ -42,9 +42,10 @@ static dprl_agg_stmt *stmt_get(sqlite3_context *ctx, int arg) {
 }
 
 /* Every unit of this group must be new to the statement; then they join
-** the statement's.  The message names no episode (ALGORITHMS.md §6.2). */
-static int stmt_add_units(dprl_agg_stmt *st, dprl_episode_index *units, dprl_cancel *cancel,
-                          dprl_error *err) {
+** the statement's.  The message names no unit (ALGORITHMS.md §6.2); `unit`
+** says what they are ("episode", "expert"). */
+static int stmt_add_units(dprl_agg_stmt *st, dprl_episode_index *units, const char *unit,
+                          dprl_cancel *cancel, dprl_error *err) {
   if (st->seen.n == 0) { /* the first group: take its index over */
     dprl_key_index_free(&st->seen);
     st->seen = *units;
@@ -58,10 +59,10 @@ static int stmt_add_units(dprl_agg_stmt *st, dprl_episode_index *units, dprl_can
     dprl_key_get(units, (uint32_t)i, &k);
     if (dprl_key_find(&st->seen, &k, &id))
       return dprl_fail(err, DPRL_EINVAL,
-                       "an episode appears in two groups of this statement: groups charged "
+                       "an %s appears in two groups of this statement: groups charged "
                        "once to a budget (parallel composition) must be a partition of the "
-                       "episodes (GROUP BY a column that is the same in every row of an "
-                       "episode); this group is not released");
+                       "%ss (GROUP BY a column that is the same in every row of an "
+                       "%s); this group is not released", unit, unit, unit);
   }
   for (size_t i = 0; i < units->n; i++) {
     if (dprl_cancel_poll(cancel, 8, err)) return err->code;
@@ -77,10 +78,11 @@ static int agg_charge(dprl_agg *a, dprl_spend *spend, dprl_error *err) {
   dprl_agg_stmt *st = a->stmt;
   dprl_episode_index *units = a->fn->units ? a->fn->units(a) : NULL;
   int shares = st && units && spend->spends;
+  const char *unit = spend->unit ? spend->unit : "episode";
   if (shares && st->charged) {
     if (st->options.len == a->options.len &&
         !memcmp(st->options.text, a->options.text, (size_t)a->options.len))
-      return stmt_add_units(st, units, &a->cancel.base, err);
+      return stmt_add_units(st, units, unit, &a->cancel.base, err);
     shares = 0; /* other options: another release, charged alone */
   }
   int rc = dprl_budget_charge(a->db, spend, err);
@@ -90,7 +92,7 @@ static int agg_charge(dprl_agg *a, dprl_spend *spend, dprl_error *err) {
   memcpy(st->options.text, a->options.text ? a->options.text : "", (size_t)a->options.len + 1);
   st->options.len = a->options.len;
   st->charged = 1;
-  return stmt_add_units(st, units, &a->cancel.base, err);
+  return stmt_add_units(st, units, unit, &a->cancel.base, err);
 }
 
 static void agg_free(dprl_agg *a) {

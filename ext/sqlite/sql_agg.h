@@ -1,6 +1,6 @@
 /*
 ** sql_agg.h: the one frame of every row aggregate (dp_lsw, dp_lsl, their
-** _from_stats forms, dp_fv_stats, dp_q_learn).
+** _from_stats forms, dp_fv_stats, dp_q_learn, dp_expert_policy).
 **
 ** The frame owns what every aggregate does the same way: the state of a
 ** group, allocated on its first row; the options argument (always the
@@ -13,14 +13,14 @@
 ** A mechanism describes itself with a dprl_agg_fn (its registration's
 ** user data) and four callbacks over its own state.
 **
-** Groups of one statement (GROUP BY over a partition of the episodes) are
-** charged once (parallel composition, ALGORITHMS.md §12): the first
-** group's release takes the ledger row before its value is returned; a
-** later group of the same statement execution and the same call site,
-** with the same options text, is not charged again, provided its units
-** (episodes) are disjoint from every earlier group's, which the frame
-** checks (an episode in two groups is an error, and that group is not
-** released).  Only mechanisms that give their units (fn->units) share a
+** Groups of one statement (GROUP BY over a partition of the units: the
+** episodes, or the experts) are charged once (parallel composition,
+** ALGORITHMS.md §12): the first group's release takes the ledger row
+** before its value is returned; a later group of the same statement
+** execution and the same call site, with the same options text, is not
+** charged again, provided its units are disjoint from every earlier
+** group's, which the frame checks (a unit in two groups is an error, and
+** that group is not released).  Only mechanisms that give their units (fn->units) share a
 ** charge; the others are charged once per group.
 */
 #ifndef DPRL_SQL_AGG_H
@@ -46,7 +46,8 @@ typedef struct dprl_agg_fn {
   int (*final)(dprl_agg *a, dprl_buf *out, dprl_spend *spend, dprl_error *err);
   void (*free)(void *state);
   /* After final: the keys of the units of privacy the release read (one
-  ** per episode), or NULL when groups cannot share a charge (dp_q_learn:
+  ** per episode; per expert for dp_expert_policy), or NULL when groups
+  ** cannot share a charge (dp_q_learn:
   ** its neighbours may change every group at once; the statistics forms:
   ** their rows carry no episode).  The frame may take the index over
   ** (it zeroes it). */

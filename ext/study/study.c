@@ -17,6 +17,7 @@
 
 #include "base/json.h"
 #include "base/options.h"
+#include "expert/expert_policy.h"
 #include "mdp/mdp.h"
 #include "ope/ope.h"
 #include "policy_eval/policy_eval.h"
@@ -34,11 +35,12 @@ static const plan_entry entries[] = {
     {"dp_lsl_from_stats", dprl_pe_plan_text, 1},
     {"dp_is_value", dprl_ope_plan, 0},
     {"dp_mdp", dprl_mdp_plan, 1},
+    {"dp_expert_policy", dprl_expert_plan, 0},
 };
 #define N_ENTRIES (sizeof entries / sizeof entries[0])
 
 const char *const dprl_plan_mechanisms[] = {"dp_lsw", "dp_lsl", "dp_lsw_from_stats",
-                                            "dp_lsl_from_stats", "dp_is_value", "dp_mdp", NULL};
+                                            "dp_lsl_from_stats", "dp_is_value", "dp_mdp", "dp_expert_policy", NULL};
 
 static const char *const study_keys[] = {"budget", "releases", NULL};
 static const char *const budget_keys[] = {"epsilon", "delta", "unit", "accountant", NULL};

@@ -2,7 +2,7 @@
 folders below it, only the SQLite glue (sql_*.c, sql_*.h, dprl.c) includes
 SQLite, and no file grows past 600 lines without saying why at its top.
 
-  base             <- dp, rows <- policy_eval, prefix_stable, q_learning, mdp, ope
+  base             <- dp, rows <- policy_eval, prefix_stable, q_learning, mdp, ope, expert
                    <- study (plans over every mechanism)
                    <- sqlite (the glue every mechanism shares) <- dprl.c
 A mechanism's core may use base, dp and rows; its sql_*.c glue also
@@ -15,7 +15,7 @@ from harness import check, run
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EXT = os.path.join(ROOT, "ext")
-MECHANISMS = {"policy_eval", "prefix_stable", "q_learning", "mdp", "ope"}
+MECHANISMS = {"policy_eval", "prefix_stable", "q_learning", "mdp", "ope", "expert"}
 ALLOWED = {
     "base": {"base"},
     "dp": {"base", "dp"},

@@ -38,6 +38,7 @@ FUNCTIONS = {  # name: (number of arguments, deterministic?)
     "dp_mdp": (6, False),
     "dp_mdp_value": (2, True),  # also 3 arguments (with options); post-processing
     "dp_mdp_plan": (1, True),  # also 2 arguments (with options); post-processing
+    "dp_expert_policy": (6, False),
 }
 MODULES = {"dp_first_visit", "dp_prefix_stable", "dp_q_noise"}
 DETERMINISTIC = 0x800
@@ -45,7 +46,7 @@ DIRECTONLY = 0x80000
 INNOCUOUS = 0x200000
 # Functions that write the database (the ledger): direct-only.
 WRITERS = {"dp_lsw", "dp_lsl", "dp_lsw_from_stats", "dp_lsl_from_stats", "dp_q_learn", "dp_is_value",
-           "dp_mdp", "dprl_budget", "dprl_budget_remaining", "dprl_budget_plan"}
+           "dp_mdp", "dp_expert_policy", "dprl_budget", "dprl_budget_remaining", "dprl_budget_plan"}
 UNSAFE = "unsafe use of virtual table"
 FV_OPTS = '{"n_states": 1, "gamma": 0.5, "rmin": 0, "rmax": 1}'
 PS_OPTS = '{"epsilon": 1, "delta": 0.1, "p_min": 0.1, "T": 1, "L": 1}'
