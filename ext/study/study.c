@@ -18,6 +18,8 @@
 #include "base/json.h"
 #include "base/options.h"
 #include "policy_eval/policy_eval.h"
+#include "prefix_stable/prefix_stable.h"
+#include "q_learning/q_options.h"
 
 typedef struct plan_entry {
   const char *mechanism;
@@ -30,11 +32,15 @@ static const plan_entry entries[] = {
     {"dp_lsl", dprl_pe_plan_text, 1},
     {"dp_lsw_from_stats", dprl_pe_plan_text, 1},
     {"dp_lsl_from_stats", dprl_pe_plan_text, 1},
+    {"dp_prefix_stable", dprl_prefix_plan, 0},
+    {"dp_q_learn", dprl_q_plan, 1},
+    {"dp_q_noise", dprl_q_plan, 1},
 };
 #define N_ENTRIES (sizeof entries / sizeof entries[0])
 
 const char *const dprl_plan_mechanisms[] = {"dp_lsw", "dp_lsl", "dp_lsw_from_stats",
-                                            "dp_lsl_from_stats", NULL};
+                                            "dp_lsl_from_stats", "dp_prefix_stable", "dp_q_learn",
+                                            "dp_q_noise", NULL};
 
 static const char *const study_keys[] = {"budget", "releases", NULL};
 static const char *const budget_keys[] = {"epsilon", "delta", "unit", "accountant", NULL};
