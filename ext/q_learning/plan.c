@@ -83,9 +83,10 @@ static int learn_plan(const dprl_options *o, int64_t length_limit, dprl_buf *out
   cost->per_group = 1;
   cost->useful = ratio < 1;
   if (!cost->useful)
-    snprintf(cost->why, sizeof cost->why, "noise-to-signal %.3g >= 1: a Q value's noise is "
-             "%.3g times what the rewards can move it (mu = %.3g: every reward may change "
-             "between neighbours; docs/q-learning.md, Limitations)", ratio, ratio, c.th.mu);
+    snprintf(cost->why, sizeof cost->why, "noise-to-signal %.3g >= 1: a Q value's noise "
+             "exceeds what the rewards can move it, as every reward may change between "
+             "neighbours (mu = %.3g; docs/q-learning.md, Limitations: no better than a random "
+             "policy at epsilon <= 10)", ratio, c.th.mu);
   return out->oom ? dprl_nomem(err) : DPRL_OK;
 }
 
