@@ -126,20 +126,47 @@ static double gk15(expect_ctx *c, double a, double b, double res[2]) {
   return e;
 }
 
-/* Adaptive bisection until the error estimate is within tol (shared in
-** proportion to length), adding into acc. */
-static void adapt(expect_ctx *c, double a, double b, double tol, int depth, double acc[2]) {
-  double r[2];
-  double e = gk15(c, a, b, r);
-  if (c->rc) return;
-  if (e <= tol || depth >= 48 || !(b - a > 1e-12)) {
-    acc[0] += r[0];
-    acc[1] += r[1];
-    return;
+/* Global adaptive quadrature: the panel with the largest error estimate is
+** halved until the total estimate is within a relative 1e-11 of the
+** integral (which is at least 1), or the panels run out: the error of a
+** sum near the precision of doubles may never get there, and the plan must
+** end. */
+typedef struct panel {
+  double a, b, r[2], e;
+} panel;
+
+#define PANELS_MORE 2000
+
+static int integrate(expect_ctx *c, const double *cut, int64_t nc, double acc[2]) {
+  size_t cap = (size_t)nc + 1 + PANELS_MORE, n = 0;
+  panel *p = dprl_malloc(cap * sizeof *p);
+  if (!p) return dprl_nomem(c->err);
+  for (int64_t i = 0; i + 1 < nc && !c->rc; i++)
+    if (cut[i + 1] > cut[i]) {
+      p[n] = (panel){cut[i], cut[i + 1], {0, 0}, 0};
+      p[n].e = gk15(c, p[n].a, p[n].b, p[n].r);
+      n++;
+    }
+  while (!c->rc) {
+    double tot = 0, err = 0;
+    size_t worst = 0;
+    for (size_t i = 0; i < n; i++) {
+      tot += p[i].r[1];
+      err += p[i].e;
+      if (p[i].e > p[worst].e) worst = i;
+    }
+    if (err <= 1e-11 * fmax(1, fabs(tot)) || n == cap) break;
+    double a = p[worst].a, b = p[worst].b, m = (a + b) / 2;
+    p[worst] = (panel){a, m, {0, 0}, 0};
+    p[worst].e = gk15(c, a, m, p[worst].r);
+    p[n] = (panel){m, b, {0, 0}, 0};
+    p[n].e = gk15(c, m, b, p[n].r);
+    n++;
   }
-  double m = (a + b) / 2;
-  adapt(c, a, m, tol / 2, depth + 1, acc);
-  adapt(c, m, b, tol / 2, depth + 1, acc);
+  acc[0] = acc[1] = 0;
+  for (size_t i = 0; i < n; i++) acc[0] += p[i].r[0], acc[1] += p[i].r[1];
+  dprl_free(p);
+  return c->rc;
 }
 
 static int cmp_double(const void *x, const void *y) {
@@ -155,7 +182,7 @@ int dprl_prefix_expect(const dprl_prefix_params *pp, const double *counts, int64
     return dprl_fail(err, DPRL_EINVAL, "%lld steps with %lld counts", (long long)n,
                      (long long)n_counts);
   int64_t nw = n_counts == 1 ? 1 : n;
-  double *w = dprl_malloc((size_t)(2 * nw + 1) * sizeof *w), *cut = w + nw;
+  double *w = dprl_malloc((size_t)(2 * nw + 3) * sizeof *w), *cut = w + nw;
   if (!w) return dprl_nomem(err);
   for (int64_t j = 0; j < nw; j++) w[j] = (counts[j] - pp->threshold_base) / pp->b_threshold;
   expect_ctx c = {w, nw, n, pp->b_query / pp->b_threshold, 0, cancel, err, DPRL_OK};
@@ -165,16 +192,14 @@ int dprl_prefix_expect(const dprl_prefix_params *pp, const double *counts, int64
   ** so beyond these ends each tail is below e^{-42} / rate. */
   double span = 42 + log((double)n), hi = span, lo = -span / (1 - 1 / c.beta);
   int64_t nc = 0;
+  cut[nc++] = lo;
   cut[nc++] = 0;
+  cut[nc++] = hi;
   for (int64_t j = 0; j < nw; j++)
     if (w[j] > lo && w[j] < hi) cut[nc++] = w[j];
   qsort(cut, (size_t)nc, sizeof *cut, cmp_double);
-  double acc[2] = {0, 0}, tol = 1e-11, prev = lo;
-  for (int64_t i = 0; i <= nc && !c.rc; i++) {
-    double next = i < nc ? cut[i] : hi;
-    if (next > prev) adapt(&c, prev, next, tol * (next - prev) / (hi - lo), 0, acc);
-    prev = next;
-  }
+  double acc[2] = {0, 0};
+  c.rc = integrate(&c, cut, nc, acc);
   dprl_free(w);
   if (c.rc) return c.rc;
   out->log_p_release = c.log_p1;
@@ -281,7 +306,7 @@ int dprl_prefix_plan(const char *text, size_t len, int64_t length_limit, dprl_ca
   int rc = dprl_options_open_polled(&o, "dp_plan", text, len, plan_keys, cancel, err);
   if (!rc) rc = dprl_opt_choice(&o, "mechanism", mechs, 0, &mech);
   if (!rc) rc = dprl_prefix_read_calibration(&o, &in);
-  if (!rc) rc = dprl_opt_int(&o, "experts", 1, 0, DPRL_CLOSED(1, 0x1p53), &m);
+  if (!rc) rc = dprl_opt_int(&o, "experts", 1, 0, DPRL_AT_LEAST(1), &m);
   if (!rc) rc = read_agreement(&o, &a, &prof, &n_prof);
   if (!rc && prof && dprl_opt_has(&o, "length"))
     rc = dprl_fail(err, DPRL_EINVAL, "dp_plan: option length goes with a number agreement; "

@@ -1119,6 +1119,21 @@ static void test_plan(void) {
   dprl_prefix_expect(&pp, &one, 1, 25, NULL, &ex, &err);
   dprl_prefix_expect(&pp, same, 25, 25, NULL, &ex2, &err);
   CHECK_REL(ex2.length, ex.length, 1e-10, "plan: a flat profile and a constant count agree");
+  /* The longest profile, and a million steps of one count, far above the
+  ** threshold, where the sum of the integrand nears the precision of
+  ** doubles: the quadrature ends, and P(k >= 1) comes back from it. */
+  double *prof = malloc(DPRL_PREFIX_PLAN_MAX_PROFILE * sizeof *prof);
+  for (int j = 0; j < DPRL_PREFIX_PLAN_MAX_PROFILE; j++)
+    prof[j] = pp.threshold_base + (20 - 0.03 * j) * b;
+  int rc = dprl_prefix_expect(&pp, prof, DPRL_PREFIX_PLAN_MAX_PROFILE, DPRL_PREFIX_PLAN_MAX_PROFILE,
+                              NULL, &ex, &err);
+  CHECK(rc == DPRL_OK && fabs(ex.normalizer - 1) < 1e-9 && ex.length > 500 && ex.length < 1000,
+        "plan: a profile of 1000 lengths");
+  free(prof);
+  one = pp.threshold_base + 30 * b;
+  rc = dprl_prefix_expect(&pp, &one, 1, 1000000, NULL, &ex, &err);
+  CHECK(rc == DPRL_OK && fabs(ex.normalizer - 1) < 1e-9 && ex.length > 1e5 && ex.length <= 1e6,
+        "plan: 10^6 steps of one count");
   /* The release itself: its frequencies against the plan (5 s.e.). */
   double count = pp.threshold_base + 0.5 * b;
   dprl_rng rng;
@@ -1149,7 +1164,7 @@ static void test_plan(void) {
   dprl_plan_cost cost;
   const char *t240 = "{\"epsilon\": 1, \"delta\": 1e-6, \"p_min\": 0.02, \"T\": 100, \"L\": 25, "
                      "\"experts\": 240, \"agreement\": 0.9}";
-  int rc = dprl_prefix_plan(t240, strlen(t240), 0, NULL, &out, &cost, &err);
+  rc = dprl_prefix_plan(t240, strlen(t240), 0, NULL, &out, &cost, &err);
   CHECK(rc == DPRL_OK, "plan text: 240 experts planned");
   CHECK(plan_num(&out, "threshold") == pp.threshold_base,
         "plan text: the threshold is the calibration's");
