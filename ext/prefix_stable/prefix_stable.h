@@ -29,8 +29,10 @@
 #include <stdint.h>
 
 #include "base/core.h"
+#include "base/options.h"
 #include "dp/accountant.h"
 #include "dp/noise.h"
+#include "dp/plan.h"
 
 /* Tolerance on sum_a pi_i(a|s) = 1. */
 #define DPRL_POLICY_SUM_TOL 1e-9
@@ -153,6 +155,47 @@ int dprl_prefix_params_derive(double eps1, double delta1, double p_min,
                               int64_t n_actions, int64_t T, int64_t L,
                               dprl_prefix_accountant accountant,
                               dprl_prefix_params *out, dprl_error *err);
+
+/* The options that fix the calibration, as dp_prefix_stable,
+** dp_prefix_calibrate and dp_plan read them (plan.c): epsilon, delta,
+** p_min, T, L (required) and accountant (default "optimal"), each checked
+** against its range with a message naming the option; the rest
+** (p_min < 1/|A|, the accountant's own refusals) is
+** dprl_prefix_params_derive's, called with n_actions = 1. */
+typedef struct dprl_prefix_calib_in {
+  double epsilon, delta, p_min;
+  int64_t T, L;
+  int accountant; /* dprl_prefix_accountant */
+} dprl_prefix_calib_in;
+int dprl_prefix_read_calibration(const dprl_options *o, dprl_prefix_calib_in *in);
+
+/* ---- Planning (ALGORITHMS.md section 7.2) ----------------------------- */
+
+/* The most lengths an "agreement" profile of dp_plan may give: the plan's
+** work grows with the square of its length. */
+#define DPRL_PREFIX_PLAN_MAX_PROFILE 1000
+
+/* One run at hypothetical counts, for the continuous Laplace noise of
+** pp's scales (section 7.2): counts[j] is the count of the prefix of
+** length j + 1, non-increasing, for the n steps the run examines
+** (n_counts = 1: counts[0] at every step; else n <= n_counts). */
+typedef struct dprl_prefix_expectation {
+  double p_release;     /* P(k >= 1): the run releases a prefix */
+  double log_p_release; /* its natural log (finite where p_release underflows) */
+  double length;        /* E[k | k >= 1]: the expected length of a released prefix */
+  double normalizer;    /* the quadrature of P(k >= 1) / p_release: 1 up to its error */
+} dprl_prefix_expectation;
+int dprl_prefix_expect(const dprl_prefix_params *pp, const double *counts, int64_t n_counts,
+                       int64_t n, dprl_cancel *cancel, dprl_prefix_expectation *out,
+                       dprl_error *err);
+
+/* dp_plan of dp_prefix_stable (study.h's dprl_plan_fn): from its
+** calibration options and the hypothetical "experts" and "agreement"
+** ("length" optional), the threshold, the most a count can reach and the
+** expected number and length of the released prefixes, as JSON into out;
+** what the release would cost into cost. */
+int dprl_prefix_plan(const char *text, size_t len, int64_t length_limit, dprl_cancel *cancel,
+                     dprl_buf *out, dprl_plan_cost *cost, dprl_error *err);
 
 /* ---- Trajectories ----------------------------------------------------- */
 

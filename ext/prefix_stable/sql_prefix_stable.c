@@ -48,32 +48,24 @@ static const char *const ps_args[] = {"trajectories_sql", "policies_sql", "optio
 ** later: dprl_policy_validate checks p_min < 1/|A|. */
 static int ps_parse(const char *fn, sqlite3_value *v, ps_opts *o, dprl_error *err) {
   dprl_options op;
-  double eps = 0, delta = 0, p_min = 0;
-  int64_t T = 0, L = 0;
-  int acc = 0;
+  dprl_prefix_calib_in in;
+  memset(&in, 0, sizeof in);
   const char *text = (const char *)sqlite3_value_text(v);
   if (!text && sqlite3_value_type(v) != SQLITE_NULL) return dprl_nomem(err);
   int rc = dprl_options_open(&op, fn, text, (size_t)sqlite3_value_bytes(v), ps_options, err);
-  if (!rc)
-    rc = dprl_opt_number(&op, "epsilon", 1, 0, ((dprl_range){0, DPRL_PREFIX_MAX_EPS, 1, 0}),
-                         &eps);
-  if (!rc) rc = dprl_opt_number(&op, "delta", 1, 0, DPRL_OPEN(0, 1), &delta);
-  if (!rc) rc = dprl_opt_number(&op, "p_min", 1, 0, DPRL_OPEN(0, 1), &p_min);
-  if (!rc) rc = dprl_opt_int(&op, "T", 1, 0, DPRL_CLOSED(1, DPRL_PREFIX_MAX_T), &T);
-  if (!rc) rc = dprl_opt_int(&op, "L", 1, 0, DPRL_AT_LEAST(1), &L);
-  if (!rc) rc = dprl_opt_choice(&op, "accountant", dprl_prefix_accountant_names, 0, &acc);
+  if (!rc) rc = dprl_prefix_read_calibration(&op, &in);
   if (!rc) rc = dprl_opt_seed(&op, &o->has_seed, &o->seed);
   if (!rc) rc = dprl_opt_name(&op, "budget", &o->budget);
   if (!rc) rc = dprl_opt_choice(&op, "read", dprl_prefix_read_names, DPRL_PREFIX_READ_AUTO,
                                   &o->read);
   dprl_options_close(&op);
-  o->epsilon = eps;
-  o->delta = delta;
+  o->epsilon = in.epsilon;
+  o->delta = in.delta;
   o->text = text;
   o->len = (size_t)sqlite3_value_bytes(v);
   if (!rc)
-    rc = dprl_prefix_params_derive(eps, delta, p_min, 1, T, L, (dprl_prefix_accountant)acc,
-                                   &o->pp, err);
+    rc = dprl_prefix_params_derive(in.epsilon, in.delta, in.p_min, 1, in.T, in.L,
+                                   (dprl_prefix_accountant)in.accountant, &o->pp, err);
   return rc;
 }
 

@@ -251,19 +251,24 @@ static int calibrate_noise(const dprl_options *o, dprl_q_noise_cfg *c) {
   return rc;
 }
 
+int dprl_q_noise_read(const dprl_options *o, dprl_q_noise_cfg *c) {
+  memset(c, 0, sizeof *c);
+  int rc = opt_count(o, "n_actions", 1, 0, 1, DPRL_Q_NOISE_MAX_ACTIONS, &c->n_actions);
+  if (!rc) rc = dprl_q_read_interval(o, &c->lo, &c->hi);
+  if (!rc) rc = dprl_opt_seed(o, &c->has_seed, &c->seed);
+  if (!rc) rc = read_path(o, c);
+  if (!rc) rc = dprl_opt_name(o, "budget", &c->budget);
+  if (!rc) rc = dprl_opt_has(o, "sigma") ? read_noise_level(o, c) : calibrate_noise(o, c);
+  if (!rc) c->grid = dprl_grid_for(c->sigma);
+  return rc;
+}
+
 int dprl_q_noise_options(const char *text, size_t len, dprl_q_noise_cfg *c, dprl_error *err) {
   dprl_options o;
   memset(c, 0, sizeof *c);
   int rc = dprl_options_open(&o, "dp_q_noise", text, len, noise_keys, err);
-  if (!rc)
-    rc = opt_count(&o, "n_actions", 1, 0, 1, DPRL_Q_NOISE_MAX_ACTIONS, &c->n_actions);
-  if (!rc) rc = dprl_q_read_interval(&o, &c->lo, &c->hi);
-  if (!rc) rc = dprl_opt_seed(&o, &c->has_seed, &c->seed);
-  if (!rc) rc = read_path(&o, c);
-  if (!rc) rc = dprl_opt_name(&o, "budget", &c->budget);
-  if (!rc) rc = dprl_opt_has(&o, "sigma") ? read_noise_level(&o, c) : calibrate_noise(&o, c);
+  if (!rc) rc = dprl_q_noise_read(&o, c);
   dprl_options_close(&o);
-  if (!rc) c->grid = dprl_grid_for(c->sigma);
   return rc;
 }
 
@@ -345,18 +350,24 @@ static int learn_sizes(const dprl_options *o, int64_t m, int64_t K, int64_t B,
 int dprl_q_learn_options(const char *text, size_t len, int64_t max_result, dprl_q_learn_cfg *c,
                          dprl_error *err) {
   dprl_options o;
-  int64_t m = 0;
   memset(c, 0, sizeof *c);
   int rc = dprl_options_open(&o, "dp_q_learn", text, len, learn_keys, err);
-  if (!rc) rc = opt_count(&o, "n_actions", 1, 0, 1, DPRL_Q_LEARN_MAX_ACTIONS, &m);
-  if (!rc) rc = dprl_opt_number(&o, "gamma", 1, 0, DPRL_CLOSED_OPEN(0, 1), &c->lo.gamma);
-  if (!rc) rc = dprl_q_read_interval(&o, &c->cal.feat.lo, &c->cal.feat.hi);
-  if (!rc) rc = dprl_q_read_approximator(&o, 0, &c->cal);
-  if (!rc) rc = dprl_opt_seed(&o, &c->has_seed, &c->seed);
-  if (!rc) rc = dprl_opt_name(&o, "budget", &c->budget);
-  if (!rc) rc = dprl_opt_has(&o, "sigma") ? learn_explicit(&o, c) : learn_calibrated(&o, m, c);
-  if (!rc) rc = learn_sizes(&o, m, c->cal.feat.K, c->cal.B, max_result);
+  if (!rc) rc = dprl_q_learn_read(&o, max_result, c);
   dprl_options_close(&o);
+  return rc;
+}
+
+int dprl_q_learn_read(const dprl_options *o, int64_t max_result, dprl_q_learn_cfg *c) {
+  int64_t m = 0;
+  memset(c, 0, sizeof *c);
+  int rc = opt_count(o, "n_actions", 1, 0, 1, DPRL_Q_LEARN_MAX_ACTIONS, &m);
+  if (!rc) rc = dprl_opt_number(o, "gamma", 1, 0, DPRL_CLOSED_OPEN(0, 1), &c->lo.gamma);
+  if (!rc) rc = dprl_q_read_interval(o, &c->cal.feat.lo, &c->cal.feat.hi);
+  if (!rc) rc = dprl_q_read_approximator(o, 0, &c->cal);
+  if (!rc) rc = dprl_opt_seed(o, &c->has_seed, &c->seed);
+  if (!rc) rc = dprl_opt_name(o, "budget", &c->budget);
+  if (!rc) rc = dprl_opt_has(o, "sigma") ? learn_explicit(o, c) : learn_calibrated(o, m, c);
+  if (!rc) rc = learn_sizes(o, m, c->cal.feat.K, c->cal.B, max_result);
   c->lo.feat = c->cal.feat;
   c->lo.m = (int)m;
   c->lo.lr = c->cal.lr;

@@ -19,6 +19,7 @@
 
 #include "base/core.h"
 #include "base/options.h"
+#include "dp/plan.h"
 #include "q_learning/q_calibrate.h"
 #include "q_learning/q_learn.h"
 
@@ -118,6 +119,9 @@ typedef struct dprl_q_noise_cfg {
 /* sigma and beta given, or calibrated (never with accountant "paper"). */
 int dprl_q_noise_options(const char *text, size_t len, dprl_q_noise_cfg *c,
                          dprl_error *err);
+/* The same from options already open (dp_plan reads them under its name,
+** with its own keys). */
+int dprl_q_noise_read(const dprl_options *o, dprl_q_noise_cfg *c);
 void dprl_q_noise_cfg_free(dprl_q_noise_cfg *c);
 
 /* ---- dp_q_learn ----------------------------------------------------------- */
@@ -137,5 +141,16 @@ void dprl_q_learn_cfg_free(dprl_q_learn_cfg *c);
 ** SQLITE_LIMIT_LENGTH); n_actions * K must fit in it. */
 int dprl_q_learn_options(const char *text, size_t len, int64_t max_result,
                          dprl_q_learn_cfg *c, dprl_error *err);
+/* The same from options already open (as dprl_q_noise_read). */
+int dprl_q_learn_read(const dprl_options *o, int64_t max_result, dprl_q_learn_cfg *c);
+
+/* ---- dp_plan (plan.c) ----------------------------------------------------- */
+
+/* dp_plan of dp_q_learn and dp_q_noise (study.h's dprl_plan_fn), named by
+** the option "mechanism": the calibration the release would use, its noise
+** against the signal the rewards can carry (ALGORITHMS.md section 8.2), as
+** JSON into out, and what the release would cost into cost. */
+int dprl_q_plan(const char *text, size_t len, int64_t length_limit, dprl_cancel *cancel,
+                dprl_buf *out, dprl_plan_cost *cost, dprl_error *err);
 
 #endif

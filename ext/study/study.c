@@ -21,6 +21,8 @@
 #include "mdp/mdp.h"
 #include "ope/ope.h"
 #include "policy_eval/policy_eval.h"
+#include "prefix_stable/prefix_stable.h"
+#include "q_learning/q_options.h"
 
 typedef struct plan_entry {
   const char *mechanism;
@@ -33,6 +35,9 @@ static const plan_entry entries[] = {
     {"dp_lsl", dprl_pe_plan_text, 1},
     {"dp_lsw_from_stats", dprl_pe_plan_text, 1},
     {"dp_lsl_from_stats", dprl_pe_plan_text, 1},
+    {"dp_prefix_stable", dprl_prefix_plan, 0},
+    {"dp_q_learn", dprl_q_plan, 1},
+    {"dp_q_noise", dprl_q_plan, 1},
     {"dp_is_value", dprl_ope_plan, 0},
     {"dp_mdp", dprl_mdp_plan, 1},
     {"dp_expert_policy", dprl_expert_plan, 0},
@@ -40,7 +45,9 @@ static const plan_entry entries[] = {
 #define N_ENTRIES (sizeof entries / sizeof entries[0])
 
 const char *const dprl_plan_mechanisms[] = {"dp_lsw", "dp_lsl", "dp_lsw_from_stats",
-                                            "dp_lsl_from_stats", "dp_is_value", "dp_mdp", "dp_expert_policy", NULL};
+                                            "dp_lsl_from_stats", "dp_prefix_stable", "dp_q_learn",
+                                            "dp_q_noise", "dp_is_value", "dp_mdp",
+                                            "dp_expert_policy", NULL};
 
 static const char *const study_keys[] = {"budget", "releases", NULL};
 static const char *const budget_keys[] = {"epsilon", "delta", "unit", "accountant", NULL};

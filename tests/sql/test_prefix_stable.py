@@ -4,7 +4,9 @@ replacement whatever the number of trajectories, tiny epsilon, the accountant ag
 computation (dp_prefix_calibrate), and every option / policy / input error."""
 import json
 import math
+import os
 import sqlite3
+import tempfile
 from decimal import Decimal, getcontext
 
 from harness import check, check_close, check_error, connect, run, sql_error
@@ -20,13 +22,13 @@ def key(ep):
     return f"patient-{ep} (Dr. {ep % 3})"
 
 
-def setup(m, n_traj, length, j0, p_min=1e-3, lengths=None):
+def setup(m, n_traj, length, j0, p_min=1e-3, lengths=None, path=":memory:"):
     """m experts, states {0, 1}, actions {0, 1, 2}: every expert plays
     action 0 with prob 1 - 2 p_min and actions 1, 2 with p_min.  Each
     trajectory plays action 0 until step j0 (1-based), where it plays
     action 1, which every expert gives only p_min.  Episode keys are text
     naming a patient and a doctor, t are Unix timestamps."""
-    con = connect()
+    con = connect(path)
     con.execute("CREATE TABLE policies(expert, state, action, prob)")
     con.executemany("INSERT INTO policies VALUES (?,?,?,?)",
                     [(f"dr{e}", s, a, 1 - 2 * p_min if a == 0 else p_min)
@@ -771,8 +773,110 @@ def test_policy_errors_name_caller_ids():
           "policy ids: a bad sum names the caller's ids", msg)
 
 
+PLAN_KEYS = {"mechanism", "accountant", "epsilon", "delta", "p_min", "T", "L", "eps_prime", "threshold",
+             "b_threshold", "b_query", "experts", "max_count", "agreement", "steps", "count",
+             "release_probability", "expected_releases", "expected_length", "expected_transitions", "unit",
+             "charged_as", "per_group", "useful", "why"}
+
+
+def plan(con, **o):
+    return json.loads(con.execute("SELECT dp_plan(?)", (json.dumps(dict(mechanism="dp_prefix_stable", **o)),)
+                                  ).fetchone()[0])
+
+
+def lap_diff_tail(t, b, b0):
+    """P(Lap(b) - Lap(b0) > t), b != b0: the tail of their convolution."""
+    if t < 0:
+        return 1 - lap_diff_tail(-t, b, b0)
+    return (b * b * math.exp(-t / b) - b0 * b0 * math.exp(-t / b0)) / (2 * (b * b - b0 * b0))
+
+
+def test_plan():
+    """dp_plan of dp_prefix_stable (ALGORITHMS.md section 7.2): the threshold
+    is dp_prefix_calibrate's, the expected releases are T P(a count plus the
+    query's Laplace noise passes the noisy threshold), issue 22's 240
+    clinicians are told in advance that nothing can be released, the plan
+    matches what seeded releases do, and its cost is what a real release
+    charges to a budget."""
+    con, _ = setup(2600, 50, 20, 0, p_min=0.02, path=os.path.join(tempfile.mkdtemp(), "plan.db"))
+    con.commit()
+    con.isolation_level = None
+    # issue 22: 240 clinicians, epsilon 1, T = 100, L = 25
+    o22 = dict(epsilon=1, delta=1e-6, p_min=0.02, T=100, L=25)
+    p = plan(con, experts=240, agreement=0.9, **o22)
+    c = calibrate(con, **o22)
+    check(set(p) == PLAN_KEYS, "plan: its keys", sorted(set(p) ^ PLAN_KEYS))
+    check(p["threshold"] == c["threshold"] and p["eps_prime"] == c["eps_prime"] and p["max_count"] == 240,
+          "plan: the threshold is dp_prefix_calibrate's; a count reaches at most the 240 experts", p["threshold"])
+    check(p["useful"] is False and p["why"].startswith("threshold 12,022 above the 240 experts (the most a "
+                                                       "count can reach): no prefix can be released"),
+          "plan: 240 clinicians: nothing can be released, said before any epsilon is spent", p["why"])
+    want = 100 * lap_diff_tail(c["threshold"] - 216, c["b_query"], c["b_threshold"])
+    check_close(p["expected_releases"], want, "plan: expected releases = T P(Lap(4/eps') - Lap(2/eps') > "
+                "threshold - 0.9 x 240)", rel=1e-9)
+    for acc, d in (("optimal", 3e-4), ("paper", 1e-5)):
+        o = dict(epsilon=7.5, delta=d, p_min=0.02, T=100, L=200, accountant=acc)
+        check(plan(con, experts=3000, agreement=0.9, **o)["threshold"] == calibrate(con, **o)["threshold"],
+              f"plan: accountant {acc}: the threshold is dp_prefix_calibrate's")
+    # the plan against seeded releases: every trajectory plays action 0, which
+    # every expert gives 0.96, so a prefix of length j has count 2600 x 0.96^j
+    o = dict(epsilon=7.5, delta=1e-5, p_min=0.02, T=200, L=20)
+    p = plan(con, experts=2600, agreement=[0.96 ** j for j in range(1, 21)], **o)
+    lengths = []
+    for seed in range(1, 21):
+        lengths += [k for (k,) in con.execute(
+            "SELECT max(step) FROM dp_prefix_stable('SELECT episode, t, state, action FROM steps', "
+            "'SELECT expert, state, action, prob FROM policies', ?) GROUP BY release",
+            (json.dumps(dict(o, seed=seed)),))]
+    runs, pr = 20 * 200, p["release_probability"]
+    freq, mean = len(lengths) / runs, sum(lengths) / len(lengths)
+    sd = math.sqrt(sum((k - mean) ** 2 for k in lengths) / (len(lengths) - 1))
+    check(abs(freq - pr) <= 5 * math.sqrt(pr * (1 - pr) / runs),
+          f"plan: {runs} seeded runs release a prefix as often as planned (5 s.e.)", (freq, pr))
+    check(abs(mean - p["expected_length"]) <= 5 * sd / math.sqrt(len(lengths)),
+          "plan: and as long (5 s.e.)", (mean, p["expected_length"]))
+    # the cost: a real release under a budget of unit expert
+    con.execute("SELECT dprl_budget('experts', 10, 1e-3, '{\"unit\": \"expert\"}')").fetchall()
+    con.execute("SELECT count(*) FROM dp_prefix_stable('SELECT episode, t, state, action FROM steps', "
+                "'SELECT expert, state, action, prob FROM policies', ?)",
+                (json.dumps(dict(o, budget="experts")),)).fetchall()
+    row = con.execute("SELECT function, epsilon, delta, rho FROM dprl_ledger").fetchall()
+    check(row == [("dp_prefix_stable", p["epsilon"], p["delta"], None)] and p["charged_as"] == "epsilon, delta"
+          and p["unit"] == "expert" and p["per_group"] is False,
+          "plan: the real release's ledger row is the plan's (epsilon, delta), plain, unit expert", row)
+    rem = json.loads(con.execute("SELECT dprl_budget_remaining('experts')").fetchone()[0])
+    st = json.loads(con.execute("SELECT dp_plan(?)", (json.dumps({
+        "budget": {"epsilon": 10, "delta": 1e-3, "unit": "expert"},
+        "releases": [dict(mechanism="dp_prefix_stable", experts=2600, agreement=0.9, **o)]}),)).fetchone()[0])
+    check(st["fit"] == 1 and st["epsilon_total"] == rem["epsilon_spent"],
+          "plan: the study's total is the ledger's after the real release", (st["epsilon_total"], rem))
+    # a study that mixes units: the expert-level release does not fit an episode budget
+    st = json.loads(con.execute("SELECT dp_plan(?)", (json.dumps({
+        "budget": {"epsilon": 3, "delta": 1e-5, "unit": "episode"},
+        "releases": [{"label": "values", "n_states": 3, "gamma": 0.5, "rmin": 0, "rmax": 1, "epsilon": 1,
+                      "delta": 1e-6, "episodes": 1000, "visits": [1000, 800, 600]},
+                     dict(label="prefixes", mechanism="dp_prefix_stable", experts=240, agreement=0.9, **o22)]}),)
+    ).fetchone()[0])
+    r = st["releases"][1]
+    check(st["releases"][0]["fits"] is True and r["fits"] is False and st["fit"] == 1 and
+          r["why"][0].startswith("its unit of privacy is one expert, and the budget protects one episode") and
+          r["why"][1].startswith("threshold 12,022 above the 240 experts"),
+          "plan: a study of episodes: the expert-level release does not fit, and could not answer", r)
+    for bad, msg in (
+            (dict(experts=240, agreement=[0.5, 0.6]), "dp_plan: option agreement must not increase with the "
+             "prefix's length (a prefix's count is at most that of its own prefixes), got 0.6 at length 2 after 0.5"),
+            (dict(experts=240, agreement=1.5), "dp_plan: option agreement must be in [0, 1], got 1.5"),
+            (dict(experts=0, agreement=0.5), "dp_plan: option experts must be >= 1, got 0"),
+            (dict(experts=240), "dp_plan: option agreement is required: the hypothetical share of the experts' "
+             "probability a prefix gets (count / experts), a number in [0, 1] or one per prefix length"),
+            (dict(experts=240, agreement=0.5, seed=1), 'dp_plan: unknown option "seed" (known: mechanism, epsilon, '
+             'delta, p_min, T, L, accountant, experts, agreement, length)')):
+        check_error(con, "SELECT dp_plan(?)", msg, f"plan: refused: {msg[9:60]}",
+                    (json.dumps(dict(mechanism="dp_prefix_stable", **o22, **bad)),))
+    con.close()
+
 run([test_policy_errors_name_caller_ids, test_cliff, test_no_caller_ids, test_whole_trajectories_and_T, test_T_above_n_and_none,
      test_long_tail_changes_nothing, test_tiny_epsilon, test_accountant, test_errors,
      test_unexamined_not_read, test_sampling_uniform, test_one_pass_uniform,
      test_count_hides_n, test_draw_uniform,
-     test_one_pass_is_default_unseeded, test_only_the_callers_rows, test_read_paths_agree])
+     test_one_pass_is_default_unseeded, test_only_the_callers_rows, test_read_paths_agree, test_plan])

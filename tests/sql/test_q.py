@@ -1475,6 +1475,95 @@ def test_interrupts():
     con.close()
 
 
+PLAN_LEARN_KEYS = {"mechanism", "epsilon", "delta", "T", "B", "J", "lr", "n_actions", "gamma", "rmin", "rmax",
+                   "features", "K", "updates", "sigma", "sensitivity", "mu", "paths_sigma", "q_range", "reach",
+                   "signal", "noise_sd", "noise_to_signal", "unit", "charged_as", "rho", "per_group", "useful",
+                   "why"}
+PLAN_NOISE_KEYS = {"mechanism", "epsilon", "delta", "delta_total", "T", "B", "J", "lr", "accountant", "sigma",
+                   "beta", "mu", "q_range", "noise_sd", "noise_to_signal", "unit", "charged_as", "per_group",
+                   "useful", "why"}
+
+
+def plan(con, **kw):
+    return json.loads(con.execute("SELECT dp_plan(?)", (J(**kw),)).fetchone()[0])
+
+
+def test_plan():
+    """dp_plan of dp_q_learn and dp_q_noise (ALGORITHMS.md section 8.2):
+    the release's sigma and mu, the noise against the signal the rewards
+    can carry, and the cost a real release charges to a budget: rho =
+    mu^2/2 per group for dp_q_learn, (epsilon, delta_total) for dp_q_noise."""
+    f = os.path.join(tempfile.mkdtemp(), "plan.db")
+    con = connect(f)
+    con.isolation_level = None
+    transitions(con, make_data(20, 5))
+    o = dict(n_actions=2, rmin=0, rmax=1, gamma=GAMMA, lr=3e-4, T=5000, B=64, K=21, k=60, epsilon=1, delta=1e-5)
+    p = plan(con, mechanism="dp_q_learn", **o)
+    check(set(p) == PLAN_LEARN_KEYS, "plan dp_q_learn: its keys", sorted(set(p) ^ PLAN_LEARN_KEYS))
+    h = theta_noise_hand(1, 1e-5, 78, 3e-4, 0, 1, "tent", 21, 2)
+    check_close(p["sigma"], h["sigma"], "plan dp_q_learn: sigma = theta's noise, computed independently", rel=1e-9)
+    check_close(p["mu"], h["mu"], "plan dp_q_learn: mu, computed independently", rel=1e-9)
+    check_close(p["noise_to_signal"], 1 / p["mu"], "plan dp_q_learn: the rewards reach less than the range of "
+                "Q: noise-to-signal = 1/mu", rel=1e-12)
+    check(p["q_range"] == 1 / (1 - GAMMA) and p["signal"] == p["reach"] < p["q_range"],
+          "plan dp_q_learn: the range of Q is (rmax - rmin)/(1 - gamma); the signal what 78 updates reach", p)
+    check(p["useful"] is False and p["why"].startswith("noise-to-signal 3.73 >= 1") and
+          "Limitations" in p["why"], "plan dp_q_learn: mostly noise at epsilon 1: not useful, and why", p["why"])
+    check(p["unit"] == "reward function" and p["charged_as"] == "rho" and p["per_group"] is True,
+          "plan dp_q_learn: charged rho, per group, unit reward function")
+    # the cost: a real release with a budget, one ledger row, the plan's rho
+    con.execute("SELECT dprl_budget('q', 10, 1e-4, '{\"unit\": \"reward function\"}')").fetchall()
+    u = json.loads(con.execute(LEARN, (J(budget="q", **o),)).fetchone()[0])
+    check(u["theta_noise"]["sigma"] == p["sigma"] and u["theta_noise"]["mu"] == p["mu"],
+          "plan dp_q_learn: sigma and mu are the real release's")
+    row = con.execute("SELECT epsilon, delta, rho FROM dprl_ledger WHERE budget = 'q'").fetchall()
+    check(row == [(p["epsilon"], p["delta"], p["rho"])] and p["rho"] == p["mu"] ** 2 / 2,
+          "plan dp_q_learn: the ledger row of the real release is the plan's (epsilon, delta, rho = mu^2/2)", row)
+    # a GROUP BY of 3 groups: 3 charges, planned and real alike
+    st = json.loads(con.execute("SELECT dp_plan(?)", (json.dumps({
+        "budget": {"epsilon": 10, "delta": 1e-4, "unit": "reward function"},
+        "releases": [dict(mechanism="dp_q_learn", **o), dict(mechanism="dp_q_learn", groups=3, **o)]}),)
+    ).fetchone()[0])
+    con.execute("SELECT g, dp_q_learn(s, a, r, s_next, ?) FROM (SELECT *, rowid % 3 AS g FROM transitions) "
+                "GROUP BY g", (J(budget="q", **o),)).fetchall()
+    rem = json.loads(con.execute("SELECT dprl_budget_remaining('q')").fetchone()[0])
+    check(st["releases"][1]["charges"] == 3 and rem["releases"] == 4 and rem["gaussian_releases"] == 4,
+          "plan dp_q_learn: a GROUP BY of 3 is 3 charges, as the ledger takes them", (st["releases"][1], rem))
+    check_close(st["epsilon_total"], rem["epsilon_spent"], "plan dp_q_learn: the study's total is the ledger's "
+                "after the same releases", rel=1e-12)
+    # dp_q_noise: dp_q_calibrate's sigma, charged (epsilon, delta_total), plain
+    cal = dict(epsilon=1, delta=1e-5, T=5000, B=64, lr=3e-4, k=60, K=21, rmin=0, rmax=1)
+    pn = plan(con, mechanism="dp_q_noise", n_actions=2, q_range=10, **cal)
+    check(set(pn) == PLAN_NOISE_KEYS, "plan dp_q_noise: its keys", sorted(set(pn) ^ PLAN_NOISE_KEYS))
+    c = calib(con, **cal)
+    check(pn["sigma"] == c["sigma"] and pn["delta_total"] == c["delta_total"] and
+          pn["noise_to_signal"] == c["sigma"] / 10 and pn["useful"] is True and pn["why"] is None,
+          "plan dp_q_noise: dp_q_calibrate's sigma against q_range", pn)
+    con.execute("SELECT dprl_budget('n', 10, 1e-4, '{\"unit\": \"reward function\"}')").fetchall()
+    noise_rows = con.execute(NOISE, ("SELECT 0.5, 0, 1.0", J(n_actions=2, budget="n", **cal))).fetchall()
+    row = con.execute("SELECT epsilon, delta, rho FROM dprl_ledger WHERE budget = 'n'").fetchall()
+    check(len(noise_rows) == 1 and row == [(pn["epsilon"], pn["delta_total"], None)] and
+          pn["charged_as"] == "epsilon, delta" and pn["per_group"] is False,
+          "plan dp_q_noise: the real release's ledger row is (epsilon, delta_total), plain", row)
+    pn = plan(con, mechanism="dp_q_noise", n_actions=2, q_range=0.1, **cal)
+    check(pn["useful"] is False and pn["why"].startswith("noise-to-signal 2.93 >= 1"),
+          "plan dp_q_noise: sigma above the range of q: not useful", pn["why"])
+    # a study of another unit: a reward-level release does not fit an episode budget
+    st = json.loads(con.execute("SELECT dp_plan(?)", (json.dumps({
+        "budget": {"epsilon": 3, "delta": 1e-5, "unit": "episode"},
+        "releases": [dict(mechanism="dp_q_noise", n_actions=2, q_range=10, **cal)]}),)).fetchone()[0])
+    r = st["releases"][0]
+    check(r["fits"] is False and st["fit"] == 0 and "its unit of privacy is one reward function, and the budget "
+          "protects one episode" in r["why"][0], "plan: a reward-level release does not fit an episode budget", r)
+    check_error(con, "SELECT dp_plan(?)", 'dp_plan: unknown option "seed" (known: mechanism, n_actions, gamma, lr, '
+                'T, B, J, K, features, lo, hi, rmin, rmax, k, epsilon, delta, accountant)',
+                "plan dp_q_learn: the release's options less seed, budget, sigma and beta",
+                (J(mechanism="dp_q_learn", seed=1, **o),))
+    check_error(con, "SELECT dp_plan(?)", "dp_plan: option q_range is required for dp_q_noise: the public range "
+                "of the q values it adds noise to, e.g. (rmax - rmin)/(1 - gamma) for a Q-function of rewards in "
+                "[rmin, rmax]", "plan dp_q_noise: q_range required", (J(mechanism="dp_q_noise", n_actions=2, **cal),))
+    con.close()
+
 if __name__ == "__main__":
     run([test_calibrate_proof, test_calibrate_gdp_and_paper, test_calibrate_never_below_gdp,
          test_sigma_underflow, test_calibrate_from_approximator,
@@ -1484,4 +1573,4 @@ if __name__ == "__main__":
          test_noise_concurrent_writers, test_noise_failed_commit,
          test_noise_path_triggers, test_noise_errors, test_noise_read_path, test_learn_noise_free,
          test_learn_private, test_learn_fp_huge_noise, test_learn_theta_attack, test_learn_more, test_learn_errors,
-         test_limits, test_interrupts])
+         test_limits, test_interrupts, test_plan])
