@@ -3,7 +3,9 @@
 ** logged process (ALGORITHMS.md §13): noisy start counts, transition
 ** counts with a terminal column, and reward sums per (state, action), one
 ** discrete Gaussian draw on one grid for the whole vector, at the level of
-** one episode (add or remove one patient).  Every estimate built from it
+** one episode: adding, removing or replacing one patient (the ledger
+** composes it with releases stated for replacement, §12).  Every estimate
+** built from it
 ** (transition probabilities, mean rewards, the value of any policy, a
 ** planned policy) is post-processing.
 **
@@ -25,7 +27,8 @@
 ** scaled down to the l2 norm `clip`.  Sums are kept in fixed point
 ** (DPRL_MDP_TICK ticks per count, int64): every sum is exact, so adding
 ** one episode moves the sums by exactly its contribution, whose norm is
-** bounded in exact arithmetic (§13).
+** bounded in exact arithmetic, and so is the distance between two
+** episodes' contributions (§13.1).
 **
 ** Core only: plain C over arrays, rows come in through rows/steps.h.
 */
@@ -64,12 +67,16 @@ typedef struct dprl_mdp_config {
   double center, half;       /* c and b of the reward scale */
   int exact_path;            /* tabular with a horizon that the clip does not cut */
   double bound;              /* Delta_0: the l2 norm of one episode's contribution */
+  double bound_rep;          /* the l2 distance between two episodes' contributions */
   double limit;              /* the norm an episode is scaled down to (general path) */
   int64_t touched;           /* most entries one episode can change */
+  int64_t touched_rep;       /* most entries a replacement can change: min(2 touched, dim) */
   double sigma1;             /* analytic Gaussian scale for sensitivity 1 */
   double grid;               /* g, a power of two (count units) */
   int grid_shift;            /* g TICK = 2^grid_shift */
-  double sens;               /* Delta = Delta_0 + sqrt(touched) g: grid rounding included */
+  double sens;               /* Delta, both relations, grid rounding included: the larger of
+                             ** Delta_0 + sqrt(touched) g (add/remove) and
+                             ** bound_rep + sqrt(touched_rep) g (replace) */
   uint64_t steps;            /* noise scale in grid steps, ceil(Delta sigma1 / g) */
   double sigma;              /* steps * g: the applied scale of every count entry */
   double rho;                /* zCDP cost, (Delta / g)^2 / (2 steps^2) */
@@ -85,7 +92,8 @@ void dprl_mdp_config_free(dprl_mdp_config *c);
 extern const char *const dprl_mdp_option_names[];
 
 /* The public calibration for a grid g (a power of two): sens, steps,
-** sigma and rho from bound, touched and sigma1 (used by parse; the unit
+** sigma and rho from bound, bound_rep, touched, touched_rep and sigma1
+** (used by parse; the unit
 ** tests call it with a coarse g to see the rounding term). */
 int dprl_mdp_calibrate_grid(dprl_mdp_config *c, double g, dprl_error *err);
 

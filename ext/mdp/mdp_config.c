@@ -111,7 +111,9 @@ int dprl_mdp_calibrate_grid(dprl_mdp_config *c, double g, dprl_error *err) {
   frexp(g, &e); /* g = 2^(e - 1) */
   c->grid = g;
   c->grid_shift = e - 1 + DPRL_MDP_TICK_BITS;
-  c->sens = c->bound + sqrt((double)c->touched) * g;
+  double add = c->bound + sqrt((double)c->touched) * g;
+  double rep = c->bound_rep + sqrt((double)c->touched_rep) * g;
+  c->sens = add > rep ? add : rep;
   double target = c->sens * c->sigma1, s = ceil(target / g);
   if (!(isfinite(ldexp(g, 53)) && s <= (double)DPRL_GAUSS_STEPS_MAX))
     return dprl_fail(err, DPRL_EINVAL,
@@ -125,7 +127,8 @@ int dprl_mdp_calibrate_grid(dprl_mdp_config *c, double g, dprl_error *err) {
   return DPRL_OK;
 }
 
-/* The bound on one episode's contribution and the grid (§13). */
+/* The bounds on one episode's contribution, on the distance between two,
+** and the grid (§13). */
 static int calibrate(dprl_mdp_config *c, const dprl_options *o) {
   double H = (double)c->horizon, S = (double)c->n_states, A = (double)c->n_actions;
   double by_h = c->horizon ? sqrt(1 + 2 * H * H) : HUGE_VAL;
@@ -134,6 +137,15 @@ static int calibrate(dprl_mdp_config *c, const dprl_options *o) {
   ** integer arithmetic, no clip is applied */
   c->exact_path = !c->tent && c->horizon && !(c->clip > 0 && c->clip < by_h);
   c->limit = c->bound * (1 - 0x1p-20);
+  /* Replacing one episode by another (§13.1): every added vector has norm
+  ** at most Delta_0, so 2 Delta_0; with a horizon, sqrt(4H^2 + H + 3) for
+  ** the exact contributions, and on the general path a relative 2^-10 more
+  ** for the floating-point gathering and the truncation to ticks. */
+  c->bound_rep = 2 * c->bound;
+  if (c->horizon) {
+    double by_h_rep = sqrt(4 * H * H + H + 3) * (c->exact_path ? 1 : 1 + 0x1p-10);
+    if (by_h_rep < c->bound_rep) c->bound_rep = by_h_rep;
+  }
   if (c->horizon) {
     double start = c->tent ? 2 : 1, per_count = c->tent ? 4 : 1, per_reward = c->tent ? 2 : 1;
     double t = start + fmin(per_count * H, A * S * (S + 1)) + fmin(per_reward * H, A * S);
@@ -141,8 +153,10 @@ static int calibrate(dprl_mdp_config *c, const dprl_options *o) {
   } else {
     c->touched = (int64_t)c->dim;
   }
+  /* the entries where either episode's vector is not zero */
+  c->touched_rep = (int64_t)fmin(2 * (double)c->touched, (double)c->dim);
   c->sigma1 = dprl_gdp_sigma(c->epsilon, c->delta, 1.0);
-  double first = c->bound * c->sigma1;
+  double first = c->bound_rep * c->sigma1;
   if (!(isfinite(first) && first > 0))
     return dprl_fail(o->err, DPRL_EINVAL,
                      "%s: epsilon = %g and delta = %g give no finite noise scale", o->fn,

@@ -75,7 +75,7 @@ static void put_header(const dprl_mdp_config *c, dprl_buf *b) {
   /* a seeded release is reproducible, hence not private (§6) */
   dprl_buf_printf(b, ",\"private\":%s", c->diagnostic || c->has_seed ? "false" : "true");
   if (c->has_seed) dprl_buf_puts(b, ",\"seeded\":true");
-  dprl_buf_puts(b, ",\"unit\":\"episode\",\"neighbours\":\"add or remove one episode\"");
+  dprl_buf_puts(b, ",\"unit\":\"episode\",\"neighbours\":\"add, remove or replace one episode\"");
   dprl_json_put_int(b, "n_states", c->n_states);
   dprl_json_put_int(b, "n_actions", c->n_actions);
   dprl_json_put_num(b, "gamma", c->gamma);

@@ -4,10 +4,10 @@ the statistics against a reference written here from the definitions
 tent features), sigma against an independent bisection of the analytic
 Gaussian, seeded reproducibility, errors that name the argument and the
 value, the ledger (charged once with unit "episode", refused for another
-unit, one row for a GROUP BY over a partition), and a neighbouring-episode
-attack: over many seeded releases of two logs that differ in one episode,
-the best linear test separates them by no more than the claimed
-mu = sensitivity / sigma."""
+unit, one row for a GROUP BY over a partition), and neighbouring-episode
+attacks: over many seeded releases of two logs that differ by adding one
+episode, or by replacing one, the best linear test separates them by no
+more than the claimed mu = sensitivity / sigma."""
 import json
 import math
 import os
@@ -121,11 +121,13 @@ def test_keys_and_statistics():
     check_close(d["exact_reward_sums"], rsum, "exact reward sums = sum of clamp(r) - c",
                 abs_=1e-6)
     check(d["episodes"] == 3 and d["clipped"] == 0, "3 episodes, none clipped (exact path)", d)
-    # sigma, independently: Delta = sqrt(1 + 2 H^2) + sqrt(touched) g, g = 2^-12 here
+    # sigma, independently: both relations, the larger is replacement's,
+    # Delta = sqrt(4 H^2 + H + 3) + sqrt(2 touched) g, g = 2^-12 here
+    check(r["neighbours"] == "add, remove or replace one episode", "neighbours", r["neighbours"])
     s1 = gauss_sigma1(1, 1e-5)
     touched = 1 + 2 + 2  # start, H counts, H rewards
-    sens = math.sqrt(1 + 2 * 2 ** 2) + math.sqrt(touched) * 2 ** -12
-    check_close(r["sensitivity"], sens, "sensitivity = sqrt(1 + 2 H^2) + sqrt(touched) g",
+    sens = math.sqrt(4 * 2 ** 2 + 2 + 3) + math.sqrt(2 * touched) * 2 ** -12
+    check_close(r["sensitivity"], sens, "sensitivity = sqrt(4 H^2 + H + 3) + sqrt(2 touched) g",
                 rel=1e-15)
     check(r["grid"] == 2 ** -12 and sens * s1 * (1 - 1e-9) <= r["sigma"] < sens * s1 + r["grid"]
           and (r["sigma"] / r["grid"]).is_integer(),
@@ -174,8 +176,9 @@ def test_tent_and_clip():
           and abs(d["exact_counts"][0][0][0] - 29 * want) < 1e-6
           and abs(d["exact_start"][1] - 1) < 1e-12,
           "clip 4: the 30-step episode scaled to norm 4, the short one left whole", d["exact_counts"])
-    check(d["sensitivity"] > 4 and d["sensitivity"] < 4 * (1 + 1e-3),
-          "clip without a horizon: sensitivity = clip + sqrt(dim) g", d["sensitivity"])
+    check(d["sensitivity"] > 8 and d["sensitivity"] < 8 * (1 + 1e-3),
+          "clip without a horizon: sensitivity = 2 clip (replacement) + sqrt(dim) g",
+          d["sensitivity"])
 
 
 def test_seeded():
@@ -305,23 +308,20 @@ def test_budget():
           "GROUP BY t (episodes in several groups): refused", msg)
 
 
-def test_neighbour_attack():
-    """Logs D and D' = D + x, x the worst case: one state and action for
-    more than H steps at rmax (its contribution's norm is the bound).  The
-    best linear test of the two Gaussian releases projects on x's
-    contribution; its mean shift in units of its sd must stay within
-    mu = sensitivity / sigma, up to the sampling error of the draws."""
-    o = dict(BASE, epsilon=2, horizon=3)
-    rows = [(e, t, (e * 7 + t) % 2, (e + t) % 2, (e % 5) / 2.0) for e in range(6) for t in range(4)]
-    x = [(99, t, 0, 0, 2.0) for t in range(5)]
+def attack(o, rows, x, y, norm2, what):
+    """Logs D + x and D + y (y empty: removal).  The best linear test of the
+    two Gaussian releases projects on the difference of the exact sums; its
+    mean shift in units of its sd must stay within mu = sensitivity /
+    sigma, up to the sampling error of the draws, and attain the
+    difference's norm / sigma."""
     con, con2 = connect(), connect()
-    table(con, rows)
+    table(con, rows + y)
     table(con2, rows + x)
     d0 = release(con, dict(o, release="diagnostic", seed=0))
     d1 = release(con2, dict(o, release="diagnostic", seed=0))
     v = [b - a for a, b in zip(flat(d0, "exact_"), flat(d1, "exact_"))]
     nv = math.sqrt(sum(t * t for t in v))
-    check(abs(nv - math.sqrt(1 + 2 * 9)) < 1e-6, "x's contribution attains sqrt(1 + 2 H^2)", nv)
+    check(abs(nv - math.sqrt(norm2)) < 1e-6, f"{what}: the exact sums differ by sqrt({norm2})", nv)
     w = [t / nv for t in v]
     N = 20000
     stat = lambda c, seed: sum(a * b for a, b in zip(w, flat(release(c, dict(o, seed=seed)))))
@@ -332,10 +332,25 @@ def test_neighbour_attack():
     sep = (m1 - m0) / sd
     mu = d0["sensitivity"] / d0["sigma"]
     margin = 4 * math.sqrt(2 / N)  # 4 standard errors of the estimated shift
-    check(abs(sd / d0["sigma"] - 1) < 4 / math.sqrt(N), "the statistic's sd is sigma", sd)
-    check(sep <= mu + margin, f"the best linear test separates by {sep:.3f} <= mu = {mu:.3f} "
-          f"(+ {margin:.3f})", sep)
-    check(sep >= nv / d0["sigma"] - margin, "... and the attack attains it (the bound is tight)", sep)
+    check(abs(sd / d0["sigma"] - 1) < 4 / math.sqrt(N), f"{what}: the statistic's sd is sigma", sd)
+    check(sep <= mu + margin, f"{what}: the best linear test separates by {sep:.3f} <= mu = "
+          f"{mu:.3f} (+ {margin:.3f})", sep)
+    check(sep >= nv / d0["sigma"] - margin, f"{what}: ... and the attack attains the shift", sep)
+
+
+def test_neighbour_attack():
+    """Adding x, the add/remove worst case (one state and action for more
+    than H steps at rmax: norm sqrt(1 + 2 H^2)); replacing x' (the same at
+    rmin) by y (alternating between two states, rmax in the first, rmin in
+    the second), the worst pair of the exhaustive search: distance^2 40 at
+    H = 3, within 4 H^2 + H + 3 = 42."""
+    o = dict(BASE, epsilon=2, horizon=3)
+    rows = [(e, t, (e * 7 + t) % 2, (e + t) % 2, (e % 5) / 2.0) for e in range(6) for t in range(4)]
+    x = [(99, t, 0, 0, 2.0) for t in range(5)]
+    attack(o, rows, x, [], 1 + 2 * 9, "add one episode")
+    x = [(99, t, 0, 0, 0.0) for t in range(5)]
+    y = [(99, t, t % 2, 0, 2.0 - 2.0 * (t % 2)) for t in range(5)]
+    attack(o, rows, x, y, 40, "replace one episode")
 
 
 def test_interrupt():

@@ -8,9 +8,14 @@
 **   it; the same with a clip, without a horizon, and for tent features.
 **   The contribution itself is checked entry by entry against a reference
 **   written here from the definition.
-** - Grid rounding: for every such episode x and a few logs D, the grid
-**   vectors of D + x and D differ by at most the stated sensitivity in
-**   grid steps, on a grid coarse enough that rounding shows.
+** - Replacement: every pair of episodes of small logs (tabular, exact) is
+**   within sqrt(4H^2 + H + 3), and the largest pair is above the
+**   add/remove bound; with a clip, and for tent features (random pairs),
+**   within the stated bound_rep.
+** - Grid rounding: for every such episode x (pair x, y) and a few logs D,
+**   the grid vectors of D + x and D (D + x and D + y) differ by at most
+**   the stated sensitivity in grid steps, on a grid coarse enough that
+**   rounding shows.
 ** - sigma against an independent calibration: the analytic Gaussian's
 **   delta(eps) written out here and solved by bisection.
 ** - The statistics of hand-made logs (tabular and tent), and the release
@@ -255,6 +260,143 @@ static void test_sensitivity_tent(void) {
   dprl_mdp_config_free(&c);
 }
 
+/* ---- replacing one episode by another ----------------------------------------- */
+
+/* The contributions (ticks) of every distinct episode of 1..H steps, and of
+** H + 1 steps whose last step only gives the last transition's next state,
+** with states, actions and rewards from the given sets; *count of them. */
+static int64_t *all_contributions(const dprl_mdp_config *c, dprl_mdp_stats *st, const double *rewards,
+                                  size_t nr, size_t *count) {
+  size_t S = (size_t)c->n_states, A = (size_t)c->n_actions, H = (size_t)c->horizon, total = 0;
+  size_t per = S * A * nr, cap = 0;
+  for (size_t n = 1, combos = 1; n <= H + 1; n++) total += (combos *= n <= H ? per : S);
+  int64_t *all = malloc(total * c->dim * sizeof *all);
+  for (size_t n = 1; n <= H + 1; n++) {
+    size_t combos = 1;
+    for (size_t i = 0; i < n; i++) combos *= i < H ? per : S;
+    for (size_t k = 0; k < combos; k++, cap++) {
+      episode e = {.n = n};
+      for (size_t i = 0, q = k; i < n; i++) {
+        e.s[i] = (int)(q % S);
+        e.x[i] = e.s[i];
+        q /= S;
+        if (i == H) break; /* the state after the horizon: nothing else counts */
+        e.a[i] = (int)(q % A);
+        q /= A;
+        e.r[i] = rewards[q % nr];
+        q /= nr;
+      }
+      core_contribution(c, st, &e, all + cap * c->dim);
+    }
+  }
+  *count = cap;
+  return all;
+}
+
+/* The largest ||v_x - v_y||^2 (count units) over all pairs of the list. */
+static double max_pair2(const int64_t *all, size_t n, size_t dim) {
+  __int128 best = 0;
+  for (size_t i = 0; i < n; i++)
+    for (size_t j = i + 1; j < n; j++) {
+      __int128 acc = 0;
+      for (size_t d = 0; d < dim; d++) {
+        int64_t x = all[i * dim + d] - all[j * dim + d];
+        acc += (__int128)x * x;
+      }
+      if (acc > best) best = acc;
+    }
+  return (double)best / (T_ * T_);
+}
+
+/* Every pair of episodes of small logs, exactly (the exact path sums whole
+** ticks): ||v_x - v_y||^2 <= 4H^2 + H + 3, and above the add/remove
+** bound 1 + 2H^2, so the replacement bound is needed; with a clip that
+** binds, within min(2C, sqrt(4H^2 + H + 3)(1 + 2^-10)). */
+static void test_replacement_exhaustive(void) {
+  static const double ends[] = {0, 1};
+  static const struct {
+    int S, A, H;
+    double worst; /* the largest distance^2 the search finds (exact path) */
+  } cases[] = {{2, 2, 1, 6}, {2, 2, 2, 18}, {2, 2, 3, 40}, {3, 1, 3, 40}, {2, 1, 4, 66},
+               {2, 1, 5, 106}};
+  char json[512], what[200];
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    int S = cases[i].S, A = cases[i].A, H = cases[i].H;
+    for (int clip = 0; clip < 2; clip++) {
+      dprl_mdp_config c;
+      dprl_mdp_stats st;
+      dprl_error err;
+      snprintf(json, sizeof json,
+               "{\"n_states\": %d, \"n_actions\": %d, \"gamma\": 0.9, \"rmin\": 0, \"rmax\": 1, "
+               "\"epsilon\": 1, \"delta\": 1e-5, \"horizon\": %d%s}", S, A, H,
+               clip ? ", \"clip\": 1.5" : "");
+      CHECK(parse(&c, json, &err) == DPRL_OK && c.exact_path == !clip, json);
+      double b2 = 4.0 * H * H + H + 3;
+      double want = clip ? fmin(3, sqrt(b2) * (1 + 0x1p-10)) : sqrt(b2);
+      CHECK(c.bound_rep == want && c.touched_rep == (int64_t)fmin(2 * (double)c.touched,
+                                                                 (double)c.dim),
+            "bound_rep = sqrt(4H^2 + H + 3), or min(2C, that (1 + 2^-10)) with a clip; "
+            "touched_rep = min(2 touched, dim)");
+      dprl_mdp_stats_init(&st, &c, NULL, &err);
+      size_t n;
+      int64_t *all = all_contributions(&c, &st, ends, 2, &n);
+      double m2 = max_pair2(all, n, c.dim);
+      if (!clip) {
+        snprintf(what, sizeof what, "S %d A %d H %d: %zu episodes, every pair within 4H^2 + H + 3 "
+                 "= %g (largest %.9g, the search's %g; add/remove %d)", S, A, H, n, b2, m2,
+                 cases[i].worst, 1 + 2 * H * H);
+        CHECK(m2 <= b2 && m2 == cases[i].worst && m2 > 1 + 2 * H * H, what);
+      } else {
+        snprintf(what, sizeof what, "S %d A %d H %d, clip 1.5: every pair within %.9g (largest "
+                 "%.9g, above the clip)", S, A, H, c.bound_rep, sqrt(m2));
+        CHECK(sqrt(m2) <= c.bound_rep && sqrt(m2) > 1.5, what);
+      }
+      free(all);
+      dprl_mdp_stats_free(&st);
+      dprl_mdp_config_free(&c);
+    }
+  }
+}
+
+/* Tent features: random real states, every pair within bound_rep; the
+** worst tabular pair (one stays in an anchor, the other alternates) comes
+** close to it. */
+static void test_replacement_tent(void) {
+  dprl_mdp_config c;
+  dprl_mdp_stats st;
+  dprl_error err;
+  CHECK(parse(&c, "{\"n_states\": 3, \"n_actions\": 2, \"gamma\": 0.9, \"rmin\": 0, \"rmax\": 1, "
+                  "\"epsilon\": 1, \"delta\": 1e-5, \"horizon\": 3, "
+                  "\"features\": {\"tent\": 3, \"low\": -1, \"high\": 1}}", &err) == DPRL_OK &&
+            c.bound_rep == sqrt(42) * (1 + 0x1p-10),
+        "tent, H = 3: bound_rep = sqrt(4H^2 + H + 3) (1 + 2^-10)");
+  dprl_mdp_stats_init(&st, &c, NULL, &err);
+  enum { N = 1500 };
+  int64_t *all = malloc((N + 2) * c.dim * sizeof *all);
+  srand(13);
+  for (int k = 0; k < N; k++) {
+    episode e = {.n = 1 + (size_t)(rand() % 5)};
+    for (size_t i = 0; i < e.n; i++) {
+      e.x[i] = k % 3 == 0 ? (double)(rand() % 3) - 1 : -1.2 + 2.4 * rand() / (double)RAND_MAX;
+      e.a[i] = k % 2 ? 0 : rand() % 2;
+      e.r[i] = k % 4 ? (double)(rand() % 2) : rand() / (double)RAND_MAX;
+    }
+    core_contribution(&c, &st, &e, all + (size_t)k * c.dim);
+  }
+  episode stay = {.n = 4, .x = {-1, -1, -1, -1}, .a = {0, 0, 0, 0}, .r = {0, 0, 0, 0}};
+  episode hop = {.n = 4, .x = {-1, 0, -1, 0}, .a = {0, 0, 0, 0}, .r = {1, 0, 1, 0}};
+  core_contribution(&c, &st, &stay, all + (size_t)N * c.dim);
+  core_contribution(&c, &st, &hop, all + (size_t)(N + 1) * c.dim);
+  double m2 = max_pair2(all, N + 2, c.dim);
+  char what[200];
+  snprintf(what, sizeof what, "tent: %d random episodes and two at anchors, every pair within "
+           "%.9g (largest %.9g, sqrt(40) = %.9g)", N, c.bound_rep, sqrt(m2), sqrt(40.0));
+  CHECK(sqrt(m2) <= c.bound_rep && m2 > 40 * (1 - 0x1p-18), what);
+  free(all);
+  dprl_mdp_stats_free(&st);
+  dprl_mdp_config_free(&c);
+}
+
 /* ---- grid rounding ---------------------------------------------------------- */
 
 typedef struct grid_ctx {
@@ -284,9 +426,10 @@ static void test_grid_rounding(void) {
   dprl_error err;
   parse(&c, "{\"n_states\": 2, \"n_actions\": 2, \"gamma\": 0.9, \"rmin\": 0, \"rmax\": 1, "
             "\"epsilon\": 1, \"delta\": 1e-5, \"horizon\": 2}", &err);
-  CHECK(c.grid == 0x1p-12 && c.sens == c.bound + sqrt((double)c.touched) * c.grid &&
-            c.touched == 5,
-        "Delta = sqrt(1 + 2 H^2) + sqrt(touched) g, touched = 1 + 2 H for S = A = 2, H = 2");
+  CHECK(c.grid == 0x1p-12 && c.touched == 5 && c.touched_rep == 10 && c.bound_rep == sqrt(21) &&
+            c.sens == sqrt(21) + sqrt(10) * c.grid,
+        "Delta = sqrt(4H^2 + H + 3) + sqrt(2 touched) g (replacement, the larger), touched = "
+        "1 + 2 H for S = A = 2, H = 2");
   /* a grid coarse enough that rounding matters: two counts a step */
   CHECK(dprl_mdp_calibrate_grid(&c, 2.0, &err) == DPRL_OK && c.grid_shift == 25,
         "a coarse grid g = 2 (2^25 ticks a step)");
@@ -304,10 +447,37 @@ static void test_grid_rounding(void) {
     if (x.max > worst) worst = x.max;
   }
   char what[200];
+  double add = c.bound + sqrt((double)c.touched) * c.grid;
   snprintf(what, sizeof what,
-           "grid steps: every neighbour within Delta / g = %.6f (largest %.6f, above Delta_0 / g "
-           "= %.6f: rounding shows)", c.sens / c.grid, worst, c.bound / c.grid);
-  CHECK(worst <= c.sens / c.grid && worst > c.bound / c.grid, what);
+           "grid steps, add/remove: every neighbour within (Delta_0 + sqrt(touched) g) / g = %.6f "
+           "(largest %.6f, above Delta_0 / g = %.6f: rounding shows)", add / c.grid, worst,
+           c.bound / c.grid);
+  CHECK(worst <= add / c.grid && worst > c.bound / c.grid, what);
+  /* replacement: every pair of episodes x, y on the same logs */
+  size_t n;
+  int64_t *all = all_contributions(&c, &st, rewards, 3, &n);
+  double exact = sqrt(max_pair2(all, n, c.dim)), rworst = 0;
+  for (int d = 0; d < 6; d++) {
+    for (size_t j = 0; j < c.dim; j++)
+      base[j] = j < c.dim - 4 ? (int64_t)(rand() % 50) * (int64_t)T_
+                              : (int64_t)(rand() % 4000000) * (rand() % 2 ? 1 : -1) * 10;
+    for (size_t x = 0; x < n; x++)
+      for (size_t y = x + 1; y < n; y++) {
+        __int128 acc = 0;
+        for (size_t j = 0; j < c.dim; j++) {
+          int64_t k = dprl_mdp_grid_value(&c, base[j] + all[x * c.dim + j]) -
+                      dprl_mdp_grid_value(&c, base[j] + all[y * c.dim + j]);
+          acc += (__int128)k * k;
+        }
+        if (sqrt((double)acc) > rworst) rworst = sqrt((double)acc);
+      }
+  }
+  snprintf(what, sizeof what,
+           "grid steps, replacement: %zu episodes, every pair within Delta / g = %.6f (largest "
+           "%.6f, above the exact largest distance / g = %.6f: rounding shows)", n,
+           c.sens / c.grid, rworst, exact / c.grid);
+  CHECK(rworst <= c.sens / c.grid && rworst > exact / c.grid, what);
+  free(all);
   CHECK(dprl_mdp_grid_value(&c, 3 * ((int64_t)1 << 24)) == 2 &&
             dprl_mdp_grid_value(&c, -3 * ((int64_t)1 << 24)) == -2 &&
             dprl_mdp_grid_value(&c, ((int64_t)1 << 24) - 1) == 0,
@@ -570,6 +740,8 @@ static void test_plan(void) {
 int main(void) {
   test_sensitivity_exhaustive();
   test_sensitivity_tent();
+  test_replacement_exhaustive();
+  test_replacement_tent();
   test_grid_rounding();
   test_sigma();
   test_hand_logs();
