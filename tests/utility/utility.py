@@ -253,6 +253,22 @@ def study():
                  f"{gdp_eps(math.sqrt(10) / sigma1, 1e-5):.3f}", "-"])
     table_rows("A study's charges (ledger totals at delta 1e-5; the ledger's own numbers)",
                ["releases", "values returned", "ledger rows", "epsilon charged", "target"], rows)
+    # the four questions of the clinical study, planned against epsilon 3 before spending
+    pe = dict(base, episodes=50000, visits=[30000, 37000, 45000, 47000, 40000, 35000, 24000,
+                                            16000, 10000, 2000])
+    hosp = dict(pe, groups=6, episodes=8000, visits=[v // 6 for v in pe["visits"]])
+    study = {"budget": {"epsilon": 3, "delta": 1e-5, "unit": "episode"}, "releases": [
+        dict(pe, label="values per severity"), dict(hosp, label="the same per hospital"),
+        {"label": "stable prefixes", "mechanism": "dp_prefix_stable", "epsilon": 1, "delta": 1e-6,
+         "p_min": 0.02, "T": 100, "L": 25, "experts": 240, "agreement": 0.9},
+        {"label": "a Q-function", "mechanism": "dp_q_learn", "n_actions": 2, "gamma": 0.9,
+         "rmin": 0, "rmax": 1, "lr": 3e-4, "T": 5000, "B": 64, "k": 60, "epsilon": 1,
+         "delta": 1e-5}]}
+    p = json.loads(con.execute("SELECT dp_plan(?)", (json.dumps(study),)).fetchone()[0])
+    print(f"\nThe four-question study planned against epsilon 3 (dp_plan): {p['summary']}")
+    for r in p["releases"]:
+        print(f"- {r['label']}: fits {r['fits']}, useful {r['useful']}, total after "
+              f"{r['epsilon_total']:.3f}" + "".join(f"\n    {w}" for w in r["why"]))
 
 
 # ---- off-policy: the patient-level model (ALGORITHMS.md sections 13-14) ----
