@@ -351,7 +351,7 @@ def offpolicy():
     rules = ["new_rule", "majority", "standard_care"]
     pols = {r: exact.rule(con, r) for r in rules}
     rows = []
-    for clip, floor in ((None, 0), (8, 0), (8, 3)):
+    for clip, floor in ((None, 0), (8, 3), (4, 3)):
         err = {r: [] for r in rules}
         for seed in range(1, SEEDS + 1):
             o = {"n_states": 10, "n_actions": 2, "gamma": 1, "rmin": -1, "rmax": 1, "horizon": 30,
