@@ -41,8 +41,10 @@ EPS, DELTA, HORIZON = 1.0, 1e-5, 30
 IS_OPTS = {"gamma": 1, "rmin": -1, "rmax": 1, "gmin": -1, "gmax": 1, "horizon": HORIZON,
            "weight_max": 20, "epsilon": EPS, "delta": DELTA}
 # dp_mdp (docs: the model release of issue 21; mdp_contract.md)
+# clip: a public bound on one stay's contribution (most stays are short, so
+# few are scaled down; make utility measures the trade-off)
 MDP_OPTS = {"n_states": 10, "n_actions": 2, "gamma": 1, "rmin": -1, "rmax": 1,
-            "horizon": HORIZON, "epsilon": EPS, "delta": DELTA}
+            "horizon": HORIZON, "clip": 4, "epsilon": EPS, "delta": DELTA}
 
 
 def connect(path, so):
@@ -93,7 +95,8 @@ def mdp_values(con, opts, rules):
     pols = {r: policy_json(con, r) for r in rules}
     res = json.loads(con.execute("SELECT dp_mdp_value(?, ?, ?)",
                                  (model, json.dumps(pols),
-                                  json.dumps({"horizon": HORIZON}))).fetchone()[0])
+                                  json.dumps({"horizon": HORIZON, "count_floor":
+                                              3 * json.loads(model)["sigma"]}))).fetchone()[0])
     return {r: (v["value"], v.get("stderr")) for r, v in res["policies"].items()}
 
 
