@@ -310,11 +310,17 @@ static int read_budget(const dprl_json *b, dprl_study_budget *bud, dprl_cancel *
                      "object {\"epsilon\": …, \"delta\": …, \"unit\": …, \"accountant\": …}, "
                      "got %s", fn, b ? dprl_json_type_name(b->type) : "none");
   dprl_json_write(&text, b, NULL);
-  if (text.oom) return dprl_nomem(err);
+  if (text.oom) {
+    dprl_buf_free(&text);
+    return dprl_nomem(err);
+  }
   int rc = dprl_options_open_polled(&o, "dp_plan: budget", text.data, text.len, budget_keys,
                                     cancel, err);
   dprl_buf_free(&text);
-  if (rc) return rc;
+  if (rc) {
+    dprl_options_close(&o);
+    return rc;
+  }
   rc = dprl_opt_number(&o, "epsilon", 1, 0, DPRL_POSITIVE, &bud->spent.eps_b);
   if (!rc) rc = dprl_opt_number(&o, "delta", 1, 0, DPRL_CLOSED_OPEN(0, 1), &bud->spent.delta_b);
   if (!rc && !dprl_opt_has(&o, "unit"))
@@ -336,7 +342,10 @@ int dprl_plan(const char *text, size_t len, int64_t length_limit, dprl_cancel *c
   dprl_plan_cost cost;
   /* the options parser gives the common errors (not JSON, not an object) */
   int rc = dprl_options_open_polled(&o, fn, text, len, NULL, cancel, err);
-  if (rc) return rc;
+  if (rc) {
+    dprl_options_close(&o);
+    return rc;
+  }
   const dprl_json *root = o.root;
   if (!dprl_json_get(root, "releases")) {
     if (dprl_json_get(root, "budget"))
