@@ -424,42 +424,42 @@ static void put_string_n(dprl_buf *b, const char *s, size_t n) {
   dprl_buf_append(b, "\"", 1);
 }
 
-int dprl_json_write(dprl_buf *b, const dprl_json *v, const char *const *skip) {
+int dprl_json_write(dprl_buf *b, const dprl_json *v, const char *const *skip,
+                    dprl_cancel *cancel, dprl_error *err) {
+  int rc = DPRL_OK;
   switch (v->type) {
-  case DPRL_JSON_NULL: dprl_buf_puts(b, "null"); return 0;
-  case DPRL_JSON_FALSE: dprl_buf_puts(b, "false"); return 0;
-  case DPRL_JSON_TRUE: dprl_buf_puts(b, "true"); return 0;
-  case DPRL_JSON_NUMBER: dprl_json_put_double(b, v->num); return 0;
-  case DPRL_JSON_STRING: put_string_n(b, v->str, v->n); return 0;
+  case DPRL_JSON_NULL: dprl_buf_puts(b, "null"); break;
+  case DPRL_JSON_FALSE: dprl_buf_puts(b, "false"); break;
+  case DPRL_JSON_TRUE: dprl_buf_puts(b, "true"); break;
+  case DPRL_JSON_NUMBER: dprl_json_put_double(b, v->num); break;
+  case DPRL_JSON_STRING: put_string_n(b, v->str, v->n); break;
   case DPRL_JSON_ARRAY:
     dprl_buf_puts(b, "[");
-    for (size_t i = 0; i < v->n; i++) {
+    for (size_t i = 0; !rc && i < v->n; i++) {
       if (i) dprl_buf_puts(b, ",");
-      dprl_json_write(b, v->items[i], NULL);
+      rc = dprl_cancel_poll(cancel, 1, err);
+      if (!rc) rc = dprl_json_write(b, v->items[i], NULL, cancel, err);
     }
     dprl_buf_puts(b, "]");
-    return 0;
+    break;
   case DPRL_JSON_OBJECT: {
-    int skipped = 0, first = 1;
+    int first = 1;
     dprl_buf_puts(b, "{");
-    for (size_t i = 0; i < v->n; i++) {
+    for (size_t i = 0; !rc && i < v->n; i++) {
       int drop = 0;
       for (const char *const *k = skip; k && *k && !drop; k++) drop = strcmp(*k, v->keys[i]) == 0;
-      if (drop) {
-        skipped++;
-        continue;
-      }
+      if (drop) continue;
       if (!first) dprl_buf_puts(b, ",");
       first = 0;
       dprl_json_put_string(b, v->keys[i]);
       dprl_buf_puts(b, ":");
-      dprl_json_write(b, v->items[i], NULL);
+      rc = dprl_json_write(b, v->items[i], NULL, cancel, err);
     }
     dprl_buf_puts(b, "}");
-    return skipped;
+    break;
   }
   }
-  return 0;
+  return rc;
 }
 
 void dprl_json_put_double(dprl_buf *b, double x) {

@@ -66,8 +66,10 @@ void dprl_json_put_string(dprl_buf *b, const char *s);
 void dprl_json_put_double(dprl_buf *b, double x);
 /* v written back as JSON (numbers as dprl_json_put_double writes them);
 ** the members of a top-level object named in skip (NULL-ended, or NULL)
-** are left out.  Returns how many were. */
-int dprl_json_write(dprl_buf *b, const dprl_json *v, const char *const *skip);
+** are left out.  Asks cancel (may be NULL) between items: DPRL_EINTR
+** leaves a partial text in b. */
+int dprl_json_write(dprl_buf *b, const dprl_json *v, const char *const *skip,
+                    dprl_cancel *cancel, dprl_error *err);
 void dprl_json_put_double_array(dprl_buf *b, const double *x, size_t n);
 /* The same, asking cancel (may be NULL) whether to stop every few
 ** thousand numbers (10^7 of them take seconds): DPRL_EINTR leaves a

@@ -86,21 +86,23 @@ static int find_entry(const char *fn, const char *where, const dprl_json *o,
 
 /* Plan one release from its options object: its plan's JSON into out (the
 ** mechanism's keys, then unit, cost and usefulness), its cost into cost. */
-static int plan_one(const char *fn, const char *where, const dprl_json *o,
-                    int64_t length_limit, dprl_cancel *cancel, dprl_buf *out,
+static int plan_one(const char *fn, const char *where, const dprl_json *o, const char *given,
+                    size_t given_len, int64_t length_limit, dprl_cancel *cancel, dprl_buf *out,
                     dprl_plan_cost *cost, dprl_error *err) {
   const plan_entry *e = NULL;
   dprl_buf text = {0}, plan = {0};
   int rc = find_entry(fn, where, o, &e, err);
   if (rc) return rc;
-  dprl_json_write(&text, o, e->keeps_mechanism ? release_only : NULL);
-  if (!e->keeps_mechanism) { /* again without "mechanism" and the study's keys */
-    static const char *const both[] = {"mechanism", "label", "groups", NULL};
-    text.len = 0;
-    dprl_json_write(&text, o, both);
-  }
+  /* the options as the mechanism reads them: without the study's keys,
+  ** and without "mechanism" where it plans one mechanism only */
+  static const char *const both[] = {"mechanism", "label", "groups", NULL};
+  const char *const *skip = e->keeps_mechanism ? release_only : both;
+  int strip = 0;
+  for (const char *const *k = skip; *k; k++) strip |= dprl_json_get(o, *k) != NULL;
+  if (strip || !given) rc = dprl_json_write(&text, o, skip, cancel, err);
+  else dprl_buf_append(&text, given, given_len);
   memset(cost, 0, sizeof *cost);
-  if (text.oom) rc = dprl_nomem(err);
+  if (!rc && text.oom) rc = dprl_nomem(err);
   if (!rc) rc = e->plan(text.data, text.len, length_limit, cancel, &plan, cost, err);
   if (rc && where[0] && strncmp(err->msg, "dp_plan: ", 9) == 0) { /* name the release */
     char msg[sizeof err->msg];
@@ -255,7 +257,7 @@ static int plan_releases(const char *fn, const dprl_json *rel, int64_t length_li
     }
     dprl_json_put_int(out, "groups", k);
     dprl_json_put_key(out, "plan");
-    if ((rc = plan_one(fn, where, o, length_limit, cancel, out, &c, err))) break;
+    if ((rc = plan_one(fn, where, o, NULL, 0, length_limit, cancel, out, &c, err))) break;
     int unit_ok = strcmp(c.unit, bud->unit) == 0;
     dprl_spent after = s;
     charge(&after, &c, k);
@@ -309,12 +311,12 @@ static int read_budget(const dprl_json *b, dprl_study_budget *bud, dprl_cancel *
     return dprl_fail(err, DPRL_EINVAL, "%s: option budget is required with releases: an "
                      "object {\"epsilon\": …, \"delta\": …, \"unit\": …, \"accountant\": …}, "
                      "got %s", fn, b ? dprl_json_type_name(b->type) : "none");
-  dprl_json_write(&text, b, NULL);
-  if (text.oom) {
+  int rc = dprl_json_write(&text, b, NULL, cancel, err);
+  if (rc || text.oom) {
     dprl_buf_free(&text);
-    return dprl_nomem(err);
+    return rc ? rc : dprl_nomem(err);
   }
-  int rc = dprl_options_open_polled(&o, "dp_plan: budget", text.data, text.len, budget_keys,
+  rc = dprl_options_open_polled(&o, "dp_plan: budget", text.data, text.len, budget_keys,
                                     cancel, err);
   dprl_buf_free(&text);
   if (rc) {
@@ -352,7 +354,7 @@ int dprl_plan(const char *text, size_t len, int64_t length_limit, dprl_cancel *c
       rc = dprl_fail(err, DPRL_EINVAL, "%s: option budget plans a study: give the planned "
                      "releases too ({\"budget\": {…}, \"releases\": [{…}, …]}); a plan spends "
                      "nothing", fn);
-    else rc = plan_one(fn, "", root, length_limit, cancel, out, &cost, err);
+    else rc = plan_one(fn, "", root, text, len, length_limit, cancel, out, &cost, err);
   } else {
     dprl_study_budget bud;
     for (size_t i = 0; !rc && i < root->n; i++) {
