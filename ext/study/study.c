@@ -84,26 +84,48 @@ static int find_entry(const char *fn, const char *where, const dprl_json *o,
   return rc;
 }
 
-/* Plan one release from its options object: its plan's JSON into out (the
-** mechanism's keys, then unit, cost and usefulness), its cost into cost. */
-static int plan_one(const char *fn, const char *where, const dprl_json *o, const char *given,
-                    size_t given_len, int64_t length_limit, dprl_cancel *cancel, dprl_buf *out,
+/* Which of keys[0..n) are members of the JSON object text[0..len) (top
+** level only), into has[]: one pass, no allocation, polled. */
+static int top_level_keys(const char *text, size_t len, const char *const *keys, int n,
+                          int *has, size_t *at, dprl_cancel *cancel, dprl_error *err) {
+  int depth = 0;
+  for (int k = 0; k < n; k++) has[k] = 0;
+  for (size_t i = 0; i < len; i++) {
+    if ((i & 0xfffff) == 0 && dprl_cancel_poll(cancel, 1 << 16, err)) return err->code;
+    char c = text[i];
+    if (c == '{' || c == '[') depth++;
+    else if (c == '}' || c == ']') depth--;
+    else if (c == '"') {
+      size_t start = ++i;
+      while (i < len && text[i] != '"') i += text[i] == '\\' ? 2 : 1;
+      size_t j = i + 1;
+      while (j < len && (text[j] == ' ' || text[j] == '\n' || text[j] == '\t' || text[j] == '\r')) j++;
+      if (depth == 1 && j < len && text[j] == ':')
+        for (int k = 0; k < n; k++)
+          if (strlen(keys[k]) == i - start && memcmp(keys[k], text + start, i - start) == 0) {
+            has[k] = 1;
+            if (at) {
+              size_t v = j + 1;
+              while (v < len && (text[v] == ' ' || text[v] == '\n' || text[v] == '\t' ||
+                                 text[v] == '\r'))
+                v++;
+              at[k] = v;
+            }
+          }
+    }
+  }
+  return DPRL_OK;
+}
+
+/* Run entry e's plan on the options text[0..len): its JSON, then the keys
+** every plan has, into out; its cost into cost. */
+static int run_plan(const char *fn, const char *where, const plan_entry *e, const char *text,
+                    size_t len, int64_t length_limit, dprl_cancel *cancel, dprl_buf *out,
                     dprl_plan_cost *cost, dprl_error *err) {
-  const plan_entry *e = NULL;
-  dprl_buf text = {0}, plan = {0};
-  int rc = find_entry(fn, where, o, &e, err);
-  if (rc) return rc;
-  /* the options as the mechanism reads them: without the study's keys,
-  ** and without "mechanism" where it plans one mechanism only */
-  static const char *const both[] = {"mechanism", "label", "groups", NULL};
-  const char *const *skip = e->keeps_mechanism ? release_only : both;
-  int strip = 0;
-  for (const char *const *k = skip; *k; k++) strip |= dprl_json_get(o, *k) != NULL;
-  if (strip || !given) rc = dprl_json_write(&text, o, skip, cancel, err);
-  else dprl_buf_append(&text, given, given_len);
+  dprl_buf plan = {0};
+  int rc = DPRL_OK;
   memset(cost, 0, sizeof *cost);
-  if (!rc && text.oom) rc = dprl_nomem(err);
-  if (!rc) rc = e->plan(text.data, text.len, length_limit, cancel, &plan, cost, err);
+  if (!rc) rc = e->plan(text, len, length_limit, cancel, &plan, cost, err);
   if (rc && where[0] && strncmp(err->msg, "dp_plan: ", 9) == 0) { /* name the release */
     char msg[sizeof err->msg];
     snprintf(msg, sizeof msg, "%s: %s%.380s", fn, where, err->msg + 9);
@@ -113,35 +135,64 @@ static int plan_one(const char *fn, const char *where, const dprl_json *o, const
   if (!rc && !(plan.len >= 2 && plan.data[plan.len - 1] == '}'))
     rc = dprl_fail(err, DPRL_EINVAL, "%s: the plan of %s is not a JSON object", fn,
                    e->mechanism);
-  dprl_json *have = rc ? NULL : dprl_json_parse_polled(plan.data, plan.len, cancel, err);
-  if (!rc && !have) rc = err->code;
+  static const char *const common[] = {"unit", "rho", "useful", "why"};
+  int has[4];
+  if (!rc) rc = top_level_keys(plan.data, plan.len, common, 4, has, NULL, cancel, err);
   if (!rc) { /* the keys every plan has, where the mechanism's own plan does not write them */
     dprl_buf_append(out, plan.data, plan.len - 1);
-    if (!dprl_json_get(have, "unit")) {
+    if (!has[0]) {
       dprl_json_put_key(out, "unit");
       dprl_json_put_string(out, cost->unit);
     }
     dprl_json_put_key(out, "charged_as");
     dprl_json_put_string(out, cost->gaussian ? "rho" : "epsilon, delta");
-    if (cost->gaussian && !dprl_json_get(have, "rho")) dprl_json_put_num(out, "rho", cost->rho);
+    if (cost->gaussian && !has[1]) dprl_json_put_num(out, "rho", cost->rho);
     dprl_json_put_key(out, "per_group");
     dprl_buf_puts(out, cost->per_group ? "true" : "false");
-    if (!dprl_json_get(have, "useful")) {
+    if (!has[2]) {
       dprl_json_put_key(out, "useful");
       dprl_buf_puts(out, cost->useful ? "true" : "false");
     }
-    if (!dprl_json_get(have, "why")) {
+    if (!has[3]) {
       dprl_json_put_key(out, "why");
       if (cost->useful) dprl_buf_puts(out, "null");
       else dprl_json_put_string(out, cost->why);
     }
     dprl_buf_puts(out, "}");
   }
-  dprl_json_free(have);
-  dprl_buf_free(&text);
   dprl_buf_free(&plan);
   return rc;
 }
+
+/* Plan one release from its options object: its plan's JSON into out (the
+** mechanism's keys, then unit, cost and usefulness), its cost into cost. */
+static int plan_one(const char *fn, const char *where, const dprl_json *o, const char *given,
+                    size_t given_len, void (*release_tree)(dprl_options *),
+                    dprl_options *tree_owner, int64_t length_limit, dprl_cancel *cancel,
+                    dprl_buf *out, dprl_plan_cost *cost, dprl_error *err) {
+  const plan_entry *e = NULL;
+  dprl_buf text = {0};
+  int rc = find_entry(fn, where, o, &e, err);
+  if (rc) return rc;
+  /* the options as the mechanism reads them: without the study's keys,
+  ** and without "mechanism" where it plans one mechanism only */
+  static const char *const both[] = {"mechanism", "label", "groups", NULL};
+  const char *const *skip = e->keeps_mechanism ? release_only : both;
+  int strip = 0;
+  for (const char *const *k = skip; *k; k++) strip |= dprl_json_get(o, *k) != NULL;
+  if (strip || !given) rc = dprl_json_write(&text, o, skip, cancel, err);
+  else {
+    /* the caller's text as it is; its parsed tree is freed before the
+    ** plan runs (freeing 10^7 nodes after an interrupt would delay it) */
+    if (release_tree) release_tree(tree_owner);
+    dprl_buf_append(&text, given, given_len);
+  }
+  if (!rc && text.oom) rc = dprl_nomem(err);
+  if (!rc) rc = run_plan(fn, where, e, text.data, text.len, length_limit, cancel, out, cost, err);
+  dprl_buf_free(&text);
+  return rc;
+}
+
 
 /* A planned release's charge added to s (k times when per group). */
 static void charge(dprl_spent *s, const dprl_plan_cost *c, int64_t k) {
@@ -257,7 +308,7 @@ static int plan_releases(const char *fn, const dprl_json *rel, int64_t length_li
     }
     dprl_json_put_int(out, "groups", k);
     dprl_json_put_key(out, "plan");
-    if ((rc = plan_one(fn, where, o, NULL, 0, length_limit, cancel, out, &c, err))) break;
+    if ((rc = plan_one(fn, where, o, NULL, 0, NULL, NULL, length_limit, cancel, out, &c, err))) break;
     int unit_ok = strcmp(c.unit, bud->unit) == 0;
     dprl_spent after = s;
     charge(&after, &c, k);
@@ -342,6 +393,38 @@ int dprl_plan(const char *text, size_t len, int64_t length_limit, dprl_cancel *c
   const char *fn = "dp_plan";
   dprl_options o;
   dprl_plan_cost cost;
+  if (text) { /* one release whose options go to its plan as they are: no
+              ** tree of the caller's options (10^7 numbers) is built here */
+    static const char *const keys[] = {"releases", "budget", "label", "groups", "mechanism"};
+    int has[5];
+    size_t at[5];
+    int rc = top_level_keys(text, len, keys, 5, has, at, cancel, err);
+    if (rc) return rc;
+    if (!has[0] && !has[1] && !has[2] && !has[3]) {
+      const plan_entry *e = &entries[0];
+      if (has[4]) { /* the mechanism's name: a short string value */
+        size_t v = at[4], end = v + 1;
+        while (end < len && text[end] != '"') end += text[end] == '\\' ? 2 : 1;
+        dprl_json *name = v < len && text[v] == '"' && end < len
+                              ? dprl_json_parse(text + v, end + 1 - v, err) : NULL;
+        e = NULL;
+        if (name) {
+          char *key = "mechanism";
+          dprl_json obj;
+          memset(&obj, 0, sizeof obj);
+          obj.type = DPRL_JSON_OBJECT;
+          obj.n = 1;
+          obj.items = &name;
+          obj.keys = &key;
+          rc = find_entry(fn, "", &obj, &e, err);
+          dprl_json_free(name);
+          if (rc) return rc;
+        }
+      }
+      if (e && e->keeps_mechanism)
+        return run_plan(fn, "", e, text, len, length_limit, cancel, out, &cost, err);
+    }
+  }
   /* the options parser gives the common errors (not JSON, not an object) */
   int rc = dprl_options_open_polled(&o, fn, text, len, NULL, cancel, err);
   if (rc) {
@@ -354,7 +437,8 @@ int dprl_plan(const char *text, size_t len, int64_t length_limit, dprl_cancel *c
       rc = dprl_fail(err, DPRL_EINVAL, "%s: option budget plans a study: give the planned "
                      "releases too ({\"budget\": {…}, \"releases\": [{…}, …]}); a plan spends "
                      "nothing", fn);
-    else rc = plan_one(fn, "", root, text, len, length_limit, cancel, out, &cost, err);
+    else rc = plan_one(fn, "", root, text, len, dprl_options_close, &o, length_limit, cancel, out,
+                       &cost, err);
   } else {
     dprl_study_budget bud;
     for (size_t i = 0; !rc && i < root->n; i++) {
