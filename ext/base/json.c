@@ -392,22 +392,6 @@ const char *dprl_json_type_name(dprl_json_type t) {
   return names[t];
 }
 
-void dprl_json_put_string(dprl_buf *b, const char *s) {
-  dprl_buf_append(b, "\"", 1);
-  for (; *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\') {
-      char e[2] = {'\\', (char)c};
-      dprl_buf_append(b, e, 2);
-    } else if (c < 0x20) {
-      dprl_buf_printf(b, "\\u%04x", c);
-    } else {
-      dprl_buf_append(b, (const char *)&c, 1);
-    }
-  }
-  dprl_buf_append(b, "\"", 1);
-}
-
 static void put_string_n(dprl_buf *b, const char *s, size_t n) {
   dprl_buf_append(b, "\"", 1);
   for (size_t i = 0; i < n; i++) {
@@ -423,6 +407,8 @@ static void put_string_n(dprl_buf *b, const char *s, size_t n) {
   }
   dprl_buf_append(b, "\"", 1);
 }
+
+void dprl_json_put_string(dprl_buf *b, const char *s) { put_string_n(b, s, strlen(s)); }
 
 int dprl_json_write(dprl_buf *b, const dprl_json *v, const char *const *skip,
                     dprl_cancel *cancel, dprl_error *err) {
