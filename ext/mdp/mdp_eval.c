@@ -42,9 +42,11 @@ void dprl_mdpv_work_free(dprl_mdpv_work *w) {
 int dprl_mdpv_options(const char *fn, const char *text, size_t len, int plan,
                       const dprl_mdpv_model *m, dprl_mdpv_opts *o, dprl_error *err) {
   static const char *const value_keys[] = {"horizon", "gamma", "min_count", "count_floor",
-                                           "bootstrap", "bootstrap_seed", "tolerance", NULL};
+                                           "ends", "bootstrap", "bootstrap_seed", "tolerance",
+                                           NULL};
   static const char *const plan_keys[] = {"horizon", "gamma", "min_count", "count_floor",
-                                          "tolerance", NULL};
+                                          "ends", "tolerance", NULL};
+  static const char *const ends[] = {"terminal", "censored", NULL};
   dprl_options opt;
   int64_t seed = 0;
   memset(o, 0, sizeof *o);
@@ -55,7 +57,8 @@ int dprl_mdpv_options(const char *fn, const char *text, size_t len, int plan,
       (rc = dprl_opt_number(&opt, "count_floor", 0, 0, DPRL_NONNEG, &o->est.count_floor)) ||
       (rc = dprl_opt_number(&opt, "min_count", 0,
                             dprl_mdpv_noise_floor(m->S, m->sigma, o->est.count_floor),
-                            DPRL_NONNEG, &o->est.min_count)))
+                            DPRL_NONNEG, &o->est.min_count)) ||
+      (rc = dprl_opt_choice(&opt, "ends", ends, 0, &o->est.censored)))
     goto done;
   if (!plan &&
       ((rc = dprl_opt_int(&opt, "bootstrap", 0, DPRL_MDPV_BOOTSTRAP,
@@ -365,6 +368,8 @@ static void put_common(dprl_buf *b, const dprl_mdpv_model *m, const dprl_mdpv_op
   dprl_json_put_string(b, method);
   dprl_json_put_num(b, "min_count", o->est.min_count);
   dprl_json_put_num(b, "count_floor", o->est.count_floor);
+  dprl_json_put_key(b, "ends");
+  dprl_json_put_string(b, o->est.censored ? "censored" : "terminal");
   dprl_json_put_int(b, "pessimistic_pairs", e->pessimistic);
   dprl_json_put_key(b, "start_uniform");
   dprl_buf_puts(b, e->start_uniform ? "true" : "false");

@@ -458,6 +458,7 @@ int dprl_mdpv_estimate(const dprl_mdpv_model *m, const dprl_mdpv_est_opts *o, dp
         e->next[nnz] = (int32_t)k;
         e->prob[nnz++] = c[k];
       }
+    double NP = N; /* the mass of the observed next states */
     if (c[S] > t) N += c[S];
     if (draw_rewards) {
       double z;
@@ -465,13 +466,14 @@ int dprl_mdpv_estimate(const dprl_mdpv_model *m, const dprl_mdpv_est_opts *o, dp
       R += m->reward_sigma * z;
     }
     e->row[sa] = (int64_t)first;
-    if (!(N > o->min_count)) { /* also N = 0 */
+    if (!(N > o->min_count) || (o->censored && !(NP > 0))) { /* also N = 0 */
       nnz = first;
       e->pessimistic++;
       e->reward[sa] = m->rmin;
       continue;
     }
-    for (size_t j = first; j < nnz; j++) e->prob[j] /= N;
+    double norm = o->censored ? NP : N;
+    for (size_t j = first; j < nnz; j++) e->prob[j] /= norm;
     e->reward[sa] = fmin(fmax(m->center + R / N, m->rmin), m->rmax);
   }
   e->row[SA] = (int64_t)nnz;

@@ -58,6 +58,7 @@ void dprl_mdpv_policies_free(dprl_mdpv_policies *p);
 typedef struct dprl_mdpv_est_opts {
   double count_floor; /* a count entry <= count_floor counts as 0 (0: max(c, 0)) */
   double min_count;   /* a pair with N(s,a) <= min_count ends the episode with rmin */
+  int censored;       /* 1: the ended column is censoring: P renormalised over the next states */
 } dprl_mdpv_est_opts;
 
 /* The estimated MDP.  P(.|s,a) is stored sparsely: the next states below
@@ -79,7 +80,10 @@ typedef struct dprl_mdpv_est {
 **   N(s,a) = sum_s' c+(s,a,s'),  c+ = c if c > count_floor, else 0
 **   P(s'|s,a) = c+(s,a,s') / N(s,a),  r(s,a) = clamp(c + R(s,a)/N(s,a), rmin, rmax)
 **   start = c+(start) / sum (uniform when the sum is 0)
-** and pairs with N <= min_count end the episode with reward rmin.
+** and pairs with N <= min_count end the episode with reward rmin.  With
+** censored, P(s'|s,a) = c+(s,a,s') / sum_{k<S} c+(s,a,k) (the ended column
+** counts in N, for the rewards, but not in P; a pair with no next state
+** above the floor is pessimistic).
 ** With redraw (a seeded stream), every count is first replaced by
 ** count + sigma Z and every reward sum by sum + reward_sigma Z (the
 ** parametric bootstrap); scratch has room for S + 1 doubles.  e keeps its

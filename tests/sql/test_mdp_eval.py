@@ -150,7 +150,8 @@ def test_keys_and_policies():
     one = value_of(con, m, "[1, 0]")
     check(set(one) == {"value", "stderr", "error_bound", "values", "values_stderr", "n_states",
                        "n_actions", "gamma", "horizon", "method", "min_count", "count_floor",
-                       "pessimistic_pairs", "start_uniform", "bootstrap", "bootstrap_seed"},
+                       "ends", "pessimistic_pairs", "start_uniform", "bootstrap",
+                       "bootstrap_seed"},
           "value: its keys", sorted(one))
     check_close(one["values"], [9, 10], "value: the hand-made MDP, V = (9, 10)")
     check_close(one["value"], 0.25 * 9 + 0.75 * 10, "value: under start (1/4, 3/4)")
@@ -166,7 +167,7 @@ def test_keys_and_policies():
     plan = json.loads(con.execute("SELECT dp_mdp_plan(?)", (m,)).fetchone()[0])
     check(set(plan) == {"value", "policy", "values", "q", "error_bound", "iterations",
                         "n_states", "n_actions", "gamma", "horizon", "method", "min_count",
-                        "count_floor", "pessimistic_pairs", "start_uniform"}
+                        "count_floor", "ends", "pessimistic_pairs", "start_uniform"}
           and plan["policy"] == [1, 0], "plan: its keys and the policy (1, 0)", plan)
     nested = con.execute("SELECT json_extract(dp_mdp_value(?, '[1, 0]'), '$.values[1]'), "
                          "json_extract(json_object('v', dp_mdp_plan(?)), '$.v.policy[0]')",
@@ -224,6 +225,24 @@ def test_estimate_options():
     tent["features"] = {"tent": 2, "low": 0, "high": 1}
     got = value_of(con, json.dumps(tent), "[1, 0]")
     check_close(got["values"], [9, 10], "tent features: the same MDP over the anchors")
+    # ends: state 1 stays with reward 1 (10 counts) or ends (10 counts)
+    m = model([[[10, 0, 0], [0, 10, 0]], [[0, 10, 10], [0, 0, 10]]],
+              [[-5, -5], [0, -5]], [10, 0], sigma=0.0)
+    got = value_of(con, m, "[1, 0]", '{"gamma": 0.5}')
+    check(got["ends"] == "terminal", "ends defaults to terminal", got)
+    # terminal: V1 = 0.5 + 0.5 * 0.5 * V1 = 2/3; censored: V1 = 0.5 + 0.5 * V1 = 1
+    check_close(got["values"][1], 2 / 3, "terminal: the ended column ends the episode")
+    got = value_of(con, m, "[1, 0]", '{"gamma": 0.5, "ends": "censored"}')
+    check(got["ends"] == "censored" and got["pessimistic_pairs"] == 1,
+          "ends censored; the pair (1, 1), which only ends, is pessimistic", got)
+    check_close(got["values"], [0.5, 1.0],
+                "censored: P over the observed next states, the reward mean over every step")
+    got = value_of(con, m, "[1, 1]", '{"gamma": 0.5, "ends": "censored"}')
+    check(got["values"][1] == 0, "censored: a pair with no observed next state ends with rmin",
+          got)
+    plan = json.loads(con.execute("SELECT dp_mdp_plan(?, '{\"gamma\": 0.5, \"ends\": "
+                                  "\"censored\"}')", (m,)).fetchone()[0])
+    check(plan["ends"] == "censored" and plan["policy"] == [1, 0], "plan: ends censored", plan)
     empty = json.loads(hand_model())
     empty["start"] = [0, -1]
     got = value_of(con, json.dumps(empty), "[1, 0]")
@@ -259,11 +278,14 @@ def test_errors():
         ("SELECT dp_mdp_value(?, '[1, 0]', '{\"gamma\": 1}')",
          V + "gamma is 1, so the value is undiscounted and needs option horizon: the number "
              "of steps H to sum over", "gamma = 1 without a horizon"),
+        ("SELECT dp_mdp_value(?, '[1, 0]', '{\"ends\": \"absorbing\"}')",
+         V + "option ends must be one of \"terminal\", \"censored\", got \"absorbing\"",
+         "ends: an unknown choice"),
         ("SELECT dp_mdp_value(?, '[1, 0]', NULL)", V + "options must be JSON text, got NULL",
          "NULL options"),
         ("SELECT dp_mdp_plan(?, '{\"bootstrap\": 10}')",
          "dp_mdp_plan: unknown option \"bootstrap\" (known: horizon, gamma, min_count, "
-         "count_floor, tolerance)", "dp_mdp_plan has no bootstrap"),
+         "count_floor, ends, tolerance)", "dp_mdp_plan has no bootstrap"),
     ]
     for sql, want, name in cases:
         got = sql_error(con, sql, (m,))

@@ -620,6 +620,16 @@ static void test_estimate(void) {
         "estimate: the start distribution from the counts above the floor");
   dprl_mdpv_est_free(&e);
   dprl_mdpv_model_free(&m);
+  /* ends censored: the ended column counts for the reward, not for P */
+  if (setup(&p, &m, &o, &e, "{\"count_floor\": 1, \"min_count\": 20, \"ends\": \"censored\"}",
+            0))
+    return;
+  CHECK(o.est.censored && e.row[1] - e.row[0] == 2 && fabs(e.prob[0] - 30 / 31.5) < 1e-15 &&
+            fabs(e.prob[1] - 1.5 / 31.5) < 1e-15 && fabs(e.reward[0] - 1.5) < 1e-15,
+        "estimate, censored: P over the next states above the floor, r over every step");
+  CHECK(e.pessimistic == 3 && e.prob[e.row[2]] == 1, "estimate, censored: the other pairs as before");
+  dprl_mdpv_est_free(&e);
+  dprl_mdpv_model_free(&m);
   /* no start count above the floor: uniform */
   p.start[0] = 1;
   p.start[2] = 0.5;
@@ -766,8 +776,8 @@ static void test_results(void) {
             stay && fabs(dprl_json_get(stay, "value")->num - 7.5) < 1e-12,
         "value: under the start distribution (stay: 0 and 10, go: 9 and 10)");
   static const char *keys[] = {"n_states", "n_actions", "gamma", "horizon", "method", "min_count",
-                               "count_floor", "pessimistic_pairs", "start_uniform", "bootstrap",
-                               "bootstrap_seed"};
+                               "count_floor", "ends", "pessimistic_pairs", "start_uniform",
+                               "bootstrap", "bootstrap_seed"};
   int all = j != NULL;
   for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) all &= dprl_json_get(j, keys[i]) != NULL;
   CHECK(all, "value: the shared keys");
