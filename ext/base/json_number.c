@@ -8,6 +8,7 @@
 ** anything else goes to strtod. */
 #include "base/json.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,9 +55,71 @@ static const uint64_t pow5_u64[28] = {
     11920928955078125u, 59604644775390625u, 298023223876953125u, 1490116119384765625u,
     7450580596923828125u};
 
+/* For 5^k, k = 0..27: with s = the leading zeros of 5^k and d = 5^k 2^s
+** (normalised: top bit set), v = floor((2^128 - 1) / d) - 2^64, the
+** reciprocal of Moller & Granlund, "Improved division by invariant
+** integers" (IEEE Trans. Computers 60(2), 2011), Algorithm 4.  Computed
+** exactly (Python integers) and checked against the hardware division by
+** tests/unit/test_mdp_eval.c (test_numbers reads 300,000 forms as strtod). */
+static const struct { uint64_t v; int s; } pow5_inv[28] = {
+    {UINT64_C(0xffffffffffffffff), 63},
+    {UINT64_C(0x9999999999999999), 61},
+    {UINT64_C(0x47ae147ae147ae14), 59},
+    {UINT64_C(0x0624dd2f1a9fbe76), 57},
+    {UINT64_C(0xa36e2eb1c432ca57), 54},
+    {UINT64_C(0x4f8b588e368f0846), 52},
+    {UINT64_C(0x0c6f7a0b5ed8d36b), 50},
+    {UINT64_C(0xad7f29abcaf48578), 47},
+    {UINT64_C(0x5798ee2308c39df9), 45},
+    {UINT64_C(0x12e0be826d694b2e), 43},
+    {UINT64_C(0xb7cdfd9d7bdbab7d), 40},
+    {UINT64_C(0x5fd7fe17964955fd), 38},
+    {UINT64_C(0x19799812dea11197), 36},
+    {UINT64_C(0xc25c268497681c26), 33},
+    {UINT64_C(0x6849b86a12b9b01e), 31},
+    {UINT64_C(0x203af9ee756159b2), 29},
+    {UINT64_C(0xcd2b297d889bc2b6), 26},
+    {UINT64_C(0x70ef54646d496892), 24},
+    {UINT64_C(0x2725dd1d243aba0e), 22},
+    {UINT64_C(0xd83c94fb6d2ac34a), 19},
+    {UINT64_C(0x79ca10c9242235d5), 17},
+    {UINT64_C(0x2e3b40a0e9b4f7dd), 15},
+    {UINT64_C(0xe392010175ee5962), 12},
+    {UINT64_C(0x82db34012b25144e), 10},
+    {UINT64_C(0x357c299a88ea76a5), 8},
+    {UINT64_C(0xef2d0f5da7dd8aa2), 5},
+    {UINT64_C(0x8c240c4aecb13bb5), 3},
+    {UINT64_C(0x3ce9a36f23c0fc90), 1},
+};
+
+/* floor(u / d) and the remainder, u = u1 2^64 + u0 with u1 < d, d = 5^k 2^s:
+** two multiplications instead of a 128-bit division (Algorithm 4). */
+static uint64_t div_pow5(uint64_t u1, uint64_t u0, int k, uint64_t *rem) {
+  uint64_t d = pow5_u64[k] << pow5_inv[k].s;
+  u128 q = (u128)pow5_inv[k].v * u1 + (((u128)u1 << 64) | u0); /* < 2^128 since u1 < d */
+  uint64_t q1 = (uint64_t)(q >> 64) + 1, q0 = (uint64_t)q, r = u0 - q1 * d;
+  if (r > q0) {
+    q1--;
+    r += d;
+  }
+  if (r >= d) {
+    q1++;
+    r -= d;
+  }
+  *rem = r;
+  return q1;
+}
+
 /* w 10^e10, w < 10^19 not 0, exactly rounded when e10 is in [-27, 19];
 ** otherwise NAN (the caller asks strtod). */
 static double decimal_value(uint64_t w, long e10) {
+  /* Clinger's fast path: w and 10^|e10| are exact doubles, so one IEEE
+  ** multiplication or division rounds the exact value once */
+  static const double pow10_exact[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                         1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                         1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+  if (FLT_EVAL_METHOD == 0 && w <= (UINT64_C(1) << 53) && e10 >= -22 && e10 <= 22)
+    return e10 < 0 ? (double)w / pow10_exact[-e10] : (double)w * pow10_exact[e10];
   if (e10 >= 0 && e10 <= 19) return round_u128((u128)w * pow10_u64[e10], 0, 0); /* < 10^38 */
   if (e10 < 0 && e10 >= -27) {
     /* w / 10^k = (w / 5^k) 2^-k with 5^k < 2^63.  w is shifted so that
@@ -64,10 +127,10 @@ static double decimal_value(uint64_t w, long e10) {
     ** remainder decides ties), and one hardware division (its high word
     ** is below the divisor). */
     int k = (int)-e10;
-    uint64_t p5 = pow5_u64[k];
-    int sh = (64 - __builtin_clzll(p5)) + 63 - (64 - __builtin_clzll(w));
-    u128 num = (u128)w << sh, q = num / p5;
-    return round_u128(q, num - q * p5 != 0, -sh - k);
+    int sh = (64 - __builtin_clzll(pow5_u64[k])) + 63 - (64 - __builtin_clzll(w));
+    u128 num = (u128)w << (sh + pow5_inv[k].s); /* num / d = (w 2^sh) / 5^k, same floor */
+    uint64_t rem, q = div_pow5((uint64_t)(num >> 64), (uint64_t)num, k, &rem);
+    return round_u128(q, rem != 0, -sh - k);
   }
   return NAN;
 }

@@ -17,45 +17,45 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define BM_S 1000
-#define BM_A 10
-#define BM_SIGMA 5.0
+#define MV_S 1000
+#define MV_A 10
+#define MV_SIGMA 5.0
 
-static char *bm_model, *bm_policy, *bm_policies;
+static char *mv_model, *mv_policy, *mv_policies;
 
-static double bm_normal(void) { /* Box-Muller on xorshift: bench data only */
+static double mv_normal(void) { /* Box-Muller on xorshift: bench data only */
   double u = ((double)(xorshift() >> 11) + 1) * 0x1.0p-53, v = (double)(xorshift() >> 11) * 0x1.0p-53;
   return sqrt(-2 * log(u)) * cos(6.283185307179586 * v);
 }
 
-static void bm_put(char **p, double x) { *p += sprintf(*p, "%.17g,", x); }
+static void mv_put(char **p, double x) { *p += sprintf(*p, "%.17g,", x); }
 
-static void bm_build(void) {
-  size_t cap = (size_t)BM_S * BM_A * (BM_S + 1) * 26 + 100000;
-  char *p = bm_model = malloc(cap);
+static void mv_build(void) {
+  size_t cap = (size_t)MV_S * MV_A * (MV_S + 1) * 26 + 100000;
+  char *p = mv_model = malloc(cap);
   if (!p) {
     fprintf(stderr, "bench: no memory for the model\n");
     exit(1);
   }
-  printf("building a %dx%d model (%d count entries, once per run)...\n", BM_S, BM_A,
-         BM_S * BM_A * (BM_S + 1));
+  printf("building a %dx%d model (%d count entries, once per run)...\n", MV_S, MV_A,
+         MV_S * MV_A * (MV_S + 1));
   p += sprintf(p,
                "{\"mechanism\":\"dp_mdp\",\"private\":true,\"unit\":\"episode\",\"n_states\":%d,"
                "\"n_actions\":%d,\"gamma\":0.99,\"rmin\":0,\"rmax\":1,\"epsilon\":1,"
                "\"delta\":1e-5,\"horizon\":50,\"clip\":null,\"sensitivity\":7.07,\"sigma\":%g,"
                "\"reward_sigma\":%g,\"reward_center\":0.5,\"features\":\"tabular\",\"start\":[",
-               BM_S, BM_A, BM_SIGMA, BM_SIGMA);
-  for (int s = 0; s < BM_S; s++) bm_put(&p, 100 + BM_SIGMA * bm_normal());
+               MV_S, MV_A, MV_SIGMA, MV_SIGMA);
+  for (int s = 0; s < MV_S; s++) mv_put(&p, 100 + MV_SIGMA * mv_normal());
   p[-1] = ']';
   p += sprintf(p, ",\"counts\":[");
-  static double row[BM_S + 1];
-  for (int s = 0; s < BM_S; s++) {
+  static double row[MV_S + 1];
+  for (int s = 0; s < MV_S; s++) {
     *p++ = '[';
-    for (int a = 0; a < BM_A; a++) {
-      for (int k = 0; k <= BM_S; k++) row[k] = BM_SIGMA * bm_normal();
-      for (int j = 0; j < 3; j++) row[xorshift() % (BM_S + 1)] += 200 + (double)(xorshift() % 1800);
+    for (int a = 0; a < MV_A; a++) {
+      for (int k = 0; k <= MV_S; k++) row[k] = MV_SIGMA * mv_normal();
+      for (int j = 0; j < 3; j++) row[xorshift() % (MV_S + 1)] += 200 + (double)(xorshift() % 1800);
       *p++ = '[';
-      for (int k = 0; k <= BM_S; k++) bm_put(&p, row[k]);
+      for (int k = 0; k <= MV_S; k++) mv_put(&p, row[k]);
       p[-1] = ']';
       *p++ = ',';
     }
@@ -64,25 +64,25 @@ static void bm_build(void) {
   }
   p[-1] = ']';
   p += sprintf(p, ",\"reward_sums\":[");
-  for (int s = 0; s < BM_S; s++) {
+  for (int s = 0; s < MV_S; s++) {
     *p++ = '[';
-    for (int a = 0; a < BM_A; a++) bm_put(&p, 500 * bm_normal());
+    for (int a = 0; a < MV_A; a++) mv_put(&p, 500 * mv_normal());
     p[-1] = ']';
     *p++ = ',';
   }
   p[-1] = ']';
   sprintf(p, "}");
   /* a policy as action numbers, and five named ones */
-  char *q = bm_policy = malloc(4 * BM_S + 8);
+  char *q = mv_policy = malloc(4 * MV_S + 8);
   *q++ = '[';
-  for (int s = 0; s < BM_S; s++) q += sprintf(q, "%d,", s % BM_A);
+  for (int s = 0; s < MV_S; s++) q += sprintf(q, "%d,", s % MV_A);
   q[-1] = ']';
   *q = 0;
-  q = bm_policies = malloc(5 * (4 * BM_S + 16) + 8);
+  q = mv_policies = malloc(5 * (4 * MV_S + 16) + 8);
   *q++ = '{';
   for (int i = 0; i < 5; i++) {
     q += sprintf(q, "\"p%d\":[", i);
-    for (int s = 0; s < BM_S; s++) q += sprintf(q, "%d,", (s + i) % BM_A);
+    for (int s = 0; s < MV_S; s++) q += sprintf(q, "%d,", (s + i) % MV_A);
     q[-1] = ']';
     *q++ = ',';
   }
@@ -90,42 +90,42 @@ static void bm_build(void) {
   *q = 0;
 }
 
-static void bm_model_fn(sqlite3_context *c, int n, sqlite3_value **v) {
+static void mv_model_fn(sqlite3_context *c, int n, sqlite3_value **v) {
   (void)n;
   (void)v;
-  sqlite3_result_text(c, bm_model, -1, SQLITE_STATIC);
+  sqlite3_result_text(c, mv_model, -1, SQLITE_STATIC);
 }
-static void bm_policy_fn(sqlite3_context *c, int n, sqlite3_value **v) {
+static void mv_policy_fn(sqlite3_context *c, int n, sqlite3_value **v) {
   (void)n;
-  sqlite3_result_text(c, sqlite3_value_int(v[0]) ? bm_policies : bm_policy, -1, SQLITE_STATIC);
+  sqlite3_result_text(c, sqlite3_value_int(v[0]) ? mv_policies : mv_policy, -1, SQLITE_STATIC);
 }
 
-#define BM_VALUE(many, opts) \
+#define MV_VALUE(many, opts) \
   "SELECT dp_mdp_value(bench_mdp_model(), bench_mdp_policy(" many "), '" opts "')"
 
 void bench_mdp_eval(sqlite3 *db) {
-  if (!bm_model) bm_build();
+  if (!mv_model) mv_build();
   sqlite3_create_function(db, "bench_mdp_model", 0, SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL,
-                          bm_model_fn, NULL, NULL);
+                          mv_model_fn, NULL, NULL);
   sqlite3_create_function(db, "bench_mdp_policy", 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL,
-                          bm_policy_fn, NULL, NULL);
+                          mv_policy_fn, NULL, NULL);
   item it[] = {
       {.name = "json_valid: SQLite parses the same JSON", .sql = "SELECT json_valid(bench_mdp_model())",
        .ref = 0},
       {.name = "dp_mdp_value: read + estimate (horizon 1)",
-       .sql = BM_VALUE("0", "{\"horizon\": 1, \"bootstrap\": 0}"),
+       .sql = MV_VALUE("0", "{\"horizon\": 1, \"bootstrap\": 0}"),
        .ref = 0},
-      {.name = "dp_mdp_value, one policy, no bootstrap", .sql = BM_VALUE("0", "{\"bootstrap\": 0}"),
+      {.name = "dp_mdp_value, one policy, no bootstrap", .sql = MV_VALUE("0", "{\"bootstrap\": 0}"),
        .ref = 0},
-      {.name = "dp_mdp_value, 5 policies, no bootstrap", .sql = BM_VALUE("1", "{\"bootstrap\": 0}"),
+      {.name = "dp_mdp_value, 5 policies, no bootstrap", .sql = MV_VALUE("1", "{\"bootstrap\": 0}"),
        .ref = 0},
       {.name = "dp_mdp_plan", .sql = "SELECT dp_mdp_plan(bench_mdp_model())", .ref = 0},
-      {.name = "dp_mdp_value, one policy, bootstrap 5", .sql = BM_VALUE("0", "{\"bootstrap\": 5}"),
+      {.name = "dp_mdp_value, one policy, bootstrap 5", .sql = MV_VALUE("0", "{\"bootstrap\": 5}"),
        .ref = 0},
   };
   int n = (int)(sizeof it / sizeof it[0]);
   printf("\n== dp_mdp_value / dp_mdp_plan: %d states x %d actions, %zu MB of JSON (%d rounds) ==\n",
-         BM_S, BM_A, strlen(bm_model) >> 20, RUNS);
+         MV_S, MV_A, strlen(mv_model) >> 20, RUNS);
   run_once(db, it[0].sql, NULL, 0); /* warm */
   measure(db, it, n);
   report(it, n);
