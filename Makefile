@@ -243,11 +243,14 @@ unit-san: $(UNIT_BIN) $(FUZZ_REPLAY)
 bench: deps check-deps duckdb-deps dprl.so $(B)/dprl_bench
 	@DUCKDB_NODE_DIR=$(CURDIR)/$(DUCKDB_DIR) $(B)/dprl_bench
 
-# Utility: RMSE of private values against exact ones on the ICU sample and
-# the paper's chain, both perturbations; dp_prefix_stable's prefix lengths
-# under both accountants (tests/utility/utility.py; about a minute).
+# Utility: the error of private values against exact ones, per mechanism
+# (tests/utility/utility.py: dp_lsw/dp_lsl on the ICU sample and the
+# paper's chain, dp_prefix_stable, a study's charges, dp_mdp off-policy,
+# dp_expert_policy on the clinical sample), then the consensus vote state
+# by state against its plan (tests/utility/expert.py).  A few minutes.
 utility: deps check-deps dprl.so
 	@DPRL_SO=./dprl.so $(PYTHON) tests/utility/utility.py
+	@DPRL_SO=./dprl.so $(PYTHON) tests/utility/expert.py
 
 # libFuzzer (clang, Debian's libclang-rt): a separate instrumented tree in
 # build/fuzz; each harness runs FUZZ_SECONDS on a working copy of its

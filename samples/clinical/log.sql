@@ -9,8 +9,8 @@
 --   clinicians   how many clinicians (experts)
 --   seed         another seed gives another log of the same model
 --   max_steps    a stay still open after this many days leaves the log (reward 0)
--- Issue 21's log: 20,000 patients, 30 clinicians (the defaults).
--- Issue 22's log: 200 clinicians x 50 patients:
+-- The patients' log: 20,000 patients, 30 clinicians (the defaults).
+-- The clinicians' log: 200 clinicians x 50 patients:
 --   CREATE TEMP TABLE clinical_config AS
 --     SELECT 10000 AS patients, 200 AS clinicians, 1 AS seed, 30 AS max_steps;
 --

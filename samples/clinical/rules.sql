@@ -4,7 +4,7 @@
 -- (the rule's policy(state, action, prob) is its rows WHERE rule = '...').
 --
 --   new_rule         escalate at severity >= 4 (the rule a team proposes)
---   majority         the clinicians' majority rule (issue 22): escalate at a
+--   majority         the clinicians' majority rule: escalate at a
 --                    severity where more than half of the clinicians escalate
 --                    more often than not
 --   standard_care    never escalate

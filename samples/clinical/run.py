@@ -8,14 +8,14 @@ epsilon = 1, delta = 1e-5, next to them:
 
   - the logged policy's value: dp_is_value with the log's own propensities
     as the target (every weight 1: the private mean return of the log);
-  - each rule by importance sampling (dp_is_value, Part B of issue 21);
+  - each rule by importance sampling (dp_is_value);
   - each rule on one private model release (dp_mdp, then dp_mdp_value on
     every rule at once), when this build has them.
 
 Then the same estimates over epsilon, 10 seeded releases each (seeded so
 that the figure is reproducible; a seeded release is not private), written
 to out/epsilon.dat and, with gnuplot, drawn to out/epsilon.png.  Last,
-issue 22's log (200 clinicians x 50 patients, out/clinicians.db) and, when
+the clinicians' log (200 clinicians x 50 patients, out/clinicians.db) and, when
 this build has it, the private consensus policy (dp_expert_policy).
 
   /usr/bin/python3 samples/clinical/run.py [--so ./dprl.so] [--quick]
@@ -40,7 +40,7 @@ EPS, DELTA, HORIZON = 1.0, 1e-5, 30
 # dp_is_value: rewards are +1 / -1 on the last day only, so every return is in [-1, 1]
 IS_OPTS = {"gamma": 1, "rmin": -1, "rmax": 1, "gmin": -1, "gmax": 1, "horizon": HORIZON,
            "weight_max": 20, "epsilon": EPS, "delta": DELTA}
-# dp_mdp (docs: the model release of issue 21; mdp_contract.md)
+# dp_mdp (REFERENCE.md, dp_mdp)
 # clip: a public bound on one stay's contribution (most stays are short, so
 # few are scaled down; make utility measures the trade-off)
 MDP_OPTS = {"n_states": 10, "n_actions": 2, "gamma": 1, "rmin": -1, "rmax": 1,
@@ -118,7 +118,7 @@ def main():
     a = ap.parse_args()
     os.makedirs(OUT, exist_ok=True)
 
-    section("the log (issue 21): 20,000 patients, 30 clinicians")
+    section("the patients' log: 20,000 patients, 30 clinicians")
     con = build(os.path.join(OUT, "clinical.db"), a.so, 20000, 30)
     n, steps, died, home = con.execute(
         "SELECT count(DISTINCT episode), count(*), sum(reward = -1), sum(reward = 1) "
@@ -195,7 +195,7 @@ def main():
         print(f"  wrote {os.path.relpath(dat, ROOT)} (no gnuplot: apt-get install gnuplot-nox "
               "to draw it)")
 
-    section("issue 22's log: 200 clinicians x 50 patients")
+    section("the clinicians' log: 200 clinicians x 50 patients")
     c2 = build(os.path.join(OUT, "clinicians.db"), a.so, 10000, 200)
     t2 = exact.all_values(c2)
     print(f"  exact: majority rule {t2['majority']: .3f}, their mixture "
@@ -203,7 +203,8 @@ def main():
           f"standard care {t2['standard_care']: .3f}, optimal {t2['optimal']: .3f}")
     if has(c2, "dp_expert_policy"):
         try:
-            o = {"n_states": 10, "n_actions": 2, "epsilon": EPS, "delta": DELTA}
+            o = {"n_states": 10, "n_actions": 2, "epsilon": EPS, "delta": DELTA,
+                 "default_action": 0}
             r = json.loads(c2.execute("SELECT dp_expert_policy(expert, episode, t, state, action, ?) "
                                       "FROM steps", (json.dumps(o),)).fetchone()[0])
             pol = r["policy"]

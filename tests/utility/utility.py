@@ -6,11 +6,17 @@ al. section 6, the RMSE of the released values against the exact
 mechanism; "statistics", ALGORITHMS.md section 9), both features forms and
 epsilon in {0.1, 0.5, 1, 2}, 20 seeded releases each; and, for
 dp_prefix_stable at the paper's setting, the released prefix lengths under
-both accountants; and the charges the ledger takes for a study (a GROUP BY
-over six hospitals, ten statistics releases).  Seeded, so the numbers are reproducible (a seeded
-release is NOT private: the seeds are here only to make the table stable).
+both accountants; the charges the ledger takes for a study (a GROUP BY
+over six hospitals, ten statistics releases); off-policy: the greedy policy
+planned on one dp_mdp release of the paper's Q-learning task (with
+dp_q_learn beside it) and the clinical sample's rules valued on one
+release; expert level: the exact value of dp_expert_policy's consensus on
+the clinical sample's clinicians' logs.  Seeded, so the numbers are
+reproducible (a seeded release is NOT private: the seeds are here only to
+make the table stable).
 
-usage: DPRL_SO=./dprl.so python3 tests/utility/utility.py [--quick]
+usage: DPRL_SO=./dprl.so python3 tests/utility/utility.py [--quick] [part ...]
+  parts: icu chain prefix study offpolicy expert (default: all)
 """
 import json
 import math
@@ -332,6 +338,17 @@ def grid_return(con, m, rng, n=400):
     return tot / n
 
 
+def clinical(patients, clinicians):
+    """The clinical sample's database: simulator, log and rules."""
+    con = connect()
+    con.execute(f"CREATE TEMP TABLE clinical_config AS SELECT {patients} AS patients, "
+                f"{clinicians} AS clinicians, 1 AS seed, 30 AS max_steps")
+    for f in ("model.sql", "log.sql", "rules.sql"):
+        with open(os.path.join(ROOT, "samples", "clinical", f)) as fh:
+            con.executescript(fh.read())
+    return con
+
+
 def offpolicy():
     """The paper's Q-learning task (random logging policy, 50 steps): the
     greedy policy planned on one dp_mdp release at epsilon 1, with the log's
@@ -381,12 +398,7 @@ def offpolicy():
                 "beat random", "target"], rows)
     sys.path.insert(0, os.path.join(ROOT, "samples", "clinical"))
     import exact  # the sample's dynamic programming on its true model
-    con = connect()
-    con.execute("CREATE TEMP TABLE clinical_config AS SELECT 20000 AS patients, 30 AS clinicians, "
-                "1 AS seed, 30 AS max_steps")
-    for f in ("model.sql", "log.sql", "rules.sql"):
-        with open(os.path.join(ROOT, "samples", "clinical", f)) as fh:
-            con.executescript(fh.read())
+    con = clinical(20000, 30)
     truth = exact.all_values(con)
     rules = ["new_rule", "majority", "standard_care"]
     pols = {r: exact.rule(con, r) for r in rules}
@@ -414,7 +426,55 @@ def offpolicy():
                ["clip", "count_floor"] + rules, rows)
 
 
+# ---- expert level: the consensus policy (ALGORITHMS.md section 16) ----------
+
+def expert():
+    """dp_expert_policy on the clinical sample's clinicians' logs: the exact
+    value of the released consensus policy against the clinicians' majority
+    rule, and what dp_prefix_stable releases from the same data."""
+    sys.path.insert(0, os.path.join(ROOT, "samples", "clinical"))
+    import exact  # the sample's dynamic programming on its true model
+    rows = []
+    for patients, clinicians, eps in ((10000, 200, 1.0), (150000, 3000, 0.1)):
+        con = clinical(patients, clinicians)
+        truth = exact.all_values(con)
+        majority = [int(p) for (p,) in con.execute(
+            "SELECT prob FROM policies WHERE rule = 'majority' AND action = 1 ORDER BY state")]
+        model = exact.Model(con)
+        values, equal = [], 0
+        for seed in range(1, SEEDS + 1):
+            o = {"n_states": 10, "n_actions": 2, "epsilon": eps, "delta": 1e-6,
+                 "default_action": 0, "seed": seed}
+            r = json.loads(con.execute(
+                "SELECT dp_expert_policy(expert, episode, t, state, action, ?) FROM steps",
+                (json.dumps(o),)).fetchone()[0])
+            pol = r["policy"]
+            values.append(model.value([[1.0 if a == pol[s] else 0.0 for a in (0, 1)]
+                                       for s in range(10)]))
+            equal += pol == majority
+        po = {"epsilon": eps, "delta": 1e-6, "p_min": 0.02, "T": 100, "L": 30, "seed": 1}
+        released = con.execute(
+            "SELECT count(DISTINCT release) FROM dp_prefix_stable('SELECT episode, t, state, "
+            "action FROM steps', 'SELECT expert, state, action, prob FROM clinician_policy', ?)",
+            (json.dumps(po),)).fetchone()[0]
+        threshold = json.loads(con.execute("SELECT dp_prefix_calibrate(?)", (json.dumps(
+            {k: po[k] for k in ("epsilon", "delta", "p_min", "T", "L")}),)).fetchone()[0])
+        mean = sum(values) / len(values)
+        rows.append([f"{clinicians} x {patients // clinicians}", f"{eps}",
+                     f"{r['sigma']:.1f}", f"{mean:.3f}", f"{min(values):.3f}",
+                     f"{truth['majority']:.3f}", f"{equal}/{SEEDS}",
+                     f"{released} (threshold {threshold['threshold']:,.0f})",
+                     "within 0.1" if clinicians == 200 else "equal"])
+    table_rows(f"dp_expert_policy on the clinical sample (delta 1e-6, default action 0): the "
+               f"exact value of the consensus policy, {SEEDS} seeded releases, against the "
+               f"clinicians' majority rule; dp_prefix_stable on the same log (T 100, L 30, "
+               f"p_min 0.02, the clinicians' own policies)",
+               ["clinicians x patients", "epsilon", "sigma", "consensus value", "worst",
+                "majority rule", "policy = majority", "prefixes released", "target"], rows)
+
+
 if __name__ == "__main__":
-    parts = [a for a in sys.argv[1:] if not a.startswith("--")] or ["icu", "chain", "prefix", "study", "offpolicy"]
+    parts = [a for a in sys.argv[1:] if not a.startswith("--")] or ["icu", "chain", "prefix", "study", "offpolicy",
+                                                                    "expert"]
     for p in parts:
         globals()[p]()
