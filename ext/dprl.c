@@ -87,7 +87,8 @@ static void version_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
 static void debug_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   (void)argc;
   (void)argv;
-  char *s = sqlite3_mprintf("dprl %s\ncommit %s\nbuilt %s %s with %s\nsqlite %s (runtime)\nblas: %s",
+  char *s = sqlite3_mprintf("dprl %s\ncommit %s\nbuilt %s %s with %s\nsqlite %s (runtime)\nblas: %s\n"
+                            "options converted: %llu rows",
                             DPRL_VERSION, DPRL_GIT_COMMIT, __DATE__, __TIME__,
 #if defined(__clang__)
                             "clang " __clang_version__,
@@ -96,7 +97,8 @@ static void debug_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
 #else
                             "an unknown compiler",
 #endif
-                            sqlite3_libversion(), dprl_linalg_backend());
+                            sqlite3_libversion(), dprl_linalg_backend(),
+                            (unsigned long long)dprl_sql_options_converted());
   if (!s) sqlite3_result_error_nomem(ctx);
   else sqlite3_result_text(ctx, s, -1, sqlite3_free);
 }

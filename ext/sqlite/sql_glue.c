@@ -175,7 +175,25 @@ int dprl_sql_pin_options(dprl_sql_pinned *p, sqlite3_value *v, dprl_error *err) 
   return DPRL_OK;
 }
 
+/* Rows whose options took the converting comparison (dprl_debug). */
+static uint64_t options_converted;
+
+uint64_t dprl_sql_options_converted(void) {
+  return __atomic_load_n(&options_converted, __ATOMIC_RELAXED);
+}
+
 int dprl_sql_same_options(const dprl_sql_pinned *p, sqlite3_value *v, dprl_error *err) {
+  /* The bytes as they are first: sqlite3_value_text would copy a bound
+  ** parameter's text on every row to add its terminator (SQLite keeps a
+  ** bound string without one).  They are the UTF-8 text in a UTF-8
+  ** database; any other encoding fails this comparison and takes the
+  ** converting one below. */
+  if (sqlite3_value_type(v) == SQLITE_TEXT) {
+    const void *bytes = sqlite3_value_blob(v);
+    if (bytes && sqlite3_value_bytes(v) == p->len && memcmp(bytes, p->text, (size_t)p->len) == 0)
+      return DPRL_OK;
+  }
+  __atomic_fetch_add(&options_converted, 1, __ATOMIC_RELAXED);
   const char *text = (const char *)sqlite3_value_text(v);
   if (text && sqlite3_value_bytes(v) == p->len && memcmp(text, p->text, (size_t)p->len) == 0)
     return DPRL_OK;

@@ -74,6 +74,10 @@ typedef struct dprl_sql_pinned {
 int dprl_sql_pin_options(dprl_sql_pinned *p, sqlite3_value *v, dprl_error *err);
 int dprl_sql_same_options(const dprl_sql_pinned *p, sqlite3_value *v, dprl_error *err);
 void dprl_sql_unpin(dprl_sql_pinned *p);
+/* How many rows, in this process, compared their options after a
+** conversion (sqlite3_value_text) rather than as the bytes they came in:
+** none in a UTF-8 database, however the options are passed (dprl_debug). */
+uint64_t dprl_sql_options_converted(void);
 
 /* The cancellation hook of core.h for a call on db: every millisecond of
 ** work or so it steps a trivial statement ("SELECT 1") on the same

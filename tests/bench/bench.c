@@ -10,7 +10,7 @@
 ** (dprl allocates through it).  The machine is shared: read the ratios,
 ** not the seconds.
 **
-** Sections (DPRL_BENCH=lsw,shapes,prefix,q,mdp,offpolicy picks some):
+** Sections (DPRL_BENCH=lsw,shapes,prefix,q,mdp,offpolicy,bind picks some):
 **   lsw     100,000 episodes x 50 steps, N = 750, dense ids in random order:
 **           dp_lsw, dp_lsl, grouped, aggregate features, the shard recipe,
 **           plain SQL window functions in SQLite and DuckDB;
@@ -21,7 +21,9 @@
 **   q       dp_q_noise and dp_q_learn (bench_q.c);
 **   mdp     dp_mdp on 5,000,000 steps (bench_mdp.c);
 **   offpolicy  dp_mdp_value and dp_mdp_plan on a 1,000-state, 10-action
-**           model (bench_mdp_eval.c).
+**           model (bench_mdp_eval.c);
+**   bind    the row aggregates with their options written into the SQL
+**           and bound as a parameter, as apps pass them (bench_bind.c).
 ** DuckDB (npm @duckdb/node-api, `make duckdb-deps`) runs in a child node
 ** process (tests/bench/duckdb_bench.cjs) with 2 threads on the same rows
 ** (exported once to build/bench_steps.csv); its CPU time is the child's,
@@ -172,13 +174,16 @@ typedef struct sample {
   long long peak;
 } sample;
 
-/* One run; the first column of the last row goes to out. */
-static sample run_once(sqlite3 *db, const char *sql, char *out, size_t n) {
+/* One run, with bind (if not NULL) bound to parameter 1 as an app binds
+** text (a copy: SQLITE_TRANSIENT); the first column of the last row goes
+** to out. */
+static sample run_bound(sqlite3 *db, const char *sql, const char *bind, char *out, size_t n) {
   sqlite3_stmt *st;
   long long base = sqlite3_memory_used();
   sqlite3_memory_highwater(1);
   double w0 = now(), c0 = cpu_now();
   if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) die(db, sql);
+  if (bind && sqlite3_bind_text(st, 1, bind, -1, SQLITE_TRANSIENT) != SQLITE_OK) die(db, sql);
   while (sqlite3_step(st) == SQLITE_ROW)
     if (out && sqlite3_column_text(st, 0))
       snprintf(out, n, "%s", (const char *)sqlite3_column_text(st, 0));
@@ -187,10 +192,15 @@ static sample run_once(sqlite3 *db, const char *sql, char *out, size_t n) {
   return s;
 }
 
+static sample run_once(sqlite3 *db, const char *sql, char *out, size_t n) {
+  return run_bound(db, sql, NULL, out, n);
+}
+
 typedef struct item item;
 struct item {
   const char *name;
   const char *sql;              /* run in this process; NULL: ext */
+  const char *bind;             /* bound to the sql's parameter 1, or NULL */
   int ref;                      /* index of the reference item in the section */
   int (*ext)(item *, sample *); /* a run elsewhere (DuckDB) */
   int ext_query;
@@ -217,7 +227,7 @@ static void measure(sqlite3 *db, item *it, int n) {
       item *x = &it[(k + r) % n];
       sample s;
       if (x->sql)
-        s = run_once(db, x->sql, x->res, sizeof x->res);
+        s = run_bound(db, x->sql, x->bind, x->res, sizeof x->res);
       else if (!x->ext || x->ext(x, &s))
         continue;
       x->cpu[r] = s.cpu;
@@ -582,6 +592,7 @@ static void prefix_bench(sqlite3 *db) {
 #include "bench_q.c" /* dp_q_noise and dp_q_learn */
 #include "bench_mdp.c" /* dp_mdp */
 #include "bench_mdp_eval.c" /* dp_mdp_value and dp_mdp_plan */
+#include "bench_bind.c" /* options as a literal and as a bound parameter */
 
 int main(int argc, char **argv) {
   const char *path = argc > 1 ? argv[1] : "build/bench.db";
@@ -634,6 +645,7 @@ int main(int argc, char **argv) {
   if (!only || strstr(only, "q")) bench_q(db);
   if (!only || strstr(only, "mdp")) bench_mdp(db);
   if (!only || strstr(only, "offpolicy")) bench_mdp_eval(db);
+  if (!only || strstr(only, "bind")) bench_bind(db);
   FILE *lb = fopen("/proc/loadavg", "r");
   if (lb) {
     if (fgets(load, sizeof load, lb)) printf("\nload average at the end: %s", load);
