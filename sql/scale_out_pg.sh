@@ -14,17 +14,21 @@
 #      on the shard); the coordinator reads them through foreign tables, so
 #      the window functions run on the shards (EXPLAIN VERBOSE shows the
 #      remote SQL) and only per-state rows cross the network.
-#   4. The coordinator runs sql/postgres/stats_merge_check.sql on the union
-#      (the bucket ranges partition 0..7, m = 20,000).
+#   4. The coordinator reads the union of the shards' statistics once (the
+#      servers are async_capable: both shards compute at the same time),
+#      into a table, and runs sql/postgres/stats_merge_check.sql on it (the
+#      bucket ranges partition 0..7, m = 20,000).
 #   5. Only the per-state table moves into SQLite, where dprl makes one
-#      release (dp_lsw_from_stats).  As a check, the same release with a
-#      seed (diagnostic) equals dp_lsw over the whole log in SQLite.
+#      release (dp_lsw_from_stats).  As checks, every state's visits and
+#      return sum equal dp_fv_stats over the whole log in SQLite, and the
+#      same release with a seed (diagnostic) equals dp_lsw there.
 # Exits non-zero if any step or check fails.
 set -eu
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 K=8
 OPTS='{"n_states": 10, "gamma": 0.9, "rmin": 0, "rmax": 1, "fmax": 9, "epsilon": 1, "delta": 1e-5}'
+STATS_OPTS='{"n_states": 10, "gamma": 0.9, "rmin": 0, "rmax": 1, "fmax": 9}'
 
 [ -f ./dprl.so ] || { echo "scale_out_pg: ./dprl.so is missing: run make first" >&2; exit 1; }
 command -v psql >/dev/null || { echo "scale_out_pg: psql is missing: apt-get install postgresql" >&2; exit 1; }
@@ -83,7 +87,8 @@ sqlite3 -bail -csv "$TMP/log.db" ".read samples/clinic.sql" \
   for name in a b; do
     eval "port=\$PORT_shard_$name"
     echo "CREATE SERVER shard_$name FOREIGN DATA WRAPPER postgres_fdw"
-    echo "  OPTIONS (host '127.0.0.1', port '$port', dbname 'postgres', batch_size '1000');"
+    echo "  OPTIONS (host '127.0.0.1', port '$port', dbname 'postgres', batch_size '1000',"
+    echo "           async_capable 'true');"
     echo "CREATE USER MAPPING FOR postgres SERVER shard_$name OPTIONS (user 'postgres');"
   done
   echo "CREATE TABLE sharded(episode bigint, t bigint, state int, reward double precision,"
@@ -117,7 +122,9 @@ sqlite3 -bail -csv "$TMP/log.db" ".read samples/clinic.sql" \
       echo "  SERVER shard_$name OPTIONS (table_name 'shard_$v');"
     done
   done
-  echo "CREATE VIEW shard_stats AS"
+  # async_capable: the Append over the two foreign tables asks both shards
+  # at once, so they compute their statistics in parallel
+  echo "CREATE VIEW shard_stats_remote AS"
   echo "  SELECT * FROM shard_stats_a UNION ALL SELECT * FROM shard_stats_b;"
 } | on coord
 for name in a b; do on "shard_$name" -c "ANALYZE steps"; done
@@ -131,8 +138,11 @@ CHECKS=$(on coord -At -c "SELECT * FROM shard_check_a UNION ALL SELECT * FROM sh
 echo "$CHECKS"
 [ "$CHECKS" = "0|0|0|0|0|0|0|0|0|0|0
 0|0|0|0|0|0|0|0|0|0|0" ] || { echo "scale_out_pg: a shard's check failed" >&2; exit 1; }
-echo "   the statistics run on the shards; the coordinator's plan:"
-on coord -At -c "EXPLAIN (VERBOSE, COSTS OFF) SELECT * FROM shard_stats" | sed 's/^/   /'
+echo "   the statistics run on the shards, both at once; the coordinator's plan:"
+on coord -At -c "EXPLAIN (VERBOSE, COSTS OFF) SELECT * FROM shard_stats_remote" | sed 's/^/   /'
+# Read once: every later step (the merge check, the copy) reads this table,
+# so no shard computes its statistics twice.
+on coord -c "CREATE TABLE shard_stats AS SELECT * FROM shard_stats_remote"
 
 echo "4. merge check on the coordinator (all 0 but m):"
 MERGE=$(on coord -At -F ' ' -f sql/postgres/stats_merge_check.sql)
@@ -157,8 +167,34 @@ FROM json_each((SELECT dp_lsw_from_stats(state, visits, return_sum, max_states,
                          json_set('$OPTS', '\$.episodes', $M)) FROM moved), '\$.values');
 EOF
 
-# The check: the same release, seeded and diagnostic, from the moved
-# statistics and from the whole log in SQLite.
+# The checks, against SQLite on the whole log: the moved statistics
+# themselves (visits exactly, return sums to a relative 1e-12: the shards
+# add the same first-visit returns in another order), then the same
+# release, seeded and diagnostic, from both.
+BAD=$(sqlite3 -bail "$TMP/release.db" <<EOF
+.load ./dprl
+.read samples/clinic.sql
+WITH whole AS (
+  SELECT e.value ->> 0 AS state, e.value ->> 1 AS visits, e.value ->> 2 AS return_sum
+  FROM (SELECT dp_fv_stats(episode, t, state, reward, '$STATS_OPTS') AS j FROM steps) AS x,
+       json_each(x.j, '\$.states') AS e),
+moved_sums AS (
+  SELECT state, sum(visits) AS visits, sum(return_sum) AS return_sum
+  FROM moved GROUP BY state HAVING sum(visits) > 0)
+SELECT count(*) FROM whole w FULL JOIN moved_sums m ON m.state = w.state
+WHERE w.state IS NULL OR m.state IS NULL OR m.visits <> w.visits
+   OR abs(m.return_sum - w.return_sum) > 1e-12 * abs(w.return_sum);
+EOF
+)
+if [ "$BAD" = 0 ]; then
+  echo "check: every state's visits and return sum (to 1e-12) equal dp_fv_stats over the whole log"
+else
+  echo "scale_out_pg: $BAD states' statistics differ from dp_fv_stats over the whole log" >&2
+  exit 1
+fi
+
+# The same release, seeded and diagnostic, from the moved statistics and
+# from the whole log in SQLite.
 SAME=$(sqlite3 -bail "$TMP/release.db" <<EOF
 .load ./dprl
 .read samples/clinic.sql
