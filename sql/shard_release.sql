@@ -10,6 +10,8 @@
 --    done where the data is.
 -- 3. The merge check on the union: the ranges partition 0..7, m = 20,000.
 -- 4. One release from the union: only the per-state rows left the shards.
+-- 5. Checks against the whole log: the statistics (dp_fv_stats) and the
+--    same release seeded (dp_lsw); the script stops if one fails.
 .load ./dprl
 .bail on
 .read samples/clinic.sql
@@ -70,3 +72,40 @@ FROM json_each((
                     (SELECT sum(episodes)
                      FROM (SELECT DISTINCT bucket_lo, bucket_hi, episodes FROM shard_stats))))
   FROM shard_stats), '$.values');
+
+-- The checks: the script stops with an error naming the one that fails.
+-- The merged statistics against dp_fv_stats over the whole log (visits
+-- exactly; return sums to a relative 1e-12, the shards adding the same
+-- first-visit returns in another order), and the same release seeded
+-- (diagnostic) against dp_lsw over the whole log.
+CREATE TEMP TABLE check_statistics(
+  ok INTEGER CONSTRAINT merged_statistics_differ_from_dp_fv_stats_on_the_whole_log CHECK (ok = 1));
+INSERT INTO check_statistics
+WITH whole AS (
+  SELECT e.value ->> 0 AS state, e.value ->> 1 AS visits, e.value ->> 2 AS return_sum
+  FROM (SELECT dp_fv_stats(episode, t, state, reward,
+                           '{"n_states": 10, "gamma": 0.9, "rmin": 0, "rmax": 1, "fmax": 9}') AS j
+        FROM main.steps) AS x,
+       json_each(x.j, '$.states') AS e),
+merged AS (
+  SELECT state, sum(visits) AS visits, sum(return_sum) AS return_sum
+  FROM shard_stats GROUP BY state HAVING sum(visits) > 0)
+SELECT count(*) = 0 FROM whole w FULL JOIN merged m ON m.state = w.state
+WHERE w.state IS NULL OR m.state IS NULL OR m.visits <> w.visits
+   OR abs(m.return_sum - w.return_sum) > 1e-12 * abs(w.return_sum);
+CREATE TEMP TABLE check_release(
+  ok INTEGER CONSTRAINT seeded_release_differs_from_dp_lsw_on_the_whole_log CHECK (ok = 1));
+INSERT INTO check_release
+SELECT json_extract(a, '$.theta') = json_extract(b, '$.theta')
+       AND json_extract(a, '$.visits') = json_extract(b, '$.visits')
+FROM (SELECT (SELECT dp_lsw_from_stats(state, visits, return_sum, max_states,
+                json_set('{"n_states": 10, "gamma": 0.9, "rmin": 0, "rmax": 1, "fmax": 9, "epsilon": 1, "delta": 1e-5, "release": "diagnostic", "seed": 7}',
+                         '$.episodes', 20000))
+              FROM shard_stats) AS a,
+             (SELECT dp_lsw(episode, t, state, reward,
+                '{"n_states": 10, "gamma": 0.9, "rmin": 0, "rmax": 1, "fmax": 9, "epsilon": 1, "delta": 1e-5, "release": "diagnostic", "seed": 7}')
+              FROM main.steps) AS b);
+.mode list
+.headers off
+SELECT 'check: every state''s visits and return sum (to 1e-12) equal dp_fv_stats over the whole log';
+SELECT 'check: with seed 7 (diagnostic), the release from the shards equals dp_lsw over the whole log';

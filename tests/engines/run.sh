@@ -30,8 +30,9 @@ count test_engines.py "$LOG/engines" $?
 # the multi-server demo: its own checks make it exit non-zero
 sh sql/scale_out_pg.sh >"$LOG/demo.out" 2>&1
 status=$?
-if [ $status -eq 0 ] && grep -q "^check: with seed 7" "$LOG/demo.out"; then
-  echo "ok sql/scale_out_pg.sh: 2 postgres_fdw shards, checks 0, release = dp_lsw on the whole log"
+if [ $status -eq 0 ] && grep -q "^check: with seed 7" "$LOG/demo.out" \
+   && grep -q "^check: every state's visits" "$LOG/demo.out"; then
+  echo "ok sql/scale_out_pg.sh: 2 postgres_fdw shards, checks 0, statistics = dp_fv_stats, release = dp_lsw on the whole log"
 else
   echo "not ok sql/scale_out_pg.sh (status $status)"
   sed 's/^/# /' "$LOG/demo.out" | tail -30
@@ -43,8 +44,9 @@ count scale_out_pg.sh "$LOG/demo" 0
 status=$?
 zeros=$(grep -c '^shard [012]|0|0|0|0|0|0|0|0|0|0|0$' "$LOG/shard.out")
 if [ $status -eq 0 ] && [ "$zeros" -eq 3 ] && grep -q '^0|0|0|0|0|0|0|0|20000$' "$LOG/shard.out" \
-   && [ "$(grep -c '^│ [0-9] ' "$LOG/shard.out")" -eq 10 ]; then
-  echo "ok sql/shard_release.sql: 3 shard checks 0, merge check 0 with m = 20000, 10 values"
+   && [ "$(grep -c '^│ [0-9] ' "$LOG/shard.out")" -eq 10 ] \
+   && [ "$(grep -c '^check: ' "$LOG/shard.out")" -eq 2 ]; then
+  echo "ok sql/shard_release.sql: 3 shard checks 0, merge check 0 with m = 20000, 10 values, statistics = dp_fv_stats, seeded release = dp_lsw"
 else
   echo "not ok sql/shard_release.sql (status $status)"
   sed 's/^/# /' "$LOG/shard.out" | tail -30
