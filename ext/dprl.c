@@ -3,6 +3,8 @@
 **
 **   dprl_version()                                 -> '0.2.0'
 **   dprl_debug()                                   -> version, commit, build, BLAS
+**   dprl_debug(options)                            -> 'bytes' or 'converted': how the
+**                                                     row aggregates compare it per row
 **   dp_lsw(episode, t, state, reward, options)     aggregate
 **   dp_lsl(episode, t, state, reward, options)     aggregate
 **   dp_lsw_from_stats(state, visits, return_sum, options)   aggregate
@@ -85,10 +87,12 @@ static void version_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
 }
 
 static void debug_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
-  (void)argc;
-  (void)argv;
-  char *s = sqlite3_mprintf("dprl %s\ncommit %s\nbuilt %s %s with %s\nsqlite %s (runtime)\nblas: %s\n"
-                            "options converted: %llu rows",
+  if (argc == 1) { /* how the row aggregates compare this options value, row by row */
+    sqlite3_result_text(ctx, dprl_sql_options_as_bytes(argv[0]) ? "bytes" : "converted", -1,
+                        SQLITE_STATIC);
+    return;
+  }
+  char *s = sqlite3_mprintf("dprl %s\ncommit %s\nbuilt %s %s with %s\nsqlite %s (runtime)\nblas: %s",
                             DPRL_VERSION, DPRL_GIT_COMMIT, __DATE__, __TIME__,
 #if defined(__clang__)
                             "clang " __clang_version__,
@@ -97,8 +101,7 @@ static void debug_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
 #else
                             "an unknown compiler",
 #endif
-                            sqlite3_libversion(), dprl_linalg_backend(),
-                            (unsigned long long)dprl_sql_options_converted());
+                            sqlite3_libversion(), dprl_linalg_backend());
   if (!s) sqlite3_result_error_nomem(ctx);
   else sqlite3_result_text(ctx, s, -1, sqlite3_free);
 }
@@ -129,6 +132,7 @@ static const struct function {
   {name, nargs, flags, &(agg), NULL, dprl_agg_step, dprl_agg_final}
     SCALAR("dprl_version", 0, PURE, version_fn),
     SCALAR("dprl_debug", 0, SQLITE_UTF8 | SQLITE_INNOCUOUS, debug_fn),
+    SCALAR("dprl_debug", 1, SQLITE_UTF8 | SQLITE_INNOCUOUS, debug_fn),
     /* the privacy ledger (sqlite/sql_budget.c) */
     SCALAR("dprl_budget", 3, NOISY_JSON, dprl_sql_budget),
     SCALAR("dprl_budget", 4, NOISY_JSON, dprl_sql_budget),

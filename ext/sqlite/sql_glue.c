@@ -175,13 +175,6 @@ int dprl_sql_pin_options(dprl_sql_pinned *p, sqlite3_value *v, dprl_error *err) 
   return DPRL_OK;
 }
 
-/* Rows whose options took the converting comparison (dprl_debug). */
-static uint64_t options_converted;
-
-uint64_t dprl_sql_options_converted(void) {
-  return __atomic_load_n(&options_converted, __ATOMIC_RELAXED);
-}
-
 int dprl_sql_same_options(const dprl_sql_pinned *p, sqlite3_value *v, dprl_error *err) {
   /* The bytes as they are first: sqlite3_value_text would copy a bound
   ** parameter's text on every row to add its terminator (SQLite keeps a
@@ -193,11 +186,23 @@ int dprl_sql_same_options(const dprl_sql_pinned *p, sqlite3_value *v, dprl_error
     if (bytes && sqlite3_value_bytes(v) == p->len && memcmp(bytes, p->text, (size_t)p->len) == 0)
       return DPRL_OK;
   }
-  __atomic_fetch_add(&options_converted, 1, __ATOMIC_RELAXED);
   const char *text = (const char *)sqlite3_value_text(v);
   if (text && sqlite3_value_bytes(v) == p->len && memcmp(text, p->text, (size_t)p->len) == 0)
     return DPRL_OK;
   return dprl_fail(err, DPRL_EINVAL, "options must be the same for every row");
+}
+
+int dprl_sql_options_as_bytes(sqlite3_value *v) {
+  if (sqlite3_value_type(v) != SQLITE_TEXT) return 0;
+  const void *bytes = sqlite3_value_blob(v);
+  int n = sqlite3_value_bytes(v);
+  char *copy = bytes && n > 0 ? sqlite3_malloc(n) : NULL;
+  if (!copy) return 0;
+  memcpy(copy, bytes, (size_t)n); /* sqlite3_value_text may convert v in place */
+  const char *text = (const char *)sqlite3_value_text(v);
+  int same = text && sqlite3_value_bytes(v) == n && memcmp(text, copy, (size_t)n) == 0;
+  sqlite3_free(copy);
+  return same;
 }
 
 void dprl_sql_unpin(dprl_sql_pinned *p) {

@@ -74,10 +74,10 @@ typedef struct dprl_sql_pinned {
 int dprl_sql_pin_options(dprl_sql_pinned *p, sqlite3_value *v, dprl_error *err);
 int dprl_sql_same_options(const dprl_sql_pinned *p, sqlite3_value *v, dprl_error *err);
 void dprl_sql_unpin(dprl_sql_pinned *p);
-/* How many rows, in this process, compared their options after a
-** conversion (sqlite3_value_text) rather than as the bytes they came in:
-** none in a UTF-8 database, however the options are passed (dprl_debug). */
-uint64_t dprl_sql_options_converted(void);
+/* 1 when dprl_sql_same_options compares v as the bytes it came in (a
+** TEXT value whose bytes are its UTF-8 text), 0 when each row would be
+** converted first (dprl_debug(options)).  A function of v alone. */
+int dprl_sql_options_as_bytes(sqlite3_value *v);
 
 /* The cancellation hook of core.h for a call on db: every millisecond of
 ** work or so it steps a trivial statement ("SELECT 1") on the same

@@ -17,7 +17,7 @@ from harness import SO, check, connect, run
 
 FUNCTIONS = {  # name: (number of arguments, deterministic?)
     "dprl_version": (0, True),
-    "dprl_debug": (0, False),
+    "dprl_debug": (0, False),  # also 1 argument (how options are compared)
     "dp_lsw": (5, False),
     "dp_lsl": (5, False),
     "dp_lsw_from_stats": (4, False),
@@ -79,7 +79,7 @@ def test_registry():
     # dp_prefix_stable's one pass hands a sampled row over with its values
     want |= {("dprl_prefix_key", 5)}
     want |= {("dprl_budget", 4)}
-    want |= {("dp_mdp_value", 3), ("dp_mdp_plan", 2)}
+    want |= {("dp_mdp_value", 3), ("dp_mdp_plan", 2), ("dprl_debug", 1)}
     check(set(added) == want, "loading adds exactly the listed functions",
           f"extra {set(added) - want}, missing {want - set(added)}")
     for (name, narg), flags in added.items():
