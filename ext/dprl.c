@@ -61,6 +61,8 @@ SQLITE_EXTENSION_INIT1
 #include "sqlite/sql_glue.h"
 #include "sqlite/sql_tvf.h"
 
+const char dprl_version[] = DPRL_VERSION;
+
 /* The commit the Makefile compiled in (git rev-parse --short HEAD). */
 #ifndef DPRL_GIT_COMMIT
 #define DPRL_GIT_COMMIT "unknown"

@@ -4,12 +4,12 @@
 **   SELECT * FROM dp_first_visit(
 **     'SELECT episode, t, state, reward FROM steps',
 **     '{"n_states": 750, "gamma": 0.99, "rmin": 0, "rmax": 1}');
-**   -- episode | state | t_first | first_visit_return | max_states
+**   -- episode | state | t_first | first_visit_return | max_states | made_with
 **
 **   SELECT dp_fv_stats(episode, t, state, reward,
 **                      '{"n_states": 750, "gamma": 0.99, "rmin": 0, "rmax": 1}') FROM steps;
 **   -- {"function":"dp_fv_stats","private":false,"n_states":750,
-**   --  "episodes":100000,"max_states":null,
+**   --  "episodes":100000,"max_states":null,"made_with":{...},
 **   --  "states":[[state, visits, return_sum], ...]}
 **
 ** dp_first_visit gives one row per (episode, first-visited state) with its
@@ -18,11 +18,13 @@
 ** per-episode work can run where the data is (one shard, one site), and
 ** only the per-state sums travel to the private release
 ** (dp_lsw_from_stats).  Both say the contribution bound they applied
-** (max_states, NULL for none), which the release must match.
+** (max_states, NULL for none), which the release must match, and every
+** parameter they used (made_with, rows/made_with.h), which it checks.
 */
 #include <string.h>
 
 #include "rows/first_visit.h"
+#include "rows/made_with.h"
 #include "base/json.h"
 #include "base/options.h"
 #include "policy_eval/sql_fv_agg.h"
@@ -38,6 +40,7 @@ typedef struct fv_emit_ctx {
   dprl_rows *out;
   dprl_key key;
   int64_t max_states; /* the bound applied, 0: none (column NULL) */
+  size_t made_at, made_len; /* made_with, written once in out's text */
 } fv_emit_ctx;
 
 static int fv_emit(void *vctx, uint32_t state, int64_t t_first, double F) {
@@ -49,6 +52,7 @@ static int fv_emit(void *vctx, uint32_t state, int64_t t_first, double F) {
   dprl_rows_int(c->out, 2, t_first);
   dprl_rows_double(c->out, 3, F);
   if (c->max_states > 0) dprl_rows_int(c->out, 4, c->max_states);
+  dprl_rows_text_ref(c->out, 5, c->made_at, c->made_len);
   return c->out->oom ? DPRL_ENOMEM : DPRL_OK;
 }
 
@@ -112,10 +116,17 @@ static int fv_compute(sqlite3 *db, sqlite3_value **args, dprl_rows *out, char **
     buf.cancel = &cancel.base;
     if (dprl_step_buffer_group(&buf, &err)) rc = dprl_sql_vtab_error(pzErr, "dp_first_visit", &err);
     size_t E = rc ? 0 : dprl_step_buffer_episodes(&buf);
+    size_t made_at = 0, made_len = 0;
+    if (!rc && E) {
+      made_at = out->text.len;
+      dprl_made_with_write(&out->text, &rule, n_states, "dprl", dprl_version);
+      made_len = out->text.len - made_at;
+      if (out->text.oom) rc = SQLITE_NOMEM;
+    }
     for (size_t e = 0; e < E && !rc; e++) {
       const dprl_step *steps;
       size_t n;
-      fv_emit_ctx ctx = {out, {0}, rule.max_states};
+      fv_emit_ctx ctx = {out, {0}, rule.max_states, made_at, made_len};
       dprl_step_buffer_episode_key(&buf, e, &ctx.key);
       if (dprl_step_buffer_episode(&buf, e, &steps, &n, &err) ||
           dprl_cancel_poll(&cancel.base, 40 * (uint64_t)n + 50, &err) ||
@@ -132,8 +143,8 @@ static int fv_compute(sqlite3 *db, sqlite3_value **args, dprl_rows *out, char **
 const dprl_tvf_spec dprl_first_visit_tvf = {
     "dp_first_visit",
     "CREATE TABLE x(episode, state INTEGER, t_first INTEGER, first_visit_return REAL,"
-    " max_states INTEGER, trajectories_sql HIDDEN, options HIDDEN)",
-    5, 2, 2, fv_args, fv_compute, 0};
+    " max_states INTEGER, made_with TEXT, trajectories_sql HIDDEN, options HIDDEN)",
+    6, 2, 2, fv_args, fv_compute, 0};
 
 /* ---- dp_fv_stats: the per-state statistics as one JSON value ------------- */
 
@@ -158,13 +169,15 @@ static int fvs_row(dprl_agg *a, int argc, sqlite3_value **argv, dprl_error *err)
 
 /* Visited states only, in state order; return sums printed exactly (17
 ** digits), so dp_lsw_from_stats on them is dp_lsw on the rows. */
-static int fvs_json(const dprl_fv_stats *st, int64_t max_states, dprl_buf *b,
+static int fvs_json(const dprl_fv_stats *st, const dprl_return_rule *rule, dprl_buf *b,
                     dprl_cancel *cancel, dprl_error *err) {
   dprl_buf_printf(b, "{\"function\":\"dp_fv_stats\",\"private\":false,\"n_states\":%lld,"
                   "\"episodes\":%lld,", (long long)st->n_states, (long long)st->m);
-  if (max_states > 0) dprl_buf_printf(b, "\"max_states\":%lld,", (long long)max_states);
+  if (rule->max_states > 0) dprl_buf_printf(b, "\"max_states\":%lld,", (long long)rule->max_states);
   else dprl_buf_puts(b, "\"max_states\":null,");
-  dprl_buf_puts(b, "\"states\":[");
+  dprl_buf_puts(b, "\"made_with\":");
+  dprl_made_with_write(b, rule, st->n_states, "dprl", dprl_version);
+  dprl_buf_puts(b, ",\"states\":[");
   int first = 1;
   for (int64_t s = 0; s < st->n_states; s++) {
     if (dprl_cancel_poll(cancel, 4, err)) return err->code;
@@ -184,7 +197,7 @@ static int fvs_final(dprl_agg *a, dprl_buf *out, dprl_spend *spend, dprl_error *
   dprl_fv_agg *fv = a->state;
   (void)spend;
   int rc = dprl_fv_agg_collect(fv, &a->cancel.base, err);
-  if (!rc) rc = fvs_json(&fv->st, fv->rule.max_states, out, &a->cancel.base, err);
+  if (!rc) rc = fvs_json(&fv->st, &fv->rule, out, &a->cancel.base, err);
   if (!rc && (int64_t)out->len > a->max_length)
     rc = dprl_fail(err, DPRL_EINVAL,
                    "the statistics of %lld states take %zu bytes, more than this "

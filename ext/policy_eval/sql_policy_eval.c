@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "policy_eval/policy_eval.h"
+#include "rows/made_with.h"
 #include "policy_eval/sql_fv_agg.h"
 #include "policy_eval/stats_merge.h"
 #include "policy_eval/stats_perturb.h"
@@ -118,14 +119,19 @@ const dprl_agg_fn dprl_lsl_agg = {"dp_lsl", sizeof(pe_state), &mech_lsl,
 ** none; dp_fv_stats, dp_first_visit and sql/ give it).  It must equal option
 ** max_states in every row, and the forms without it are statistics with no
 ** bound, so a release cannot assume a bound the statistics were not made
-** with (ALGORITHMS.md §9). */
+** with (ALGORITHMS.md §9).  In its place a row may carry made_with, the
+** text of every parameter the statistics were made with (rows/made_with.h):
+** each must then equal its option too. */
 typedef struct stats_state {
   dprl_pe_config cfg;
   dprl_stats_merge merge; /* stats_merge.c: the checks and the sums */
+  dprl_buf made_with;     /* the last made_with checked, and its bound */
+  int64_t made_bound;
 } stats_state;
 
 static void stats_free(void *p) {
   stats_state *g = p;
+  dprl_free(g->made_with.data);
   dprl_stats_merge_free(&g->merge);
   dprl_pe_config_free(&g->cfg);
 }
@@ -155,10 +161,37 @@ static int stats_start(dprl_agg *a, const char *text, size_t len, int argc, dprl
   return rc;
 }
 
-/* The statistics' max_states column: NULL (made without a bound) or >= 1. */
-static int read_bound(sqlite3_value *v, int64_t *k, dprl_error *err) {
+/* The statistics' max_states column: NULL (made without a bound) or >= 1,
+** or their made_with text, a JSON object (checked against the options; a
+** row with the text of the row before is not parsed again). */
+static int read_bound(stats_state *g, sqlite3_value *v, const dprl_stats_row *r, int64_t *k,
+                      dprl_error *err) {
   *k = 0;
   if (sqlite3_value_type(v) == SQLITE_NULL) return DPRL_OK;
+  const char *text = sqlite3_value_type(v) == SQLITE_TEXT ? (const char *)sqlite3_value_text(v)
+                                                         : NULL;
+  size_t n = text ? (size_t)sqlite3_value_bytes(v) : 0, lead = 0;
+  while (lead < n && (text[lead] == ' ' || text[lead] == '\t' || text[lead] == '\n' ||
+                      text[lead] == '\r'))
+    lead++;
+  if (lead < n && text[lead] == '{') {
+    if (g->made_with.data && g->made_with.len == n && !memcmp(g->made_with.data, text, n)) {
+      *k = g->made_bound;
+      return DPRL_OK;
+    }
+    char shard[64];
+    if (r->with_buckets)
+      snprintf(shard, sizeof shard, "buckets %lld..%lld", (long long)r->bucket_lo,
+               (long long)r->bucket_hi);
+    int rc = dprl_made_with_check(text, n, &g->cfg.rule, g->cfg.n_states, g->cfg.fn,
+                                  r->with_buckets ? shard : NULL, k, err);
+    if (rc) return rc;
+    g->made_with.len = 0;
+    dprl_buf_append(&g->made_with, text, n);
+    if (g->made_with.oom) return dprl_nomem(err);
+    g->made_bound = *k;
+    return DPRL_OK;
+  }
   int rc = dprl_sql_int(v, "max_states", k, err);
   if (rc) return rc;
   if (*k < 1)
@@ -180,14 +213,14 @@ static int stats_row(dprl_agg *a, int argc, sqlite3_value **argv, dprl_error *er
   /* state and visits are checked before the other columns are read */
   if (r.state < 0 || r.state >= g->cfg.n_states || r.visits < 0 || r.visits > g->cfg.episodes)
     return dprl_stats_merge_row(&g->merge, &r, err);
-  r.has_bound = argc == 5 || argc == 8;
-  if (r.has_bound && (rc = read_bound(argv[argc - 2], &r.bound, err))) return rc;
   r.with_buckets = g->cfg.buckets != 0;
   if (r.with_buckets &&
       ((rc = dprl_sql_int(argv[3], "buckets", &r.bucket_k, err)) ||
        (rc = dprl_sql_int(argv[4], "bucket_lo", &r.bucket_lo, err)) ||
        (rc = dprl_sql_int(argv[5], "bucket_hi", &r.bucket_hi, err))))
     return rc;
+  r.has_bound = argc == 5 || argc == 8;
+  if (r.has_bound && (rc = read_bound(g, argv[argc - 2], &r, &r.bound, err))) return rc;
   return dprl_stats_merge_row(&g->merge, &r, err);
 }
 

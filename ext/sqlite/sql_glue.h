@@ -95,4 +95,8 @@ typedef struct dprl_sql_cancel {
 int dprl_sql_cancel_open(dprl_sql_cancel *c, sqlite3 *db, dprl_error *err);
 void dprl_sql_cancel_close(dprl_sql_cancel *c);
 
+/* DPRL_VERSION of ext/dprl.h (defined in dprl.c), for results that say
+** which dprl made them (made_with of dp_fv_stats and dp_first_visit). */
+extern const char dprl_version[];
+
 #endif

@@ -57,15 +57,20 @@ void dprl_rows_double(dprl_rows *r, int col, double v) {
   memcpy(&r->cell[at], &v, sizeof v);
 }
 
-void dprl_rows_text(dprl_rows *r, int col, const char *s, size_t n) {
+void dprl_rows_text_ref(dprl_rows *r, int col, size_t offset, size_t n) {
   size_t at = cell_at(r, col);
   if (!r->tlen && !(r->tlen = dprl_malloc(r->cap * (size_t)r->ncol * sizeof *r->tlen))) {
     r->oom = 1; /* the cell stays NULL; the call fails with SQLITE_NOMEM */
     return;
   }
   r->type[at] = SQLITE_TEXT;
-  r->cell[at] = (int64_t)r->text.len;
+  r->cell[at] = (int64_t)offset;
   r->tlen[at] = (uint32_t)n;
+}
+
+void dprl_rows_text(dprl_rows *r, int col, const char *s, size_t n) {
+  dprl_rows_text_ref(r, col, r->text.len, n);
+  if (r->type[cell_at(r, col)] != SQLITE_TEXT) return;
   dprl_buf_append(&r->text, s, n);
   if (r->text.oom) r->oom = 1;
 }

@@ -45,6 +45,9 @@ int dprl_rows_reserve(dprl_rows *r, size_t nrow);
 void dprl_rows_int(dprl_rows *r, int col, int64_t v);
 void dprl_rows_double(dprl_rows *r, int col, double v);
 void dprl_rows_text(dprl_rows *r, int col, const char *s, size_t n);
+/* A text cell that reads n bytes at offset at of r->text, written once
+** there by the caller: the same value in every row, stored once. */
+void dprl_rows_text_ref(dprl_rows *r, int col, size_t at, size_t n);
 void dprl_rows_free(dprl_rows *r);
 
 /* ---- running a caller's query ------------------------------------------- */

@@ -51,8 +51,8 @@ def test_first_visit_rows():
         a[:3] == b[:3] and close(a[3], b[3], 1e-12) for a, b in zip(got, want)),
         "dp_first_visit: one row per (episode, first-visited state), exact returns")
     cols = [d[0] for d in con.execute(FV, (json.dumps(o),)).description]
-    check(cols == ["episode", "state", "t_first", "first_visit_return", "max_states"],
-          "dp_first_visit columns", cols)
+    check(cols == ["episode", "state", "t_first", "first_visit_return", "max_states",
+                    "made_with"], "dp_first_visit columns", cols)
     check(all(r[4] is None for r in got), "dp_first_visit: max_states NULL (no bound)")
 
 
