@@ -54,7 +54,8 @@ GIT_COMMIT := $(shell [ "$$(git rev-parse --show-toplevel 2>/dev/null)" = "$(CUR
 # The packaging tests (tests/packaging) build the Python wheel offline with
 # Debian's build tools and try it with apsw too.
 DEB_PKGS = libsqlite3-dev sqlite3 liblapacke-dev libopenblas-dev python3 gnuplot-nox \
-           python3-build python3-setuptools python3-wheel python3-venv python3-apsw
+           python3-build python3-setuptools python3-wheel python3-venv python3-apsw \
+           python3-sqlglot
 
 GLUE_SRC  = $(wildcard ext/*/sql_*.c) ext/dprl.c
 CORE_SRC  = $(filter-out $(GLUE_SRC),$(wildcard ext/*/*.c))

@@ -6,11 +6,15 @@
 
 The sources are sql/src/<name>.sql.  A line "@include FILE" is replaced by
 sql/src/FILE; @ID_HASH@ by the episode-bucket hash (bucket_hash() below).
-The dialects differ only by the type-name substitutions in DIALECTS, which
-docs/scaling-out.md lists too; tests/sql/test_dialects.py checks that
-the files are exactly the sources with these substitutions.
+REAL_TEXT(x) (x a column, no parentheses) is a double as text that reads
+back as the same double (REAL_TEXT below); @DIALECT@ is the dialect's name
+and @VERSION@ dprl's version (ext/dprl.h).  Otherwise the dialects differ
+only by the type-name substitutions in DIALECTS, which docs/scaling-out.md
+lists too; tests/sql/test_dialects.py checks that the files are exactly
+the sources with these substitutions.
 """
 import os
+import re
 import string
 import sys
 
@@ -25,7 +29,27 @@ DIALECTS = {
     "duckdb": [],
     # Spark SQL (and Databricks) spell the types DOUBLE and STRING.
     "spark": [("AS DOUBLE PRECISION)", "AS DOUBLE)"), ("AS TEXT)", "AS STRING)")],
+    # ClickHouse: the hash in its function names (lengthUTF8 counts characters)
+    "clickhouse": [("length(replace(", "lengthUTF8(replaceAll(")],
 }
+# Dialects with their own sources, sql/src/<dialect>/<name>.sql (the same
+# @include, @ID_HASH@, @DIALECT@, @VERSION@): ClickHouse 18.16 has no window
+# functions and no CTEs.  Same inputs, outputs and rules; tests/engines/
+# compares them with dprl.
+OWN_SOURCES = {"clickhouse"}
+
+# A double as text that parses back to the same double: PostgreSQL (12 and
+# later), DuckDB and Spark print the shortest such text; SQLite's CAST keeps
+# 15 digits, and printf('%!.17g') keeps 17 (exact below 1e100 in SQLite 3.40,
+# which covers any discount and reward bound).
+REAL_TEXT = {"sqlite": "printf('%!.17g', {})"}
+REAL_TEXT_DEFAULT = "CAST({} AS TEXT)"
+
+
+def version():
+    with open(os.path.join(os.path.dirname(HERE), "ext", "dprl.h")) as f:
+        return re.search(r'#define DPRL_VERSION "([^"]+)"', f.read()).group(1)
+
 
 # The characters the hash counts, and the weights: W[0] for the length, W[1+i]
 # for HASH_CHARS[i] (a MINSTD sequence reduced below 10^6 + 3).
@@ -78,10 +102,14 @@ def expand(name, seen=()):
 
 
 def render(name, dialect):
-    text = expand(name)
+    src = f"{dialect}/{name}" if dialect in OWN_SOURCES else name
+    text = expand(src)
+    form = REAL_TEXT.get(dialect, REAL_TEXT_DEFAULT)
+    text = re.sub(r"REAL_TEXT\(([^()]*)\)", lambda m: form.format(m.group(1)), text)
+    text = text.replace("@DIALECT@", dialect).replace("@VERSION@", version())
     for old, new in DIALECTS[dialect]:
         text = text.replace(old, new)
-    header = (f"-- {dialect}: written by sql/gen_dialects.py from sql/src/{name}; "
+    header = (f"-- {dialect}: written by sql/gen_dialects.py from sql/src/{src}; "
               "edit the source, not this file.\n")
     return header + text
 

@@ -17,11 +17,16 @@
 #   4. The coordinator reads the union of the shards' statistics once (the
 #      servers are async_capable: both shards compute at the same time),
 #      into a table, and runs sql/postgres/stats_merge_check.sql on it (the
-#      bucket ranges partition 0..7, m = 20,000).
+#      bucket ranges partition 0..7, both shards made with the same
+#      parameters, m = 20,000).
 #   5. Only the per-state table moves into SQLite, where dprl makes one
-#      release (dp_lsw_from_stats).  As checks, every state's visits and
-#      return sum equal dp_fv_stats over the whole log in SQLite, and the
-#      same release with a seed (diagnostic) equals dp_lsw there.
+#      release (dp_lsw_from_stats, which compares each row's made_with
+#      with its options).  As checks, every state's visits and return sum
+#      equal dp_fv_stats over the whole log in SQLite, and the same release
+#      with a seed (diagnostic) equals dp_lsw there (noisy values exactly,
+#      exact values to 1e-12).
+#   6. Shard B's statistics made at gamma = 0.95 instead: the merge check
+#      names the shard, and dprl refuses the release naming gamma.
 # Exits non-zero if any step or check fails.
 set -eu
 cd "$(dirname "$0")/.."
@@ -74,6 +79,15 @@ for s in a:0:3 b:4:7; do
     cat sql/postgres/first_visit_stats.sql
     echo "CREATE VIEW shard_check AS"
     cat sql/postgres/first_visit_check.sql
+    # the same statistics made at gamma = 0.95 (a view in schema other,
+    # bound to other.dprl_params and public.steps)
+    echo "CREATE SCHEMA other;"
+    echo "CREATE TABLE other.dprl_params AS SELECT * FROM dprl_params;"
+    echo "UPDATE other.dprl_params SET gamma = 0.95;"
+    echo "SET search_path = other, public;"
+    echo "CREATE VIEW other.shard_stats AS"
+    cat sql/postgres/first_visit_stats.sql
+    echo "RESET search_path;"
   } | on "shard_$name"
 done
 
@@ -112,7 +126,8 @@ sqlite3 -bail -csv "$TMP/log.db" ".read samples/clinic.sql" \
       echo "CREATE FOREIGN TABLE shard_${v}_$name ("
       if [ $v = stats ]; then
         echo "  state bigint, visits bigint, return_sum double precision, buckets bigint,"
-        echo "  bucket_lo bigint, bucket_hi bigint, episodes bigint, max_states bigint)"
+        echo "  bucket_lo bigint, bucket_hi bigint, episodes bigint, max_states bigint,"
+        echo "  made_with text)"
       else
         echo "  bad_params int, null_episode bigint, null_t bigint, null_state bigint,"
         echo "  null_reward bigint, nonfinite_reward bigint, non_integer_t bigint,"
@@ -122,6 +137,10 @@ sqlite3 -bail -csv "$TMP/log.db" ".read samples/clinic.sql" \
       echo "  SERVER shard_$name OPTIONS (table_name 'shard_$v');"
     done
   done
+  echo "CREATE FOREIGN TABLE shard_stats_b_other (state bigint, visits bigint,"
+  echo "  return_sum double precision, buckets bigint, bucket_lo bigint, bucket_hi bigint,"
+  echo "  episodes bigint, max_states bigint, made_with text)"
+  echo "  SERVER shard_b OPTIONS (schema_name 'other', table_name 'shard_stats');"
   # async_capable: the Append over the two foreign tables asks both shards
   # at once, so they compute their statistics in parallel
   echo "CREATE VIEW shard_stats_remote AS"
@@ -144,12 +163,12 @@ on coord -At -c "EXPLAIN (VERBOSE, COSTS OFF) SELECT * FROM shard_stats_remote" 
 # so no shard computes its statistics twice.
 on coord -c "CREATE TABLE shard_stats AS SELECT * FROM shard_stats_remote"
 
-echo "4. merge check on the coordinator (all 0 but m):"
+echo "4. merge check on the coordinator (all 0 but m; made_with_differs empty):"
 MERGE=$(on coord -At -F ' ' -f sql/postgres/stats_merge_check.sql)
-echo "   mixed_buckets bad_ranges overlapping missing_buckets duplicate_states episode_mismatch null_sums mixed_max_states episodes"
+echo "   mixed_buckets bad_ranges overlapping missing_buckets duplicate_states episode_mismatch null_sums mixed_max_states mixed_made_with episodes made_with_differs"
 echo "   $MERGE"
 case "$MERGE" in
-  "0 0 0 0 0 0 0 0 "*) M=${MERGE##* } ;;
+  "0 0 0 0 0 0 0 0 0 "*" ") M=${MERGE% }; M=${M##* } ;;
   *) echo "scale_out_pg: the merge check failed" >&2; exit 1 ;;
 esac
 
@@ -158,13 +177,16 @@ echo "5. moved to SQLite: $(wc -l <"$TMP/moved.csv") per-state rows (from $(wc -
 sqlite3 -bail "$TMP/release.db" <<EOF
 .load ./dprl
 CREATE TABLE moved(state INTEGER, visits INTEGER, return_sum REAL, buckets INTEGER,
-                   bucket_lo INTEGER, bucket_hi INTEGER, episodes INTEGER, max_states INTEGER);
+                   bucket_lo INTEGER, bucket_hi INTEGER, episodes INTEGER, max_states INTEGER,
+                   made_with TEXT);
 .import --csv $TMP/moved.csv moved
 UPDATE moved SET max_states = NULL WHERE max_states = '';  -- .import reads NULL as ''
 .mode box
 SELECT key AS state, round(value, 3) AS private_value
-FROM json_each((SELECT dp_lsw_from_stats(state, visits, return_sum, max_states,
-                         json_set('$OPTS', '\$.episodes', $M)) FROM moved), '\$.values');
+FROM json_each((SELECT dp_lsw_from_stats(state, visits, return_sum, buckets, bucket_lo,
+                         bucket_hi, made_with, json_set('$OPTS', '\$.episodes', $M,
+                                                        '\$.buckets', $K))
+                FROM moved), '\$.values');
 EOF
 
 # The checks, against SQLite on the whole log: the moved statistics
@@ -200,7 +222,12 @@ SAME=$(sqlite3 -bail "$TMP/release.db" <<EOF
 .read samples/clinic.sql
 SELECT json_extract(a, '\$.theta') = json_extract(b, '\$.theta')
        AND json_extract(a, '\$.visits') = json_extract(b, '\$.visits')
-FROM (SELECT (SELECT dp_lsw_from_stats(state, visits, return_sum, max_states,
+       AND json_array_length(a, '\$.theta_exact') = 10
+       AND NOT EXISTS (
+         SELECT 1 FROM json_each(a, '\$.theta_exact') x JOIN json_each(b, '\$.theta_exact') y
+                       ON x.key = y.key
+         WHERE abs(x.value - y.value) > 1e-12 * abs(y.value))
+FROM (SELECT (SELECT dp_lsw_from_stats(state, visits, return_sum, made_with,
                 json_set('$OPTS', '\$.episodes', $M, '\$.release', 'diagnostic', '\$.seed', 7))
               FROM moved) AS a,
              (SELECT dp_lsw(episode, t, state, reward,
@@ -209,8 +236,35 @@ FROM (SELECT (SELECT dp_lsw_from_stats(state, visits, return_sum, max_states,
 EOF
 )
 if [ "$SAME" = 1 ]; then
-  echo "check: with seed 7 (diagnostic), the release from the moved statistics equals dp_lsw over the whole log"
+  echo "check: with seed 7 (diagnostic), the release from the moved statistics equals dp_lsw over the whole log (noisy theta exactly, exact theta to 1e-12)"
 else
   echo "scale_out_pg: the release from the shards differs from dp_lsw over the whole log" >&2
   exit 1
 fi
+
+echo "6. shard B's statistics made at gamma = 0.95: the merge check and dprl refuse them"
+on coord -c "CREATE TABLE shard_stats_other AS
+               SELECT * FROM shard_stats_a UNION ALL SELECT * FROM shard_stats_b_other"
+DIFFERS=$(on coord -At -c "WITH shard_stats AS (SELECT * FROM shard_stats_other)
+                           SELECT mixed_made_with || ' ' || made_with_differs FROM (
+                           $(grep -v '^--' sql/postgres/stats_merge_check.sql | sed 's/;$//')) x")
+echo "   merge check: mixed_made_with, made_with_differs = $DIFFERS"
+case "$DIFFERS" in
+  '1 buckets 4..7: {"gamma":0.95,'*) ;;
+  *) echo "scale_out_pg: the merge check did not flag the shard made at gamma = 0.95" >&2; exit 1 ;;
+esac
+on coord -c "\\copy (SELECT * FROM shard_stats_other ORDER BY bucket_lo, state) TO '$TMP/other.csv' WITH (FORMAT csv)"
+REFUSED=$(sqlite3 "$TMP/release.db" <<EOF 2>&1 || true
+.load ./dprl
+CREATE TABLE other AS SELECT * FROM moved WHERE 0;
+.import --csv $TMP/other.csv other
+SELECT dp_lsw_from_stats(state, visits, return_sum, buckets, bucket_lo, bucket_hi, made_with,
+         json_set('$OPTS', '\$.episodes', $M, '\$.buckets', $K)) FROM other;
+EOF
+)
+echo "   dprl: $REFUSED"
+case "$REFUSED" in
+  *"dp_lsw_from_stats: the statistics of buckets 4..7 (made_with, dialect postgres) were made with gamma = 0.95, but option gamma = 0.9"*)
+    echo "check: a shard made at gamma = 0.95 is named by the merge check and refused by dp_lsw_from_stats" ;;
+  *) echo "scale_out_pg: the release from a shard made at gamma = 0.95 was not refused" >&2; exit 1 ;;
+esac

@@ -8,10 +8,15 @@
 -- 2. In each shard, the check (all 0) and the per-state statistics
 --    (first_visit_check.sql, first_visit_stats.sql): the per-episode work,
 --    done where the data is.
--- 3. The merge check on the union: the ranges partition 0..7, m = 20,000.
--- 4. One release from the union: only the per-state rows left the shards.
+-- 3. The merge check on the union: the ranges partition 0..7, every shard
+--    was made with the same parameters (made_with), m = 20,000.
+-- 4. One release from the union: only the per-state rows left the shards;
+--    dprl compares each row's made_with with its options.
 -- 5. Checks against the whole log: the statistics (dp_fv_stats) and the
---    same release seeded (dp_lsw); the script stops if one fails.
+--    same release seeded (dp_lsw: noisy and exact values); the script
+--    stops if one fails.
+-- 6. A shard recomputed at gamma = 0.95: the merge check names it, and the
+--    release from it is refused with a message naming gamma and its buckets.
 .load ./dprl
 .bail on
 .read samples/clinic.sql
@@ -61,13 +66,14 @@ CREATE TEMP VIEW shard_stats AS
   SELECT * FROM s0.stats UNION ALL SELECT * FROM s1.stats UNION ALL SELECT * FROM s2.stats;
 .read sql/sqlite/stats_merge_check.sql
 
--- The release: m = the sum of the shards' episode counts; the statistics'
--- max_states (NULL: no contribution bound) must be the option's.
+-- The release: m = the sum of the shards' episode counts; each row's
+-- made_with (gamma, the bounds, n_states, max_states) must be the options',
+-- and the bucket ranges must partition 0..7 (the 8-argument form).
 .mode box
 SELECT key AS state, round(value, 3) AS private_value
 FROM json_each((
-  SELECT dp_lsw_from_stats(state, visits, return_sum, max_states,
-           json_set('{"n_states": 10, "gamma": 0.9, "rmin": 0, "rmax": 1, "fmax": 9, "epsilon": 1, "delta": 1e-5}',
+  SELECT dp_lsw_from_stats(state, visits, return_sum, buckets, bucket_lo, bucket_hi, made_with,
+           json_set('{"n_states": 10, "gamma": 0.9, "rmin": 0, "rmax": 1, "fmax": 9, "epsilon": 1, "delta": 1e-5, "buckets": 8}',
                     '$.episodes',
                     (SELECT sum(episodes)
                      FROM (SELECT DISTINCT bucket_lo, bucket_hi, episodes FROM shard_stats))))
@@ -98,7 +104,12 @@ CREATE TEMP TABLE check_release(
 INSERT INTO check_release
 SELECT json_extract(a, '$.theta') = json_extract(b, '$.theta')
        AND json_extract(a, '$.visits') = json_extract(b, '$.visits')
-FROM (SELECT (SELECT dp_lsw_from_stats(state, visits, return_sum, max_states,
+       AND NOT EXISTS (
+         SELECT 1 FROM json_each(a, '$.theta_exact') x JOIN json_each(b, '$.theta_exact') y
+                       ON x.key = y.key
+         WHERE abs(x.value - y.value) > 1e-12 * abs(y.value))
+       AND json_array_length(a, '$.theta_exact') = 10
+FROM (SELECT (SELECT dp_lsw_from_stats(state, visits, return_sum, made_with,
                 json_set('{"n_states": 10, "gamma": 0.9, "rmin": 0, "rmax": 1, "fmax": 9, "epsilon": 1, "delta": 1e-5, "release": "diagnostic", "seed": 7}',
                          '$.episodes', 20000))
               FROM shard_stats) AS a,
@@ -108,4 +119,22 @@ FROM (SELECT (SELECT dp_lsw_from_stats(state, visits, return_sum, max_states,
 .mode list
 .headers off
 SELECT 'check: every state''s visits and return sum (to 1e-12) equal dp_fv_stats over the whole log';
-SELECT 'check: with seed 7 (diagnostic), the release from the shards equals dp_lsw over the whole log';
+SELECT 'check: with seed 7 (diagnostic), the release from the shards equals dp_lsw over the whole log (noisy theta exactly, exact theta to 1e-12)';
+
+-- A shard made with other parameters: shard 2 again, at gamma = 0.95.
+CREATE TEMP VIEW steps AS SELECT * FROM s2.steps;
+UPDATE dprl_params SET gamma = 0.95, bucket_lo = 6, bucket_hi = 7;
+CREATE TEMP TABLE s2_other AS SELECT * FROM shard_stats_of_steps;
+DROP VIEW temp.steps;
+DROP VIEW shard_stats;
+CREATE TEMP VIEW shard_stats AS
+  SELECT * FROM s0.stats UNION ALL SELECT * FROM s1.stats UNION ALL SELECT * FROM s2_other;
+.mode list
+.headers on
+.read sql/sqlite/stats_merge_check.sql
+.headers off
+.bail off
+SELECT dp_lsw_from_stats(state, visits, return_sum, buckets, bucket_lo, bucket_hi, made_with,
+         '{"n_states": 10, "gamma": 0.9, "rmin": 0, "rmax": 1, "fmax": 9, "epsilon": 1, "delta": 1e-5, "buckets": 8, "episodes": 20000}')
+FROM shard_stats;
+.bail on

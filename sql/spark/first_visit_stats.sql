@@ -16,6 +16,13 @@
 --          episodes    count(DISTINCT episode) of this shard (m is public)
 --          max_states  the contribution bound applied (echoed; NULL: none),
 --                      which dp_lsw_from_stats checks against its option
+--          made_with   what the statistics were made with, a JSON object:
+--                      {"gamma", "rmin", "rmax", "fmin", "fmax" (the values
+--                      used, defaults applied), "n_states", "max_states",
+--                      "dialect", "version"}; doubles printed to read back
+--                      exactly; NULL when the parameters are refused.  Pass
+--                      it to dp_lsw_from_stats in the max_states position:
+--                      each parameter must equal its option.
 -- Exactly dprl's rules: steps of an episode in t order (gaps in t do not
 -- count), rewards clamped to [rmin, rmax], G_t = r_t + gamma G_{t+1},
 -- first visit = smallest t, F clamped to [fmin, fmax], and with
@@ -279,6 +286,15 @@ first_visits AS (
   ) r CROSS JOIN bounds b
   WHERE b.max_states IS NULL OR r.nth_state <= b.max_states
 ),
+made AS (
+  SELECT CASE WHEN b.ok = 1 THEN
+           '{"gamma":' || CAST(b.gamma AS STRING) || ',"rmin":' || CAST(b.rmin AS STRING)
+           || ',"rmax":' || CAST(b.rmax AS STRING) || ',"fmin":' || CAST(b.fmin AS STRING)
+           || ',"fmax":' || CAST(b.fmax AS STRING) || ',"n_states":' || CAST(b.n_states AS STRING)
+           || ',"max_states":' || coalesce(CAST(b.max_states AS STRING), 'null')
+           || ',"dialect":"spark","version":"0.2.0"}' END AS made_with
+  FROM bounds b
+),
 per_state AS (
   SELECT state, count(*) AS visits, sum(f) AS return_sum
   FROM first_visits GROUP BY state
@@ -290,7 +306,8 @@ SELECT s.state,
        CASE WHEN min(b.ok) = 1 AND min(p.bad_rows) = 0 AND min(p.outside_buckets) = 0
             THEN sum(s.return_sum) END AS return_sum,
        min(b.buckets) AS buckets, min(b.bucket_lo) AS bucket_lo, min(b.bucket_hi) AS bucket_hi,
-       min(p.episodes) AS episodes, min(b.max_states) AS max_states
-FROM per_state s CROSS JOIN bounds b CROSS JOIN problems p
+       min(p.episodes) AS episodes, min(b.max_states) AS max_states,
+       min(w.made_with) AS made_with
+FROM per_state s CROSS JOIN bounds b CROSS JOIN problems p CROSS JOIN made w
 GROUP BY s.state
 ORDER BY s.state;

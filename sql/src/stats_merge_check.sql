@@ -5,7 +5,7 @@
 --
 -- Input: a table shard_stats with the rows of every shard's
 -- first_visit_stats.sql (state, visits, return_sum, buckets, bucket_lo,
--- bucket_hi, episodes, max_states), UNION ALL.  A shard = one (bucket_lo,
+-- bucket_hi, episodes, max_states, made_with), UNION ALL.  A shard = one (bucket_lo,
 -- bucket_hi).
 -- Output: one row; every column but episodes must be 0:
 --   mixed_buckets     1 unless every row has the same buckets (K)
@@ -20,17 +20,48 @@
 --   mixed_max_states  1 unless every row has the same max_states (NULL, no
 --                     bound, counting as one value): shards made with
 --                     different contribution bounds
+--   mixed_made_with   shards whose made_with differs from that of the
+--                     first shard (in bucket order), or whose rows carry
+--                     more than one: made with another gamma, bounds,
+--                     n_states or max_states (made_with texts are compared,
+--                     so compare shards of one engine here; dprl's
+--                     _from_stats compares the values, across engines)
 --   episodes          m = the sum of the shards' episodes: the
 --                     "episodes" option of dp_lsw_from_stats
+--   made_with_differs NULL when mixed_made_with = 0; else the first such
+--                     shard's buckets and made_with against the first
+--                     shard's ("buckets 4..7: {...} vs buckets 0..3: {...}")
 WITH
 shards AS (
   SELECT buckets, bucket_lo, bucket_hi,
          min(episodes) AS episodes,
          CASE WHEN count(DISTINCT episodes) = 1 THEN 0 ELSE 1 END AS episode_mismatch,
          count(*) - count(DISTINCT state) AS duplicate_states,
-         sum(CASE WHEN return_sum IS NULL THEN 1 ELSE 0 END) AS null_sums
+         sum(CASE WHEN return_sum IS NULL THEN 1 ELSE 0 END) AS null_sums,
+         min(made_with) AS made_with,
+         count(DISTINCT made_with) AS made_withs
   FROM shard_stats
   GROUP BY buckets, bucket_lo, bucket_hi
+),
+-- a shard differs from the first (in bucket order) by its made_with
+compared AS (
+  SELECT s.bucket_lo, s.bucket_hi, s.made_with, f.bucket_lo AS first_lo,
+         f.bucket_hi AS first_hi, f.made_with AS first_made_with,
+         CASE WHEN s.made_withs > 1 OR s.made_with IS DISTINCT FROM f.made_with
+              THEN 1 ELSE 0 END AS differs
+  FROM shards s CROSS JOIN (
+    SELECT bucket_lo, bucket_hi, made_with FROM shards
+    ORDER BY bucket_lo, bucket_hi, buckets LIMIT 1) f
+),
+made AS (
+  SELECT coalesce(sum(c.differs), 0) AS mixed_made_with,
+         (SELECT 'buckets ' || CAST(d.bucket_lo AS TEXT) || '..' || CAST(d.bucket_hi AS TEXT)
+                 || ': ' || coalesce(d.made_with, 'NULL') || ' vs buckets '
+                 || CAST(d.first_lo AS TEXT) || '..' || CAST(d.first_hi AS TEXT) || ': '
+                 || coalesce(d.first_made_with, 'NULL')
+          FROM compared d WHERE d.differs = 1
+          ORDER BY d.bucket_lo, d.bucket_hi LIMIT 1) AS made_with_differs
+  FROM compared c
 ),
 k AS (
   SELECT max(buckets) AS buckets,
@@ -75,5 +106,7 @@ SELECT k.mixed_buckets,
        CAST(t.episode_mismatch AS BIGINT) AS episode_mismatch,
        CAST(t.null_sums AS BIGINT) AS null_sums,
        u.mixed_max_states,
-       CAST(t.episodes AS BIGINT) AS episodes
-FROM k CROSS JOIN gaps g CROSS JOIN totals t CROSS JOIN bounds u;
+       CAST(w.mixed_made_with AS BIGINT) AS mixed_made_with,
+       CAST(t.episodes AS BIGINT) AS episodes,
+       w.made_with_differs
+FROM k CROSS JOIN gaps g CROSS JOIN totals t CROSS JOIN bounds u CROSS JOIN made w;

@@ -31,7 +31,9 @@ CHECK_COLUMNS = ["bad_params", "null_episode", "null_t", "null_state", "null_rew
                  "duplicate_steps", "outside_buckets"]
 MERGE_COLUMNS = ["mixed_buckets", "bad_ranges", "overlapping", "missing_buckets",
                  "duplicate_states", "episode_mismatch", "null_sums", "mixed_max_states",
-                 "episodes"]
+                 "mixed_made_with", "episodes", "made_with_differs"]
+MADE_WITH_KEYS = ["gamma", "rmin", "rmax", "fmin", "fmax", "n_states", "max_states", "dialect",
+                  "version"]
 REL = 1e-12
 
 
@@ -151,6 +153,40 @@ def reference(rows):
     return _REFERENCES[id(rows)][1]
 
 
+def made_with_want(opts, n_states, dialect):
+    """What made_with must say: the parameters with dprl's defaults applied
+    (computed here, as dprl computes them), the dialect and the version."""
+    g, rmin, rmax = opts["gamma"], opts["rmin"], opts["rmax"]
+    fmin = opts.get("fmin")
+    fmax = opts.get("fmax")
+    if fmin is None:
+        fmin = rmin / (1.0 - g) if rmin < 0 else 0.0
+    if fmax is None:
+        fmax = rmax / (1.0 - g) if rmax > 0 else 0.0
+    return {"gamma": g, "rmin": rmin, "rmax": rmax, "fmin": fmin, "fmax": fmax,
+            "n_states": n_states, "max_states": opts.get("max_states"), "dialect": dialect,
+            "version": gen_dialects_version()}
+
+
+def gen_dialects_version():
+    import gen_dialects
+    return gen_dialects.version()
+
+
+def check_made_with(got, opts, n_states, dialect, label):
+    """Every row's made_with: one text, a JSON object whose keys are in the
+    documented order and whose numbers read back as exactly the parameters."""
+    texts = {r[8] for r in got}
+    want = made_with_want(opts, n_states, dialect)
+    ok = len(texts) == 1
+    parsed = json.loads(next(iter(texts))) if ok and None not in texts else None
+    ok = ok and parsed is not None and list(parsed) == MADE_WITH_KEYS and all(
+        parsed[k] == want[k] and type(parsed[k]) in (type(want[k]), int, float)
+        for k in MADE_WITH_KEYS)
+    check(ok, f"{label}: made_with states exactly the parameters, {dialect} and the version",
+          f"got  {sorted(texts, key=str)[:2]}\nwant {want}")
+
+
 def compare_stats(got, want, m, label, max_states=None):
     """got: rows of first_visit_stats.sql; want: Reference.stats().
     visits exact; |return_sum - dprl's| <= 1e-12 x sum of |F| (= 1e-12
@@ -194,6 +230,7 @@ def stats_match(engine, label, rows, columns, n_states, param_sets, release_sets
             todo.append(sql(engine, "first_visit_check.sql"))
         got, *problems = engine.queries(todo)
         compare_stats(got, ref.stats(n_states, opts), ref.m, tag, opts.get("max_states"))
+        check_made_with(got, opts, n_states, engine.name, tag)
         if problems:
             check(problems[0] == [(0,) * len(CHECK_COLUMNS)], f"{tag}: check query all zeros",
                   problems[0])
@@ -203,7 +240,8 @@ def stats_match(engine, label, rows, columns, n_states, param_sets, release_sets
             if "max_states" in o:  # a bound of the statistics perturbation
                 o["perturb"] = "statistics"
             whole = ref.release("dp_lsw", o)
-            moved = ref.release("dp_lsw", o, [r[:3] + r[7:8] for r in got], got[0][6])
+            # made_with in the bound's place: dprl compares every parameter
+            moved = ref.release("dp_lsw", o, [r[:3] + r[8:9] for r in got], got[0][6])
             same = (moved["theta"] == whole["theta"] and moved["visits"] == whole["visits"]
                     and moved["episodes"] == whole["episodes"]
                     and all(abs(a - b) <= REL * max(abs(a), abs(b), 1e-300)
@@ -303,7 +341,7 @@ def buckets_and_merge(engine, rows, columns, n_states, opts, k=8, ranges=((0, 2)
 
     stats_cols = [("state", "int"), ("visits", "int"), ("return_sum", "real"), ("buckets", "int"),
                   ("bucket_lo", "int"), ("bucket_hi", "int"), ("episodes", "int"),
-                  ("max_states", "int")]
+                  ("max_states", "int"), ("made_with", "text")]
 
     def merge_check(table_rows):
         engine.load("shard_stats", stats_cols, table_rows)
@@ -311,7 +349,7 @@ def buckets_and_merge(engine, rows, columns, n_states, opts, k=8, ranges=((0, 2)
 
     m = len(bucket)
     got = merge_check(shard_stats)
-    check(got == [(0,) * (len(MERGE_COLUMNS) - 1) + (m,)],
+    check(got == [(0,) * (len(MERGE_COLUMNS) - 2) + (m, None)],
           f"{engine.name}: {len(ranges)} shards partition the {k} buckets; episodes = m = {m}", got)
     # merged shard sums = the whole table's statistics
     ref = reference(rows).stats(n_states, opts)
@@ -339,9 +377,24 @@ def buckets_and_merge(engine, rows, columns, n_states, opts, k=8, ranges=((0, 2)
     other_k = [r[:3] + (k * 2,) + r[4:] for r in first]
     flagged([r for r in shard_stats if r[4:6] != ranges[0]] + other_k, "mixed_buckets", 1,
             "a shard hashed with another K")
-    other_bound = [r[:7] + (3 if r[7] is None else r[7] + 1,) for r in first]
+    other_bound = [r[:7] + (3 if r[7] is None else r[7] + 1,) + r[8:] for r in first]
     flagged([r for r in shard_stats if r[4:6] != ranges[0]] + other_bound, "mixed_max_states",
             1, "a shard made with another max_states")
+    # a shard made with another gamma: its made_with differs (not its sums'
+    # shape), and the check names its buckets and both made_with texts
+    last = [r for r in shard_stats if r[4:6] == ranges[-1]]
+    other_gamma = [r[:8] + (r[8].replace('"gamma":', '"gamma":1', 1),) for r in last]
+    rest = [r for r in shard_stats if r[4:6] != ranges[-1]]
+    flagged(rest + other_gamma, "mixed_made_with", 1, "a shard made with another gamma")
+    got = merge_check(rest + other_gamma)
+    lo, hi = ranges[-1]
+    want = (f"buckets {lo}..{hi}: {other_gamma[0][8]} vs buckets {ranges[0][0]}..{ranges[0][1]}: "
+            f"{first[0][8]}")
+    check(got and got[0][-1] == want, f"{engine.name}: merge check names the shard and both "
+          "made_with texts", f"got  {got and got[0][-1]}\nwant {want}")
+    two = [r[:8] + (other_gamma[0][8],) if r[0] == 0 else r for r in first]
+    flagged([r for r in shard_stats if r[4:6] != ranges[0]] + two, "mixed_made_with", 1,
+            "a shard whose rows carry two made_with")
 
 
 def bucket_query_matches(engine, rows, columns, k):

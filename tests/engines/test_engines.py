@@ -6,7 +6,10 @@ the merge check on the ICU sample and on adversarial tables, compared with
 dprl's dp_first_visit / dp_lsw (tests/engines/cases.py).  An engine that
 cannot be started is a failure, never a skip.
 
-    python3 tests/engines/test_engines.py [sqlite|postgres|duckdb ...]
+    python3 tests/engines/test_engines.py [sqlite|postgres|duckdb|spark ...]
+
+spark is spark-via-duckdb (spark_duckdb.py): the sql/spark/ files read as
+Spark SQL by sqlglot, transpiled to DuckDB and run there; no Spark runs.
 """
 import os
 import sys
@@ -17,9 +20,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import cases  # noqa: E402
 import engines  # noqa: E402
+import spark_duckdb  # noqa: E402
 from harness import check, run  # noqa: E402
 
-WHICH = sys.argv[1:] or ["sqlite", "postgres", "duckdb"]
+WHICH = sys.argv[1:] or ["sqlite", "postgres", "duckdb", "spark"]
 ICU = cases.icu_rows()
 ICU_5000 = [r for r in ICU if r[0] <= 5000]
 ADV_LONG = cases.adversarial_rows(100_000)
@@ -50,12 +54,20 @@ def engine_tests(name):
             t0 = time.time()
             try:
                 e = {"sqlite": engines.Sqlite, "postgres": engines.Postgres,
-                     "duckdb": engines.DuckDB}[name](tmp)
+                     "duckdb": engines.DuckDB,
+                     "spark": spark_duckdb.SparkViaDuckDB}[name](tmp)
             except engines.EngineError as err:
                 check(False, f"{name}: engine available", str(err))
                 return
             check(True, f"{name}: engine available")
             try:
+                if name == "spark":  # the Spark files, through sqlglot into DuckDB
+                    for ok, label, detail in spark_duckdb.probes(e):
+                        check(ok, label, detail)
+                    cases.bucket_query_matches(e, ADV, cases.STEPS_TEXT, 7)
+                    # ids beyond 2^53 come back from node as text: left out here
+                    cases.bucket_query_matches(e, [r for r in INTS if abs(r[0]) < 2**53],
+                                               cases.STEPS_INT, 3)
                 cases.stats_match(e, "ICU sample", ICU, cases.STEPS_INT, 10, ICU_SETS, ICU_SETS)
                 cases.stats_match(e, "adversarial, a 100,000-step episode", ADV_LONG,
                                   cases.STEPS_TEXT, 12, LONG_SETS, LONG_SETS)

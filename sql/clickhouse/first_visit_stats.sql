@@ -1,0 +1,778 @@
+-- clickhouse: written by sql/gen_dialects.py from sql/src/clickhouse/first_visit_stats.sql; edit the source, not this file.
+-- first_visit_stats.sql for ClickHouse (18.16 and later): the per-state
+-- statistics of DP-LSW / DP-LSL (dp_lsw_from_stats, dp_lsl_from_stats),
+-- computed where the steps are.  NOT private: as sensitive as the steps.
+--
+-- The same inputs, output columns, values and rules as sql/src/
+-- first_visit_stats.sql (read its header): steps(episode, t, state,
+-- reward), the one-row dprl_params(gamma, rmin, rmax, fmin, fmax,
+-- n_states, max_states, buckets, bucket_lo, bucket_hi); one row per
+-- visited state plus state 0: state, visits, return_sum, buckets,
+-- bucket_lo, bucket_hi, episodes, max_states, made_with (dialect
+-- "clickhouse").  return_sum is NULL in every row, made_with NULL when the
+-- parameters are refused, as there.
+--
+-- ClickHouse 18.16 has no window functions and no CTEs, so the same block
+-- arithmetic is written with arrays and nested SELECTs:
+--   1. per episode: its steps sorted by t (arraySort), positions 0, 1, ...,
+--      first visits (arrayEnumerateUniq = 1), the n-th first-visit
+--      (arrayCumSum) for max_states, w = clamp(r) gamma^(pos mod blen);
+--   2. per (episode, block of blen steps): the suffix sums of w inside the
+--      block (arrayCumSum of the reversed block, in j order) and the total;
+--   3. per episode: the return at the start of the next block, by Horner
+--      over the next 9 blocks' totals (arrays shifted by 1..9);
+--   4. per first visit: F = suffix / gamma^j + gamma^(blen - j) carried,
+--      clamped to [fmin, fmax], summed per state.
+-- No lambda captures an array (ClickHouse would copy it per element): each
+-- stage is O(steps).  Rows with a NULL episode, t, state or reward are left
+-- out of visits (their sums are NULL anyway: first_visit_check.sql counts
+-- them).
+WITH
+  -- The public parameters, as in sql/src/params.sql (the same checks and
+  -- defaults, each test written so that NULL or NaN fails it), in one
+  -- scalar subquery (ClickHouse 18.16 has no CTEs; one flat SELECT over
+  -- the one-row dprl_params, as nesting costs ClickHouse's analyzer).
+  -- Aggregates give one row, also when dprl_params has none or several
+  -- (refused: param_rows <> 1).  p_ok = 1 when dprl would accept them; the
+  -- p_ values are then the ones used (refused: p_g = 0, p_blen = 1, so
+  -- nothing can overflow).
+  (SELECT tuple(ok, g, blen, pow(g, blen), ifNull(rmin_v, 0.), ifNull(rmax_v, 0.),
+                ifNull(fmin_v, 0.), ifNull(fmax_v, 0.), ifNull(n_states_v, 0),
+                CASE WHEN ok = 1 THEN toInt64(max_states_given) END,
+                buckets_v, bucket_lo_v, bucket_hi_v, made_with)
+   FROM (
+     SELECT count() AS param_rows,
+            toNullable(toFloat64(any(p.gamma))) AS gamma_v,
+            toNullable(toFloat64(any(p.rmin))) AS rmin_v,
+            toNullable(toFloat64(any(p.rmax))) AS rmax_v,
+            toNullable(toFloat64(any(p.fmin))) AS fmin_given,
+            toNullable(toFloat64(any(p.fmax))) AS fmax_given,
+            toNullable(toInt64(any(p.n_states))) AS n_states_v,
+            toNullable(toFloat64(any(p.max_states))) AS max_states_given,
+            ifNull(toInt64(any(p.buckets)), toInt64(1)) AS buckets_v,
+            ifNull(toInt64(any(p.bucket_lo)), toInt64(0)) AS bucket_lo_v,
+            ifNull(toInt64(any(p.bucket_hi)), buckets_v - 1) AS bucket_hi_v,
+            -- dprl's defaults: fmin = min(0, rmin)/(1-gamma), fmax = max(0, rmax)/(1-gamma)
+            CASE WHEN fmin_given IS NOT NULL THEN fmin_given
+                 WHEN rmin_v < 0 THEN rmin_v / (1 - gamma_v)
+                 ELSE toNullable(0.) END AS fmin_v,
+            CASE WHEN fmax_given IS NOT NULL THEN fmax_given
+                 WHEN rmax_v > 0 THEN rmax_v / (1 - gamma_v)
+                 ELSE toNullable(0.) END AS fmax_v,
+            -- (ifNull: a condition on a NULL makes CASE's result NULL here)
+            ifNull(CASE WHEN param_rows = 1 AND gamma_v >= 0 AND gamma_v <= 1
+                         AND rmin_v - rmin_v = 0 AND rmax_v - rmax_v = 0 AND rmax_v > rmin_v
+                         AND (fmin_given IS NULL OR fmin_given <= 0)
+                         AND (fmax_given IS NULL OR fmax_given > 0)
+                         AND (gamma_v < 1 OR fmax_given IS NOT NULL)
+                         AND (gamma_v < 1 OR rmin_v >= 0 OR fmin_given IS NOT NULL)
+                         AND fmax_v > fmin_v AND (fmax_v - fmin_v) - (fmax_v - fmin_v) = 0
+                         AND n_states_v >= 1 AND n_states_v <= 134217728
+                         AND (max_states_given IS NULL
+                              OR (max_states_given >= 1 AND max_states_given <= 2147483647
+                                  AND max_states_given = floor(max_states_given)))
+                         AND buckets_v >= 1 AND bucket_lo_v >= 0 AND bucket_lo_v <= bucket_hi_v
+                         AND bucket_hi_v < buckets_v
+                        THEN 1 ELSE 0 END, 0) AS ok,
+            CASE WHEN ok = 1 THEN assumeNotNull(gamma_v) ELSE 0. END AS g,
+            -- blocks of blen = ceil(92 / ln(1/gamma)) steps (one block when
+            -- gamma = 1, blen = 1 when gamma = 0): gamma^j >= e^-92 inside
+            ifNull(CASE WHEN ok = 1 AND gamma_v >= 1 THEN toInt64(4611686018427387904)
+                        WHEN ok = 1 AND gamma_v > 0
+                          THEN toInt64(ceil(92 / (0 - ln(greatest(assumeNotNull(gamma_v), 1e-300)))))
+                        ELSE toInt64(1) END, toInt64(1)) AS blen,
+            -- what the statistics were made with: doubles by toString, the
+            -- shortest text that reads back as the same double
+            CASE WHEN ok = 1 THEN concat(
+              '{"gamma":', toString(assumeNotNull(gamma_v)),
+              ',"rmin":', toString(assumeNotNull(rmin_v)),
+              ',"rmax":', toString(assumeNotNull(rmax_v)),
+              ',"fmin":', toString(assumeNotNull(fmin_v)),
+              ',"fmax":', toString(assumeNotNull(fmax_v)),
+              ',"n_states":', toString(assumeNotNull(n_states_v)),
+              ',"max_states":', ifNull(toString(toInt64(max_states_given)), 'null'),
+              ',"dialect":"clickhouse","version":"0.2.0"}') END AS made_with
+     FROM dprl_params p
+   )) AS p_all,
+  tupleElement(p_all, 1) AS p_ok,
+  tupleElement(p_all, 2) AS p_g,
+  tupleElement(p_all, 3) AS p_blen,
+  tupleElement(p_all, 4) AS p_carry,
+  tupleElement(p_all, 5) AS p_rmin,
+  tupleElement(p_all, 6) AS p_rmax,
+  tupleElement(p_all, 7) AS p_fmin,
+  tupleElement(p_all, 8) AS p_fmax,
+  tupleElement(p_all, 9) AS p_n_states,
+  tupleElement(p_all, 10) AS p_max_states,
+  tupleElement(p_all, 11) AS p_buckets,
+  tupleElement(p_all, 12) AS p_lo,
+  tupleElement(p_all, 13) AS p_hi,
+  tupleElement(p_all, 14) AS p_made_with
+  ,
+  (SELECT tuple(null_episode + null_t + null_state + null_reward + nonfinite_reward
+                + non_integer_t + non_integer_state + state_out_of_range + duplicate_steps,
+                outside_buckets, episodes)
+   FROM (
+    -- One row: the steps dprl would refuse, counted by reason (each test
+    -- written so that NULL or NaN fails it), the episodes, and the episodes
+    -- whose bucket is outside bucket_lo..bucket_hi.
+    -- duplicate_steps: the rows beyond the first of each (episode, t), what
+    -- the other dialects count as a step whose t equals the previous one's
+    -- (a NULL episode is one episode there too; tuple() keeps NULL as a value).
+    WITH
+  -- The public parameters, as in sql/src/params.sql (the same checks and
+  -- defaults, each test written so that NULL or NaN fails it), in one
+  -- scalar subquery (ClickHouse 18.16 has no CTEs; one flat SELECT over
+  -- the one-row dprl_params, as nesting costs ClickHouse's analyzer).
+  -- Aggregates give one row, also when dprl_params has none or several
+  -- (refused: param_rows <> 1).  p_ok = 1 when dprl would accept them; the
+  -- p_ values are then the ones used (refused: p_g = 0, p_blen = 1, so
+  -- nothing can overflow).
+  (SELECT tuple(ok, g, blen, pow(g, blen), ifNull(rmin_v, 0.), ifNull(rmax_v, 0.),
+                ifNull(fmin_v, 0.), ifNull(fmax_v, 0.), ifNull(n_states_v, 0),
+                CASE WHEN ok = 1 THEN toInt64(max_states_given) END,
+                buckets_v, bucket_lo_v, bucket_hi_v, made_with)
+   FROM (
+     SELECT count() AS param_rows,
+            toNullable(toFloat64(any(p.gamma))) AS gamma_v,
+            toNullable(toFloat64(any(p.rmin))) AS rmin_v,
+            toNullable(toFloat64(any(p.rmax))) AS rmax_v,
+            toNullable(toFloat64(any(p.fmin))) AS fmin_given,
+            toNullable(toFloat64(any(p.fmax))) AS fmax_given,
+            toNullable(toInt64(any(p.n_states))) AS n_states_v,
+            toNullable(toFloat64(any(p.max_states))) AS max_states_given,
+            ifNull(toInt64(any(p.buckets)), toInt64(1)) AS buckets_v,
+            ifNull(toInt64(any(p.bucket_lo)), toInt64(0)) AS bucket_lo_v,
+            ifNull(toInt64(any(p.bucket_hi)), buckets_v - 1) AS bucket_hi_v,
+            -- dprl's defaults: fmin = min(0, rmin)/(1-gamma), fmax = max(0, rmax)/(1-gamma)
+            CASE WHEN fmin_given IS NOT NULL THEN fmin_given
+                 WHEN rmin_v < 0 THEN rmin_v / (1 - gamma_v)
+                 ELSE toNullable(0.) END AS fmin_v,
+            CASE WHEN fmax_given IS NOT NULL THEN fmax_given
+                 WHEN rmax_v > 0 THEN rmax_v / (1 - gamma_v)
+                 ELSE toNullable(0.) END AS fmax_v,
+            -- (ifNull: a condition on a NULL makes CASE's result NULL here)
+            ifNull(CASE WHEN param_rows = 1 AND gamma_v >= 0 AND gamma_v <= 1
+                         AND rmin_v - rmin_v = 0 AND rmax_v - rmax_v = 0 AND rmax_v > rmin_v
+                         AND (fmin_given IS NULL OR fmin_given <= 0)
+                         AND (fmax_given IS NULL OR fmax_given > 0)
+                         AND (gamma_v < 1 OR fmax_given IS NOT NULL)
+                         AND (gamma_v < 1 OR rmin_v >= 0 OR fmin_given IS NOT NULL)
+                         AND fmax_v > fmin_v AND (fmax_v - fmin_v) - (fmax_v - fmin_v) = 0
+                         AND n_states_v >= 1 AND n_states_v <= 134217728
+                         AND (max_states_given IS NULL
+                              OR (max_states_given >= 1 AND max_states_given <= 2147483647
+                                  AND max_states_given = floor(max_states_given)))
+                         AND buckets_v >= 1 AND bucket_lo_v >= 0 AND bucket_lo_v <= bucket_hi_v
+                         AND bucket_hi_v < buckets_v
+                        THEN 1 ELSE 0 END, 0) AS ok,
+            CASE WHEN ok = 1 THEN assumeNotNull(gamma_v) ELSE 0. END AS g,
+            -- blocks of blen = ceil(92 / ln(1/gamma)) steps (one block when
+            -- gamma = 1, blen = 1 when gamma = 0): gamma^j >= e^-92 inside
+            ifNull(CASE WHEN ok = 1 AND gamma_v >= 1 THEN toInt64(4611686018427387904)
+                        WHEN ok = 1 AND gamma_v > 0
+                          THEN toInt64(ceil(92 / (0 - ln(greatest(assumeNotNull(gamma_v), 1e-300)))))
+                        ELSE toInt64(1) END, toInt64(1)) AS blen,
+            -- what the statistics were made with: doubles by toString, the
+            -- shortest text that reads back as the same double
+            CASE WHEN ok = 1 THEN concat(
+              '{"gamma":', toString(assumeNotNull(gamma_v)),
+              ',"rmin":', toString(assumeNotNull(rmin_v)),
+              ',"rmax":', toString(assumeNotNull(rmax_v)),
+              ',"fmin":', toString(assumeNotNull(fmin_v)),
+              ',"fmax":', toString(assumeNotNull(fmax_v)),
+              ',"n_states":', toString(assumeNotNull(n_states_v)),
+              ',"max_states":', ifNull(toString(toInt64(max_states_given)), 'null'),
+              ',"dialect":"clickhouse","version":"0.2.0"}') END AS made_with
+     FROM dprl_params p
+   )) AS p_all,
+  tupleElement(p_all, 1) AS p_ok,
+  tupleElement(p_all, 2) AS p_g,
+  tupleElement(p_all, 3) AS p_blen,
+  tupleElement(p_all, 4) AS p_carry,
+  tupleElement(p_all, 5) AS p_rmin,
+  tupleElement(p_all, 6) AS p_rmax,
+  tupleElement(p_all, 7) AS p_fmin,
+  tupleElement(p_all, 8) AS p_fmax,
+  tupleElement(p_all, 9) AS p_n_states,
+  tupleElement(p_all, 10) AS p_max_states,
+  tupleElement(p_all, 11) AS p_buckets,
+  tupleElement(p_all, 12) AS p_lo,
+  tupleElement(p_all, 13) AS p_hi,
+  tupleElement(p_all, 14) AS p_made_with
+    SELECT
+      sum(CASE WHEN episode IS NULL THEN 1 ELSE 0 END) AS null_episode,
+      sum(CASE WHEN t IS NULL THEN 1 ELSE 0 END) AS null_t,
+      sum(CASE WHEN state IS NULL THEN 1 ELSE 0 END) AS null_state,
+      sum(CASE WHEN reward IS NULL THEN 1 ELSE 0 END) AS null_reward,
+      sum(CASE WHEN reward IS NULL OR reward - reward = 0 THEN 0 ELSE 1 END) AS nonfinite_reward,
+      sum(CASE WHEN t IS NULL OR (t - t = 0 AND t = floor(t)) THEN 0 ELSE 1 END) AS non_integer_t,
+      sum(CASE WHEN state IS NULL OR (state - state = 0 AND state = floor(state))
+               THEN 0 ELSE 1 END) AS non_integer_state,
+      sum(CASE WHEN state IS NULL OR (state >= 0 AND state < p_n_states) THEN 0
+               ELSE 1 END) AS state_out_of_range,
+      toUInt64(countIf(t IS NOT NULL) - uniqExactIf(tuple(episode, t), t IS NOT NULL))
+        AS duplicate_steps,
+      uniqExact(episode) AS episodes,
+      (SELECT sum(outside)
+       FROM (
+         WITH
+  -- The public parameters, as in sql/src/params.sql (the same checks and
+  -- defaults, each test written so that NULL or NaN fails it), in one
+  -- scalar subquery (ClickHouse 18.16 has no CTEs; one flat SELECT over
+  -- the one-row dprl_params, as nesting costs ClickHouse's analyzer).
+  -- Aggregates give one row, also when dprl_params has none or several
+  -- (refused: param_rows <> 1).  p_ok = 1 when dprl would accept them; the
+  -- p_ values are then the ones used (refused: p_g = 0, p_blen = 1, so
+  -- nothing can overflow).
+  (SELECT tuple(ok, g, blen, pow(g, blen), ifNull(rmin_v, 0.), ifNull(rmax_v, 0.),
+                ifNull(fmin_v, 0.), ifNull(fmax_v, 0.), ifNull(n_states_v, 0),
+                CASE WHEN ok = 1 THEN toInt64(max_states_given) END,
+                buckets_v, bucket_lo_v, bucket_hi_v, made_with)
+   FROM (
+     SELECT count() AS param_rows,
+            toNullable(toFloat64(any(p.gamma))) AS gamma_v,
+            toNullable(toFloat64(any(p.rmin))) AS rmin_v,
+            toNullable(toFloat64(any(p.rmax))) AS rmax_v,
+            toNullable(toFloat64(any(p.fmin))) AS fmin_given,
+            toNullable(toFloat64(any(p.fmax))) AS fmax_given,
+            toNullable(toInt64(any(p.n_states))) AS n_states_v,
+            toNullable(toFloat64(any(p.max_states))) AS max_states_given,
+            ifNull(toInt64(any(p.buckets)), toInt64(1)) AS buckets_v,
+            ifNull(toInt64(any(p.bucket_lo)), toInt64(0)) AS bucket_lo_v,
+            ifNull(toInt64(any(p.bucket_hi)), buckets_v - 1) AS bucket_hi_v,
+            -- dprl's defaults: fmin = min(0, rmin)/(1-gamma), fmax = max(0, rmax)/(1-gamma)
+            CASE WHEN fmin_given IS NOT NULL THEN fmin_given
+                 WHEN rmin_v < 0 THEN rmin_v / (1 - gamma_v)
+                 ELSE toNullable(0.) END AS fmin_v,
+            CASE WHEN fmax_given IS NOT NULL THEN fmax_given
+                 WHEN rmax_v > 0 THEN rmax_v / (1 - gamma_v)
+                 ELSE toNullable(0.) END AS fmax_v,
+            -- (ifNull: a condition on a NULL makes CASE's result NULL here)
+            ifNull(CASE WHEN param_rows = 1 AND gamma_v >= 0 AND gamma_v <= 1
+                         AND rmin_v - rmin_v = 0 AND rmax_v - rmax_v = 0 AND rmax_v > rmin_v
+                         AND (fmin_given IS NULL OR fmin_given <= 0)
+                         AND (fmax_given IS NULL OR fmax_given > 0)
+                         AND (gamma_v < 1 OR fmax_given IS NOT NULL)
+                         AND (gamma_v < 1 OR rmin_v >= 0 OR fmin_given IS NOT NULL)
+                         AND fmax_v > fmin_v AND (fmax_v - fmin_v) - (fmax_v - fmin_v) = 0
+                         AND n_states_v >= 1 AND n_states_v <= 134217728
+                         AND (max_states_given IS NULL
+                              OR (max_states_given >= 1 AND max_states_given <= 2147483647
+                                  AND max_states_given = floor(max_states_given)))
+                         AND buckets_v >= 1 AND bucket_lo_v >= 0 AND bucket_lo_v <= bucket_hi_v
+                         AND bucket_hi_v < buckets_v
+                        THEN 1 ELSE 0 END, 0) AS ok,
+            CASE WHEN ok = 1 THEN assumeNotNull(gamma_v) ELSE 0. END AS g,
+            -- blocks of blen = ceil(92 / ln(1/gamma)) steps (one block when
+            -- gamma = 1, blen = 1 when gamma = 0): gamma^j >= e^-92 inside
+            ifNull(CASE WHEN ok = 1 AND gamma_v >= 1 THEN toInt64(4611686018427387904)
+                        WHEN ok = 1 AND gamma_v > 0
+                          THEN toInt64(ceil(92 / (0 - ln(greatest(assumeNotNull(gamma_v), 1e-300)))))
+                        ELSE toInt64(1) END, toInt64(1)) AS blen,
+            -- what the statistics were made with: doubles by toString, the
+            -- shortest text that reads back as the same double
+            CASE WHEN ok = 1 THEN concat(
+              '{"gamma":', toString(assumeNotNull(gamma_v)),
+              ',"rmin":', toString(assumeNotNull(rmin_v)),
+              ',"rmax":', toString(assumeNotNull(rmax_v)),
+              ',"fmin":', toString(assumeNotNull(fmin_v)),
+              ',"fmax":', toString(assumeNotNull(fmax_v)),
+              ',"n_states":', toString(assumeNotNull(n_states_v)),
+              ',"max_states":', ifNull(toString(toInt64(max_states_given)), 'null'),
+              ',"dialect":"clickhouse","version":"0.2.0"}') END AS made_with
+     FROM dprl_params p
+   )) AS p_all,
+  tupleElement(p_all, 1) AS p_ok,
+  tupleElement(p_all, 2) AS p_g,
+  tupleElement(p_all, 3) AS p_blen,
+  tupleElement(p_all, 4) AS p_carry,
+  tupleElement(p_all, 5) AS p_rmin,
+  tupleElement(p_all, 6) AS p_rmax,
+  tupleElement(p_all, 7) AS p_fmin,
+  tupleElement(p_all, 8) AS p_fmax,
+  tupleElement(p_all, 9) AS p_n_states,
+  tupleElement(p_all, 10) AS p_max_states,
+  tupleElement(p_all, 11) AS p_buckets,
+  tupleElement(p_all, 12) AS p_lo,
+  tupleElement(p_all, 13) AS p_hi,
+  tupleElement(p_all, 14) AS p_made_with
+         SELECT
+           -- the bucket hash of sql/src/buckets.sql (lengthUTF8: characters)
+           CASE WHEN p_buckets = 1 THEN toInt64(0)
+                ELSE toInt64((h.n * 48271
+            + (h.n - lengthUTF8(replaceAll(h.id, '0', ''))) * 605248
+            + (h.n - lengthUTF8(replaceAll(h.id, '1', ''))) * 391013
+            + (h.n - lengthUTF8(replaceAll(h.id, '2', ''))) * 714895
+            + (h.n - lengthUTF8(replaceAll(h.id, '3', ''))) * 662807
+            + (h.n - lengthUTF8(replaceAll(h.id, '4', ''))) * 354462
+            + (h.n - lengthUTF8(replaceAll(h.id, '5', ''))) * 898846
+            + (h.n - lengthUTF8(replaceAll(h.id, '6', ''))) * 713943
+            + (h.n - lengthUTF8(replaceAll(h.id, '7', ''))) * 584999
+            + (h.n - lengthUTF8(replaceAll(h.id, '8', ''))) * 676043
+            + (h.n - lengthUTF8(replaceAll(h.id, '9', ''))) * 301795
+            + (h.n - lengthUTF8(replaceAll(h.id, 'a', ''))) * 424598
+            + (h.n - lengthUTF8(replaceAll(h.id, 'b', ''))) * 324997
+            + (h.n - lengthUTF8(replaceAll(h.id, 'c', ''))) * 525935
+            + (h.n - lengthUTF8(replaceAll(h.id, 'd', ''))) * 132100
+            + (h.n - lengthUTF8(replaceAll(h.id, 'e', ''))) * 891045
+            + (h.n - lengthUTF8(replaceAll(h.id, 'f', ''))) * 551323
+            + (h.n - lengthUTF8(replaceAll(h.id, 'g', ''))) * 921386
+            + (h.n - lengthUTF8(replaceAll(h.id, 'h', ''))) * 523146
+            + (h.n - lengthUTF8(replaceAll(h.id, 'i', ''))) * 775870
+            + (h.n - lengthUTF8(replaceAll(h.id, 'j', ''))) * 20458
+            + (h.n - lengthUTF8(replaceAll(h.id, 'k', ''))) * 934443
+            + (h.n - lengthUTF8(replaceAll(h.id, 'l', ''))) * 650787
+            + (h.n - lengthUTF8(replaceAll(h.id, 'm', ''))) * 299881
+            + (h.n - lengthUTF8(replaceAll(h.id, 'n', ''))) * 24329
+            + (h.n - lengthUTF8(replaceAll(h.id, 'o', ''))) * 870436
+            + (h.n - lengthUTF8(replaceAll(h.id, 'p', ''))) * 717271
+            + (h.n - lengthUTF8(replaceAll(h.id, 'q', ''))) * 508254
+            + (h.n - lengthUTF8(replaceAll(h.id, 'r', ''))) * 428034
+            + (h.n - lengthUTF8(replaceAll(h.id, 's', ''))) * 414454
+            + (h.n - lengthUTF8(replaceAll(h.id, 't', ''))) * 561783
+            + (h.n - lengthUTF8(replaceAll(h.id, 'u', ''))) * 439782
+            + (h.n - lengthUTF8(replaceAll(h.id, 'v', ''))) * 403801
+            + (h.n - lengthUTF8(replaceAll(h.id, 'w', ''))) * 720779
+            + (h.n - lengthUTF8(replaceAll(h.id, 'x', ''))) * 176389
+            + (h.n - lengthUTF8(replaceAll(h.id, 'y', ''))) * 44279
+            + (h.n - lengthUTF8(replaceAll(h.id, 'z', ''))) * 915439
+            + (h.n - lengthUTF8(replaceAll(h.id, 'A', ''))) * 813437
+            + (h.n - lengthUTF8(replaceAll(h.id, 'B', ''))) * 181211
+            + (h.n - lengthUTF8(replaceAll(h.id, 'C', ''))) * 68102
+            + (h.n - lengthUTF8(replaceAll(h.id, 'D', ''))) * 854338
+            + (h.n - lengthUTF8(replaceAll(h.id, 'E', ''))) * 267478
+            + (h.n - lengthUTF8(replaceAll(h.id, 'F', ''))) * 518486
+            + (h.n - lengthUTF8(replaceAll(h.id, 'G', ''))) * 462415
+            + (h.n - lengthUTF8(replaceAll(h.id, 'H', ''))) * 379181
+            + (h.n - lengthUTF8(replaceAll(h.id, 'I', ''))) * 670166
+            + (h.n - lengthUTF8(replaceAll(h.id, 'J', ''))) * 892312
+            + (h.n - lengthUTF8(replaceAll(h.id, 'K', ''))) * 12732
+            + (h.n - lengthUTF8(replaceAll(h.id, 'L', ''))) * 193021
+            + (h.n - lengthUTF8(replaceAll(h.id, 'M', ''))) * 819835
+            + (h.n - lengthUTF8(replaceAll(h.id, 'N', ''))) * 317677
+            + (h.n - lengthUTF8(replaceAll(h.id, 'O', ''))) * 430349
+            + (h.n - lengthUTF8(replaceAll(h.id, 'P', ''))) * 342673
+            + (h.n - lengthUTF8(replaceAll(h.id, 'Q', ''))) * 693170
+            + (h.n - lengthUTF8(replaceAll(h.id, 'R', ''))) * 654983
+            + (h.n - lengthUTF8(replaceAll(h.id, 'S', ''))) * 590113
+            + (h.n - lengthUTF8(replaceAll(h.id, 'T', ''))) * 406298
+            + (h.n - lengthUTF8(replaceAll(h.id, 'U', ''))) * 727551
+            + (h.n - lengthUTF8(replaceAll(h.id, 'V', ''))) * 818918
+            + (h.n - lengthUTF8(replaceAll(h.id, 'W', ''))) * 953367
+            + (h.n - lengthUTF8(replaceAll(h.id, 'X', ''))) * 218777
+            + (h.n - lengthUTF8(replaceAll(h.id, 'Y', ''))) * 19633
+            + (h.n - lengthUTF8(replaceAll(h.id, 'Z', ''))) * 59155) % greatest(p_buckets, 1)) END AS bucket,
+           CASE WHEN bucket >= p_lo AND bucket <= p_hi THEN 0 ELSE 1 END AS outside
+         FROM (
+           SELECT toString(episode) AS id, toInt64(lengthUTF8(toString(episode))) AS n
+           FROM steps WHERE episode IS NOT NULL GROUP BY episode
+         ) h
+       )) AS outside_buckets
+    FROM steps
+   )) AS p_problems
+SELECT s.fv_state AS state,
+       toInt64(sum(s.fv_visits)) AS visits,
+       CASE WHEN p_ok = 1 AND p_problems.1 = 0 AND p_problems.2 = 0
+            THEN sum(s.fv_sum) END AS return_sum,
+       p_buckets AS buckets, p_lo AS bucket_lo, p_hi AS bucket_hi,
+       toInt64(p_problems.3) AS episodes, p_max_states AS max_states,
+       p_made_with AS made_with
+FROM (
+  SELECT fv_state, toInt64(count()) AS fv_visits, sum(f) AS fv_sum
+  FROM (
+    -- 4. each first visit's return, clamped
+    WITH
+  -- The public parameters, as in sql/src/params.sql (the same checks and
+  -- defaults, each test written so that NULL or NaN fails it), in one
+  -- scalar subquery (ClickHouse 18.16 has no CTEs; one flat SELECT over
+  -- the one-row dprl_params, as nesting costs ClickHouse's analyzer).
+  -- Aggregates give one row, also when dprl_params has none or several
+  -- (refused: param_rows <> 1).  p_ok = 1 when dprl would accept them; the
+  -- p_ values are then the ones used (refused: p_g = 0, p_blen = 1, so
+  -- nothing can overflow).
+  (SELECT tuple(ok, g, blen, pow(g, blen), ifNull(rmin_v, 0.), ifNull(rmax_v, 0.),
+                ifNull(fmin_v, 0.), ifNull(fmax_v, 0.), ifNull(n_states_v, 0),
+                CASE WHEN ok = 1 THEN toInt64(max_states_given) END,
+                buckets_v, bucket_lo_v, bucket_hi_v, made_with)
+   FROM (
+     SELECT count() AS param_rows,
+            toNullable(toFloat64(any(p.gamma))) AS gamma_v,
+            toNullable(toFloat64(any(p.rmin))) AS rmin_v,
+            toNullable(toFloat64(any(p.rmax))) AS rmax_v,
+            toNullable(toFloat64(any(p.fmin))) AS fmin_given,
+            toNullable(toFloat64(any(p.fmax))) AS fmax_given,
+            toNullable(toInt64(any(p.n_states))) AS n_states_v,
+            toNullable(toFloat64(any(p.max_states))) AS max_states_given,
+            ifNull(toInt64(any(p.buckets)), toInt64(1)) AS buckets_v,
+            ifNull(toInt64(any(p.bucket_lo)), toInt64(0)) AS bucket_lo_v,
+            ifNull(toInt64(any(p.bucket_hi)), buckets_v - 1) AS bucket_hi_v,
+            -- dprl's defaults: fmin = min(0, rmin)/(1-gamma), fmax = max(0, rmax)/(1-gamma)
+            CASE WHEN fmin_given IS NOT NULL THEN fmin_given
+                 WHEN rmin_v < 0 THEN rmin_v / (1 - gamma_v)
+                 ELSE toNullable(0.) END AS fmin_v,
+            CASE WHEN fmax_given IS NOT NULL THEN fmax_given
+                 WHEN rmax_v > 0 THEN rmax_v / (1 - gamma_v)
+                 ELSE toNullable(0.) END AS fmax_v,
+            -- (ifNull: a condition on a NULL makes CASE's result NULL here)
+            ifNull(CASE WHEN param_rows = 1 AND gamma_v >= 0 AND gamma_v <= 1
+                         AND rmin_v - rmin_v = 0 AND rmax_v - rmax_v = 0 AND rmax_v > rmin_v
+                         AND (fmin_given IS NULL OR fmin_given <= 0)
+                         AND (fmax_given IS NULL OR fmax_given > 0)
+                         AND (gamma_v < 1 OR fmax_given IS NOT NULL)
+                         AND (gamma_v < 1 OR rmin_v >= 0 OR fmin_given IS NOT NULL)
+                         AND fmax_v > fmin_v AND (fmax_v - fmin_v) - (fmax_v - fmin_v) = 0
+                         AND n_states_v >= 1 AND n_states_v <= 134217728
+                         AND (max_states_given IS NULL
+                              OR (max_states_given >= 1 AND max_states_given <= 2147483647
+                                  AND max_states_given = floor(max_states_given)))
+                         AND buckets_v >= 1 AND bucket_lo_v >= 0 AND bucket_lo_v <= bucket_hi_v
+                         AND bucket_hi_v < buckets_v
+                        THEN 1 ELSE 0 END, 0) AS ok,
+            CASE WHEN ok = 1 THEN assumeNotNull(gamma_v) ELSE 0. END AS g,
+            -- blocks of blen = ceil(92 / ln(1/gamma)) steps (one block when
+            -- gamma = 1, blen = 1 when gamma = 0): gamma^j >= e^-92 inside
+            ifNull(CASE WHEN ok = 1 AND gamma_v >= 1 THEN toInt64(4611686018427387904)
+                        WHEN ok = 1 AND gamma_v > 0
+                          THEN toInt64(ceil(92 / (0 - ln(greatest(assumeNotNull(gamma_v), 1e-300)))))
+                        ELSE toInt64(1) END, toInt64(1)) AS blen,
+            -- what the statistics were made with: doubles by toString, the
+            -- shortest text that reads back as the same double
+            CASE WHEN ok = 1 THEN concat(
+              '{"gamma":', toString(assumeNotNull(gamma_v)),
+              ',"rmin":', toString(assumeNotNull(rmin_v)),
+              ',"rmax":', toString(assumeNotNull(rmax_v)),
+              ',"fmin":', toString(assumeNotNull(fmin_v)),
+              ',"fmax":', toString(assumeNotNull(fmax_v)),
+              ',"n_states":', toString(assumeNotNull(n_states_v)),
+              ',"max_states":', ifNull(toString(toInt64(max_states_given)), 'null'),
+              ',"dialect":"clickhouse","version":"0.2.0"}') END AS made_with
+     FROM dprl_params p
+   )) AS p_all,
+  tupleElement(p_all, 1) AS p_ok,
+  tupleElement(p_all, 2) AS p_g,
+  tupleElement(p_all, 3) AS p_blen,
+  tupleElement(p_all, 4) AS p_carry,
+  tupleElement(p_all, 5) AS p_rmin,
+  tupleElement(p_all, 6) AS p_rmax,
+  tupleElement(p_all, 7) AS p_fmin,
+  tupleElement(p_all, 8) AS p_fmax,
+  tupleElement(p_all, 9) AS p_n_states,
+  tupleElement(p_all, 10) AS p_max_states,
+  tupleElement(p_all, 11) AS p_buckets,
+  tupleElement(p_all, 12) AS p_lo,
+  tupleElement(p_all, 13) AS p_hi,
+  tupleElement(p_all, 14) AS p_made_with
+    SELECT fv.1 AS fv_state,
+           fv.3 / pow(p_g, fv.2) + pow(p_g, p_blen - fv.2) * carried AS ret,
+           CASE WHEN ret < p_fmin THEN p_fmin WHEN ret > p_fmax THEN p_fmax ELSE ret END AS f
+    FROM (
+      SELECT blk.1 AS fvs, blk.2 AS carried
+      FROM (
+        -- 3. per episode, its blocks in order and what each carries in
+        WITH
+  -- The public parameters, as in sql/src/params.sql (the same checks and
+  -- defaults, each test written so that NULL or NaN fails it), in one
+  -- scalar subquery (ClickHouse 18.16 has no CTEs; one flat SELECT over
+  -- the one-row dprl_params, as nesting costs ClickHouse's analyzer).
+  -- Aggregates give one row, also when dprl_params has none or several
+  -- (refused: param_rows <> 1).  p_ok = 1 when dprl would accept them; the
+  -- p_ values are then the ones used (refused: p_g = 0, p_blen = 1, so
+  -- nothing can overflow).
+  (SELECT tuple(ok, g, blen, pow(g, blen), ifNull(rmin_v, 0.), ifNull(rmax_v, 0.),
+                ifNull(fmin_v, 0.), ifNull(fmax_v, 0.), ifNull(n_states_v, 0),
+                CASE WHEN ok = 1 THEN toInt64(max_states_given) END,
+                buckets_v, bucket_lo_v, bucket_hi_v, made_with)
+   FROM (
+     SELECT count() AS param_rows,
+            toNullable(toFloat64(any(p.gamma))) AS gamma_v,
+            toNullable(toFloat64(any(p.rmin))) AS rmin_v,
+            toNullable(toFloat64(any(p.rmax))) AS rmax_v,
+            toNullable(toFloat64(any(p.fmin))) AS fmin_given,
+            toNullable(toFloat64(any(p.fmax))) AS fmax_given,
+            toNullable(toInt64(any(p.n_states))) AS n_states_v,
+            toNullable(toFloat64(any(p.max_states))) AS max_states_given,
+            ifNull(toInt64(any(p.buckets)), toInt64(1)) AS buckets_v,
+            ifNull(toInt64(any(p.bucket_lo)), toInt64(0)) AS bucket_lo_v,
+            ifNull(toInt64(any(p.bucket_hi)), buckets_v - 1) AS bucket_hi_v,
+            -- dprl's defaults: fmin = min(0, rmin)/(1-gamma), fmax = max(0, rmax)/(1-gamma)
+            CASE WHEN fmin_given IS NOT NULL THEN fmin_given
+                 WHEN rmin_v < 0 THEN rmin_v / (1 - gamma_v)
+                 ELSE toNullable(0.) END AS fmin_v,
+            CASE WHEN fmax_given IS NOT NULL THEN fmax_given
+                 WHEN rmax_v > 0 THEN rmax_v / (1 - gamma_v)
+                 ELSE toNullable(0.) END AS fmax_v,
+            -- (ifNull: a condition on a NULL makes CASE's result NULL here)
+            ifNull(CASE WHEN param_rows = 1 AND gamma_v >= 0 AND gamma_v <= 1
+                         AND rmin_v - rmin_v = 0 AND rmax_v - rmax_v = 0 AND rmax_v > rmin_v
+                         AND (fmin_given IS NULL OR fmin_given <= 0)
+                         AND (fmax_given IS NULL OR fmax_given > 0)
+                         AND (gamma_v < 1 OR fmax_given IS NOT NULL)
+                         AND (gamma_v < 1 OR rmin_v >= 0 OR fmin_given IS NOT NULL)
+                         AND fmax_v > fmin_v AND (fmax_v - fmin_v) - (fmax_v - fmin_v) = 0
+                         AND n_states_v >= 1 AND n_states_v <= 134217728
+                         AND (max_states_given IS NULL
+                              OR (max_states_given >= 1 AND max_states_given <= 2147483647
+                                  AND max_states_given = floor(max_states_given)))
+                         AND buckets_v >= 1 AND bucket_lo_v >= 0 AND bucket_lo_v <= bucket_hi_v
+                         AND bucket_hi_v < buckets_v
+                        THEN 1 ELSE 0 END, 0) AS ok,
+            CASE WHEN ok = 1 THEN assumeNotNull(gamma_v) ELSE 0. END AS g,
+            -- blocks of blen = ceil(92 / ln(1/gamma)) steps (one block when
+            -- gamma = 1, blen = 1 when gamma = 0): gamma^j >= e^-92 inside
+            ifNull(CASE WHEN ok = 1 AND gamma_v >= 1 THEN toInt64(4611686018427387904)
+                        WHEN ok = 1 AND gamma_v > 0
+                          THEN toInt64(ceil(92 / (0 - ln(greatest(assumeNotNull(gamma_v), 1e-300)))))
+                        ELSE toInt64(1) END, toInt64(1)) AS blen,
+            -- what the statistics were made with: doubles by toString, the
+            -- shortest text that reads back as the same double
+            CASE WHEN ok = 1 THEN concat(
+              '{"gamma":', toString(assumeNotNull(gamma_v)),
+              ',"rmin":', toString(assumeNotNull(rmin_v)),
+              ',"rmax":', toString(assumeNotNull(rmax_v)),
+              ',"fmin":', toString(assumeNotNull(fmin_v)),
+              ',"fmax":', toString(assumeNotNull(fmax_v)),
+              ',"n_states":', toString(assumeNotNull(n_states_v)),
+              ',"max_states":', ifNull(toString(toInt64(max_states_given)), 'null'),
+              ',"dialect":"clickhouse","version":"0.2.0"}') END AS made_with
+     FROM dprl_params p
+   )) AS p_all,
+  tupleElement(p_all, 1) AS p_ok,
+  tupleElement(p_all, 2) AS p_g,
+  tupleElement(p_all, 3) AS p_blen,
+  tupleElement(p_all, 4) AS p_carry,
+  tupleElement(p_all, 5) AS p_rmin,
+  tupleElement(p_all, 6) AS p_rmax,
+  tupleElement(p_all, 7) AS p_fmin,
+  tupleElement(p_all, 8) AS p_fmax,
+  tupleElement(p_all, 9) AS p_n_states,
+  tupleElement(p_all, 10) AS p_max_states,
+  tupleElement(p_all, 11) AS p_buckets,
+  tupleElement(p_all, 12) AS p_lo,
+  tupleElement(p_all, 13) AS p_hi,
+  tupleElement(p_all, 14) AS p_made_with
+        SELECT arraySort(x -> x.1, groupArray((blk, total, fvs))) AS blocks,
+               arrayMap(x -> x.2, blocks) AS totals,
+               length(totals) AS nb,
+               arrayMap((a1, a2, a3, a4, a5, a6, a7, a8, a9) ->
+                          a1 + p_carry * (a2 + p_carry * (a3 + p_carry * (a4 + p_carry * (
+                          a5 + p_carry * (a6 + p_carry * (a7 + p_carry * (a8 + p_carry * a9))))))),
+                        arrayResize(arraySlice(totals, 2), nb, 0.),
+                        arrayResize(arraySlice(totals, 3), nb, 0.),
+                        arrayResize(arraySlice(totals, 4), nb, 0.),
+                        arrayResize(arraySlice(totals, 5), nb, 0.),
+                        arrayResize(arraySlice(totals, 6), nb, 0.),
+                        arrayResize(arraySlice(totals, 7), nb, 0.),
+                        arrayResize(arraySlice(totals, 8), nb, 0.),
+                        arrayResize(arraySlice(totals, 9), nb, 0.),
+                        arrayResize(arraySlice(totals, 10), nb, 0.)) AS carries,
+               arrayMap((x, c) -> (x.3, c), blocks, carries) AS out
+        FROM (
+          -- 2. per block: suffix sums of w in j order, the first visits kept
+          SELECT episode, blk, sum(w) AS total,
+                 arraySort(x -> x.1, groupArray((j, w, keep, state))) AS steps_j,
+                 arrayReverse(arrayCumSum(arrayReverse(arrayMap(x -> x.2, steps_j))))
+                   AS suffix,
+                 arrayFilter((fv, x) -> x.3 = 1,
+                             arrayMap((x, sfx) -> (x.4, x.1, sfx), steps_j, suffix), steps_j)
+                   AS fvs
+          FROM (
+            -- 1. per episode, its steps in t order
+            WITH
+  -- The public parameters, as in sql/src/params.sql (the same checks and
+  -- defaults, each test written so that NULL or NaN fails it), in one
+  -- scalar subquery (ClickHouse 18.16 has no CTEs; one flat SELECT over
+  -- the one-row dprl_params, as nesting costs ClickHouse's analyzer).
+  -- Aggregates give one row, also when dprl_params has none or several
+  -- (refused: param_rows <> 1).  p_ok = 1 when dprl would accept them; the
+  -- p_ values are then the ones used (refused: p_g = 0, p_blen = 1, so
+  -- nothing can overflow).
+  (SELECT tuple(ok, g, blen, pow(g, blen), ifNull(rmin_v, 0.), ifNull(rmax_v, 0.),
+                ifNull(fmin_v, 0.), ifNull(fmax_v, 0.), ifNull(n_states_v, 0),
+                CASE WHEN ok = 1 THEN toInt64(max_states_given) END,
+                buckets_v, bucket_lo_v, bucket_hi_v, made_with)
+   FROM (
+     SELECT count() AS param_rows,
+            toNullable(toFloat64(any(p.gamma))) AS gamma_v,
+            toNullable(toFloat64(any(p.rmin))) AS rmin_v,
+            toNullable(toFloat64(any(p.rmax))) AS rmax_v,
+            toNullable(toFloat64(any(p.fmin))) AS fmin_given,
+            toNullable(toFloat64(any(p.fmax))) AS fmax_given,
+            toNullable(toInt64(any(p.n_states))) AS n_states_v,
+            toNullable(toFloat64(any(p.max_states))) AS max_states_given,
+            ifNull(toInt64(any(p.buckets)), toInt64(1)) AS buckets_v,
+            ifNull(toInt64(any(p.bucket_lo)), toInt64(0)) AS bucket_lo_v,
+            ifNull(toInt64(any(p.bucket_hi)), buckets_v - 1) AS bucket_hi_v,
+            -- dprl's defaults: fmin = min(0, rmin)/(1-gamma), fmax = max(0, rmax)/(1-gamma)
+            CASE WHEN fmin_given IS NOT NULL THEN fmin_given
+                 WHEN rmin_v < 0 THEN rmin_v / (1 - gamma_v)
+                 ELSE toNullable(0.) END AS fmin_v,
+            CASE WHEN fmax_given IS NOT NULL THEN fmax_given
+                 WHEN rmax_v > 0 THEN rmax_v / (1 - gamma_v)
+                 ELSE toNullable(0.) END AS fmax_v,
+            -- (ifNull: a condition on a NULL makes CASE's result NULL here)
+            ifNull(CASE WHEN param_rows = 1 AND gamma_v >= 0 AND gamma_v <= 1
+                         AND rmin_v - rmin_v = 0 AND rmax_v - rmax_v = 0 AND rmax_v > rmin_v
+                         AND (fmin_given IS NULL OR fmin_given <= 0)
+                         AND (fmax_given IS NULL OR fmax_given > 0)
+                         AND (gamma_v < 1 OR fmax_given IS NOT NULL)
+                         AND (gamma_v < 1 OR rmin_v >= 0 OR fmin_given IS NOT NULL)
+                         AND fmax_v > fmin_v AND (fmax_v - fmin_v) - (fmax_v - fmin_v) = 0
+                         AND n_states_v >= 1 AND n_states_v <= 134217728
+                         AND (max_states_given IS NULL
+                              OR (max_states_given >= 1 AND max_states_given <= 2147483647
+                                  AND max_states_given = floor(max_states_given)))
+                         AND buckets_v >= 1 AND bucket_lo_v >= 0 AND bucket_lo_v <= bucket_hi_v
+                         AND bucket_hi_v < buckets_v
+                        THEN 1 ELSE 0 END, 0) AS ok,
+            CASE WHEN ok = 1 THEN assumeNotNull(gamma_v) ELSE 0. END AS g,
+            -- blocks of blen = ceil(92 / ln(1/gamma)) steps (one block when
+            -- gamma = 1, blen = 1 when gamma = 0): gamma^j >= e^-92 inside
+            ifNull(CASE WHEN ok = 1 AND gamma_v >= 1 THEN toInt64(4611686018427387904)
+                        WHEN ok = 1 AND gamma_v > 0
+                          THEN toInt64(ceil(92 / (0 - ln(greatest(assumeNotNull(gamma_v), 1e-300)))))
+                        ELSE toInt64(1) END, toInt64(1)) AS blen,
+            -- what the statistics were made with: doubles by toString, the
+            -- shortest text that reads back as the same double
+            CASE WHEN ok = 1 THEN concat(
+              '{"gamma":', toString(assumeNotNull(gamma_v)),
+              ',"rmin":', toString(assumeNotNull(rmin_v)),
+              ',"rmax":', toString(assumeNotNull(rmax_v)),
+              ',"fmin":', toString(assumeNotNull(fmin_v)),
+              ',"fmax":', toString(assumeNotNull(fmax_v)),
+              ',"n_states":', toString(assumeNotNull(n_states_v)),
+              ',"max_states":', ifNull(toString(toInt64(max_states_given)), 'null'),
+              ',"dialect":"clickhouse","version":"0.2.0"}') END AS made_with
+     FROM dprl_params p
+   )) AS p_all,
+  tupleElement(p_all, 1) AS p_ok,
+  tupleElement(p_all, 2) AS p_g,
+  tupleElement(p_all, 3) AS p_blen,
+  tupleElement(p_all, 4) AS p_carry,
+  tupleElement(p_all, 5) AS p_rmin,
+  tupleElement(p_all, 6) AS p_rmax,
+  tupleElement(p_all, 7) AS p_fmin,
+  tupleElement(p_all, 8) AS p_fmax,
+  tupleElement(p_all, 9) AS p_n_states,
+  tupleElement(p_all, 10) AS p_max_states,
+  tupleElement(p_all, 11) AS p_buckets,
+  tupleElement(p_all, 12) AS p_lo,
+  tupleElement(p_all, 13) AS p_hi,
+  tupleElement(p_all, 14) AS p_made_with
+            SELECT episode, intDiv(pos, p_blen) AS blk, pos % p_blen AS j, w, keep, state
+            FROM (
+              WITH
+  -- The public parameters, as in sql/src/params.sql (the same checks and
+  -- defaults, each test written so that NULL or NaN fails it), in one
+  -- scalar subquery (ClickHouse 18.16 has no CTEs; one flat SELECT over
+  -- the one-row dprl_params, as nesting costs ClickHouse's analyzer).
+  -- Aggregates give one row, also when dprl_params has none or several
+  -- (refused: param_rows <> 1).  p_ok = 1 when dprl would accept them; the
+  -- p_ values are then the ones used (refused: p_g = 0, p_blen = 1, so
+  -- nothing can overflow).
+  (SELECT tuple(ok, g, blen, pow(g, blen), ifNull(rmin_v, 0.), ifNull(rmax_v, 0.),
+                ifNull(fmin_v, 0.), ifNull(fmax_v, 0.), ifNull(n_states_v, 0),
+                CASE WHEN ok = 1 THEN toInt64(max_states_given) END,
+                buckets_v, bucket_lo_v, bucket_hi_v, made_with)
+   FROM (
+     SELECT count() AS param_rows,
+            toNullable(toFloat64(any(p.gamma))) AS gamma_v,
+            toNullable(toFloat64(any(p.rmin))) AS rmin_v,
+            toNullable(toFloat64(any(p.rmax))) AS rmax_v,
+            toNullable(toFloat64(any(p.fmin))) AS fmin_given,
+            toNullable(toFloat64(any(p.fmax))) AS fmax_given,
+            toNullable(toInt64(any(p.n_states))) AS n_states_v,
+            toNullable(toFloat64(any(p.max_states))) AS max_states_given,
+            ifNull(toInt64(any(p.buckets)), toInt64(1)) AS buckets_v,
+            ifNull(toInt64(any(p.bucket_lo)), toInt64(0)) AS bucket_lo_v,
+            ifNull(toInt64(any(p.bucket_hi)), buckets_v - 1) AS bucket_hi_v,
+            -- dprl's defaults: fmin = min(0, rmin)/(1-gamma), fmax = max(0, rmax)/(1-gamma)
+            CASE WHEN fmin_given IS NOT NULL THEN fmin_given
+                 WHEN rmin_v < 0 THEN rmin_v / (1 - gamma_v)
+                 ELSE toNullable(0.) END AS fmin_v,
+            CASE WHEN fmax_given IS NOT NULL THEN fmax_given
+                 WHEN rmax_v > 0 THEN rmax_v / (1 - gamma_v)
+                 ELSE toNullable(0.) END AS fmax_v,
+            -- (ifNull: a condition on a NULL makes CASE's result NULL here)
+            ifNull(CASE WHEN param_rows = 1 AND gamma_v >= 0 AND gamma_v <= 1
+                         AND rmin_v - rmin_v = 0 AND rmax_v - rmax_v = 0 AND rmax_v > rmin_v
+                         AND (fmin_given IS NULL OR fmin_given <= 0)
+                         AND (fmax_given IS NULL OR fmax_given > 0)
+                         AND (gamma_v < 1 OR fmax_given IS NOT NULL)
+                         AND (gamma_v < 1 OR rmin_v >= 0 OR fmin_given IS NOT NULL)
+                         AND fmax_v > fmin_v AND (fmax_v - fmin_v) - (fmax_v - fmin_v) = 0
+                         AND n_states_v >= 1 AND n_states_v <= 134217728
+                         AND (max_states_given IS NULL
+                              OR (max_states_given >= 1 AND max_states_given <= 2147483647
+                                  AND max_states_given = floor(max_states_given)))
+                         AND buckets_v >= 1 AND bucket_lo_v >= 0 AND bucket_lo_v <= bucket_hi_v
+                         AND bucket_hi_v < buckets_v
+                        THEN 1 ELSE 0 END, 0) AS ok,
+            CASE WHEN ok = 1 THEN assumeNotNull(gamma_v) ELSE 0. END AS g,
+            -- blocks of blen = ceil(92 / ln(1/gamma)) steps (one block when
+            -- gamma = 1, blen = 1 when gamma = 0): gamma^j >= e^-92 inside
+            ifNull(CASE WHEN ok = 1 AND gamma_v >= 1 THEN toInt64(4611686018427387904)
+                        WHEN ok = 1 AND gamma_v > 0
+                          THEN toInt64(ceil(92 / (0 - ln(greatest(assumeNotNull(gamma_v), 1e-300)))))
+                        ELSE toInt64(1) END, toInt64(1)) AS blen,
+            -- what the statistics were made with: doubles by toString, the
+            -- shortest text that reads back as the same double
+            CASE WHEN ok = 1 THEN concat(
+              '{"gamma":', toString(assumeNotNull(gamma_v)),
+              ',"rmin":', toString(assumeNotNull(rmin_v)),
+              ',"rmax":', toString(assumeNotNull(rmax_v)),
+              ',"fmin":', toString(assumeNotNull(fmin_v)),
+              ',"fmax":', toString(assumeNotNull(fmax_v)),
+              ',"n_states":', toString(assumeNotNull(n_states_v)),
+              ',"max_states":', ifNull(toString(toInt64(max_states_given)), 'null'),
+              ',"dialect":"clickhouse","version":"0.2.0"}') END AS made_with
+     FROM dprl_params p
+   )) AS p_all,
+  tupleElement(p_all, 1) AS p_ok,
+  tupleElement(p_all, 2) AS p_g,
+  tupleElement(p_all, 3) AS p_blen,
+  tupleElement(p_all, 4) AS p_carry,
+  tupleElement(p_all, 5) AS p_rmin,
+  tupleElement(p_all, 6) AS p_rmax,
+  tupleElement(p_all, 7) AS p_fmin,
+  tupleElement(p_all, 8) AS p_fmax,
+  tupleElement(p_all, 9) AS p_n_states,
+  tupleElement(p_all, 10) AS p_max_states,
+  tupleElement(p_all, 11) AS p_buckets,
+  tupleElement(p_all, 12) AS p_lo,
+  tupleElement(p_all, 13) AS p_hi,
+  tupleElement(p_all, 14) AS p_made_with
+              SELECT episode,
+                     arraySort(x -> x.1, groupArray((assumeNotNull(t), toInt64(assumeNotNull(state)),
+                                                    toFloat64(assumeNotNull(reward))))) AS a,
+                     arrayMap(x -> x.2, a) AS states,
+                     arrayMap(x -> x - 1, arrayEnumerate(a)) AS positions,
+                     arrayMap(x -> x = 1, arrayEnumerateUniq(states)) AS is_first,
+                     -- the episode's first k first-visits (max_states = k)
+                     arrayMap((f, nth) -> f = 1 AND (p_max_states IS NULL OR nth <= p_max_states),
+                              is_first, arrayCumSum(is_first)) AS kept,
+                     arrayMap((x, pos) -> CASE WHEN x.3 < p_rmin THEN p_rmin
+                                               WHEN x.3 > p_rmax THEN p_rmax
+                                               ELSE x.3 END * pow(p_g, pos % p_blen),
+                              a, positions) AS ws
+              FROM steps
+              WHERE episode IS NOT NULL AND t IS NOT NULL AND state IS NOT NULL
+                AND reward IS NOT NULL
+              GROUP BY episode
+            )
+            ARRAY JOIN positions AS pos, ws AS w, kept AS keep, states AS state
+          )
+          GROUP BY episode, blk
+        )
+        GROUP BY episode
+      )
+      ARRAY JOIN out AS blk
+    )
+    ARRAY JOIN fvs AS fv
+  )
+  GROUP BY fv_state
+  UNION ALL
+  SELECT toInt64(0), toInt64(0), toFloat64(0)
+) s
+GROUP BY s.fv_state
+ORDER BY s.fv_state

@@ -1,0 +1,65 @@
+-- stats_merge_check.sql for ClickHouse (18.16 and later): before one
+-- release from the statistics of several shards, check that their bucket
+-- ranges partition 0..buckets-1, and give m.  The same input (shard_stats:
+-- the shards' first_visit_stats.sql rows, UNION ALL) and output as
+-- sql/src/stats_merge_check.sql (read its header): mixed_buckets,
+-- bad_ranges, overlapping, missing_buckets, duplicate_states,
+-- episode_mismatch, null_sums, mixed_max_states, mixed_made_with, episodes,
+-- made_with_differs.  A shard = one (buckets, bucket_lo, bucket_hi).
+-- Without window functions, the shards are one array in bucket order;
+-- reach = the highest bucket covered by the shards before one (the shards
+-- are few: at most buckets).
+SELECT toInt64(mixed_buckets) AS mixed_buckets,
+       toInt64(bad_ranges) AS bad_ranges,
+       toInt64(arraySum(arrayMap((x, r) -> x.1 <= r, ordered, reach))) AS overlapping,
+       toInt64(arraySum(arrayMap((x, r) -> CASE WHEN x.1 > r + 1 THEN x.1 - r - 1 ELSE 0 END,
+                                 ordered, reach))
+               + CASE WHEN top < k - 1 THEN k - 1 - top ELSE 0 END) AS missing_buckets,
+       toInt64(duplicate_states) AS duplicate_states,
+       toInt64(episode_mismatch) AS episode_mismatch,
+       toInt64(null_sums) AS null_sums,
+       toInt64(mixed_max_states) AS mixed_max_states,
+       toInt64(arraySum(differs)) AS mixed_made_with,
+       toInt64(episodes) AS episodes,
+       CASE WHEN arraySum(differs) > 0 THEN concat(
+         'buckets ', toString(d.1), '..', toString(d.2), ': ', ifNull(d.4, 'NULL'),
+         ' vs buckets ', toString(ordered[1].1), '..', toString(ordered[1].2), ': ',
+         ifNull(ordered[1].4, 'NULL')) END AS made_with_differs
+FROM (
+  SELECT CASE WHEN uniqExact(buckets) = 1 THEN 0 ELSE 1 END AS mixed_buckets,
+         max(buckets) AS k,
+         sum(CASE WHEN bucket_lo >= 0 AND bucket_lo <= bucket_hi AND bucket_hi < buckets
+                  THEN 0 ELSE 1 END) AS bad_ranges,
+         sum(shard_duplicate_states) AS duplicate_states,
+         sum(shard_episode_mismatch) AS episode_mismatch,
+         sum(shard_null_sums) AS null_sums,
+         sum(shard_episodes) AS episodes,
+         max(bucket_hi) AS top,
+         CASE WHEN length(groupUniqArrayArray(shard_max_states)) = 1 THEN 0 ELSE 1 END
+           AS mixed_max_states,
+         -- the shards in bucket order: (lo, hi, buckets, made_with, made_withs)
+         arraySort(x -> (x.1, x.2, x.3),
+                   groupArray((bucket_lo, bucket_hi, buckets, shard_made_with,
+                               shard_made_withs))) AS ordered,
+         arrayMap(x -> x.2, ordered) AS his,
+         arrayMap(i -> CASE WHEN i = 1 THEN -1 ELSE arrayReduce('max', arraySlice(his, 1, i - 1)) END,
+                  arrayEnumerate(ordered)) AS reach,
+         -- a shard differs from the first by its made_with (NULL = NULL
+         -- here), or carries more than one
+         arrayMap(x -> x.5 > 1 OR NOT ((isNull(x.4) AND isNull(ordered[1].4))
+                                       OR ifNull(x.4 = ordered[1].4, 0)),
+                  ordered) AS differs,
+         arrayFirst((x, d) -> d = 1, ordered, differs) AS d
+  FROM (
+    SELECT buckets, bucket_lo, bucket_hi,
+           min(episodes) AS shard_episodes,
+           CASE WHEN uniqExact(episodes) = 1 THEN 0 ELSE 1 END AS shard_episode_mismatch,
+           count() - uniqExact(state) AS shard_duplicate_states,
+           sum(CASE WHEN return_sum IS NULL THEN 1 ELSE 0 END) AS shard_null_sums,
+           groupUniqArray(ifNull(max_states, 0)) AS shard_max_states,
+           min(made_with) AS shard_made_with,
+           uniqExact(made_with) AS shard_made_withs
+    FROM shard_stats
+    GROUP BY buckets, bucket_lo, bucket_hi
+  )
+)
