@@ -11,6 +11,7 @@
 #   make test-engines  the per-engine SQL of sql/ on SQLite, PostgreSQL and
 #                 DuckDB (installs them), and the postgres_fdw demo
 #   make scale-out-demo  a release from two PostgreSQL shards (postgres_fdw)
+#   make scale-out-ch    a release from 10^7 steps on 3 ClickHouse nodes, timed
 #   make install  install dprl.so where `.load dprl` finds it
 #   make wheel    the Python package, dist/dprl-VERSION-py3-none-linux_x86_64.whl
 #   make static   ./libdprl.a (-DSQLITE_CORE) for embedding in a program
@@ -73,7 +74,7 @@ FUZZ_REPLAY = $(patsubst %,$(B)/tests/test_fuzz_%,$(FUZZ_NAMES))
 
 .PHONY: all check-deps deps demo clinical test test-fast test-san unit bench utility fuzz tsan install \
         uninstall clean samples paper paper-full static tag wheel node-deps FORCE docs \
-        engines-deps pg-deps duckdb-deps test-engines scale-out-demo
+        engines-deps pg-deps duckdb-deps clickhouse-deps test-engines scale-out-demo scale-out-ch
 .DEFAULT_GOAL := all
 
 all: check-deps dprl.so
@@ -197,7 +198,21 @@ PG_PKGS      = postgresql postgresql-contrib
 DUCKDB_NODE  = 1.5.6-r.1
 DUCKDB_DIR   = build/engines/duckdb
 
-engines-deps: pg-deps duckdb-deps
+engines-deps: pg-deps duckdb-deps clickhouse-deps
+
+# ClickHouse from Debian (clickhouse-server and clickhouse-client, 18.16).
+CH_PKGS      = clickhouse-server clickhouse-client
+
+clickhouse-deps:
+	@need=""; for p in $(CH_PKGS); do \
+	  dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q "install ok installed" || need="$$need $$p"; \
+	done; \
+	if [ -n "$$need" ]; then \
+	  echo "dprl: installing$$need"; \
+	  if [ "$$(id -u)" != 0 ]; then echo "dprl: cannot install ClickHouse: run as root, or: sudo apt-get install -y$$need"; exit 1; fi; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$need) >/dev/null \
+	    || { echo "dprl: FAILED to install ClickHouse (apt-get install$$need)"; exit 1; }; \
+	fi
 
 pg-deps:
 	@need=""; for p in $(PG_PKGS); do \
@@ -235,6 +250,13 @@ scale-out-demo: deps pg-deps
 	@$(MAKE) --no-print-directory check-deps
 	@$(MAKE) --no-print-directory dprl.so
 	@sh sql/scale_out_pg.sh
+
+# 10^7 steps over 3 local ClickHouse servers (sql/scale_out_ch.sh): each
+# node's statistics timed, merged, released in SQLite, checked against dprl.
+scale-out-ch: deps clickhouse-deps
+	@$(MAKE) --no-print-directory check-deps
+	@$(MAKE) --no-print-directory dprl.so
+	@sh sql/scale_out_ch.sh
 
 build/san/dprl.so: $(CORE_OBJ) $(GLUE_OBJ)
 	$(CC) -shared -o $@ $^ $(LIBS) $(LDFLAGS)

@@ -87,23 +87,26 @@ HASH_DOC = ("n * W0 + sum over the characters c in 0-9, a-z, A-Z of\n"
             "-- (weights in the expression below; sql/gen_dialects.py writes it).")
 
 
-def expand(name, seen=()):
+def expand(name, seen=(), src_dir=None):
+    """sql/src/<name> (or src_dir/<name>: tests/engines/mutations.py renders
+    mutated copies) with its @include lines and hash placeholders expanded."""
     if name in seen:
         raise SystemExit(f"gen_dialects: @include loop at {name}")
+    src_dir = src_dir or os.path.join(HERE, "src")
     out = []
-    with open(os.path.join(HERE, "src", name)) as f:
+    with open(os.path.join(src_dir, name)) as f:
         for line in f:
             if line.startswith("@include "):
-                out.append(expand(line.split()[1], seen + (name,)))
+                out.append(expand(line.split()[1], seen + (name,), src_dir))
             else:
                 out.append(line)
     text = "".join(out)
     return text.replace("@ID_HASH@", bucket_hash_sql()).replace("@HASH_DOC@", HASH_DOC)
 
 
-def render(name, dialect):
+def render(name, dialect, src_dir=None):
     src = f"{dialect}/{name}" if dialect in OWN_SOURCES else name
-    text = expand(src)
+    text = expand(src, src_dir=src_dir)
     form = REAL_TEXT.get(dialect, REAL_TEXT_DEFAULT)
     text = re.sub(r"REAL_TEXT\(([^()]*)\)", lambda m: form.format(m.group(1)), text)
     text = text.replace("@DIALECT@", dialect).replace("@VERSION@", version())

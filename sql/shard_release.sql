@@ -2,14 +2,17 @@
 -- in the sqlite3 shell, with the per-engine SQL of sql/sqlite/ run as is.
 -- Run from the repository root (needs ./dprl.so: `make` builds it):
 --   sqlite3 :memory: < sql/shard_release.sql
--- 1. Split the sample ICU log into 3 shard files by bucket = hash(patient)
---    mod 8 (sql/sqlite/episode_bucket.sql): buckets 0..2, 3..5 and 6..7,
---    as sites or years would hold them; no patient is in two shards.
+-- 1. Split the sample ICU log (samples/clinic.sql: 20,000 short stays, and
+--    samples/long_episodes.sql: 12 stays of 3,000 steps, whose returns
+--    cross the blocks of first_visit_stats.sql) into 3 shard files by
+--    bucket = hash(patient) mod 8 (sql/sqlite/episode_bucket.sql): buckets
+--    0..2, 3..5 and 6..7, as sites or years would hold them; no patient is
+--    in two shards.
 -- 2. In each shard, the check (all 0) and the per-state statistics
 --    (first_visit_check.sql, first_visit_stats.sql): the per-episode work,
 --    done where the data is.
 -- 3. The merge check on the union: the ranges partition 0..7, every shard
---    was made with the same parameters (made_with), m = 20,000.
+--    was made with the same parameters (made_with), m = 20,012.
 -- 4. One release from the union: only the per-state rows left the shards;
 --    dprl compares each row's made_with with its options.
 -- 5. Checks against the whole log: the statistics (dp_fv_stats) and the
@@ -20,6 +23,7 @@
 .load ./dprl
 .bail on
 .read samples/clinic.sql
+.read samples/long_episodes.sql
 CREATE TEMP TABLE dprl_params(gamma REAL, rmin REAL, rmax REAL, fmin REAL, fmax REAL,
                               n_states INTEGER, max_states INTEGER, buckets INTEGER,
                               bucket_lo INTEGER, bucket_hi INTEGER);
@@ -111,7 +115,7 @@ SELECT json_extract(a, '$.theta') = json_extract(b, '$.theta')
        AND json_array_length(a, '$.theta_exact') = 10
 FROM (SELECT (SELECT dp_lsw_from_stats(state, visits, return_sum, made_with,
                 json_set('{"n_states": 10, "gamma": 0.9, "rmin": 0, "rmax": 1, "fmax": 9, "epsilon": 1, "delta": 1e-5, "release": "diagnostic", "seed": 7}',
-                         '$.episodes', 20000))
+                         '$.episodes', 20012))
               FROM shard_stats) AS a,
              (SELECT dp_lsw(episode, t, state, reward,
                 '{"n_states": 10, "gamma": 0.9, "rmin": 0, "rmax": 1, "fmax": 9, "epsilon": 1, "delta": 1e-5, "release": "diagnostic", "seed": 7}')
@@ -135,6 +139,6 @@ CREATE TEMP VIEW shard_stats AS
 .headers off
 .bail off
 SELECT dp_lsw_from_stats(state, visits, return_sum, buckets, bucket_lo, bucket_hi, made_with,
-         '{"n_states": 10, "gamma": 0.9, "rmin": 0, "rmax": 1, "fmax": 9, "epsilon": 1, "delta": 1e-5, "buckets": 8, "episodes": 20000}')
+         '{"n_states": 10, "gamma": 0.9, "rmin": 0, "rmax": 1, "fmax": 9, "epsilon": 1, "delta": 1e-5, "buckets": 8, "episodes": 20012}')
 FROM shard_stats;
 .bail on

@@ -8,6 +8,7 @@ them on SQLite (make test); tests/engines/test_engines.py on SQLite,
 PostgreSQL and DuckDB (make test-engines).
 """
 import json
+import math
 import os
 import random
 import sys
@@ -96,6 +97,75 @@ def int_id_rows(seed=13):
     ids = [-7, 0, 1, 2, 3, 10**12, 2**53 + 1, 2**62, -(2**62)] + list(range(100, 160))
     return [(e, t, rng.randrange(6), rng.uniform(-0.2, 1.2))
             for e in ids for t in range(0, rng.randint(1, 40) * 3, 3)]
+
+
+# ---- the carry between blocks ---------------------------------------------------
+
+CARRY_SETS = [{"gamma": 0.5, "rmin": 0, "rmax": 1},
+              {"gamma": 0.9, "rmin": 0, "rmax": 1, "fmax": 9.0},
+              {"gamma": 0.99, "rmin": 0, "rmax": 1}]
+CARRY_STATES = 9
+
+
+def block_length(gamma):
+    """blen of sql/src/params.sql, ceil(92 / ln(1/gamma)): 133, 874 and 9154
+    at gamma 0.5, 0.9 and 0.99."""
+    return math.ceil(92 / -math.log(gamma))
+
+
+def carry_rows(gamma, seed=16):
+    """A table where the carry between blocks matters at this gamma (block
+    length B): one long episode (id 1000) whose states are FIRST visited
+    just before block boundaries, and 30 short episodes on states 0..7.
+    In the long one:
+      state 4 at B-3 and state 3 at B-1: their returns are mostly the carry
+        from block 1 (G_{B-1} = r + gamma G_B);
+      state 5 at B, the first step of block 1 (j = 0);
+      state 8 (in no other episode) at 2B-1 with a zero reward, and block 2
+        all zero rewards, block 3 not: its return gamma^(B+1) G_3B ~ 1e-40
+        is all carry, brought by the second term of the Horner carry only;
+      state 6 late, 25 steps before the end, at position 1,315 (gamma 0.5)
+        or 7,515 (0.9), where gamma^position is 0 in doubles (blocks of
+        ceil(920 / ln(1/gamma)) steps would underflow there).
+    Rewards in [0.05, 1] (0 in block 2), t with gaps.  One table per
+    gamma: at another gamma the zero run of state 8 would take its return
+    into subnormal doubles, where dprl's and the blocks' roundings differ.
+
+    Without the carry the sums change by far more than the 1e-12 of
+    sum |F| that compare_stats allows (computed from these rows, the
+    carried part of each return dropped):
+      gamma 0.5  (1,721 steps):  state 3: 21.919 -> 21.476 (2.0e-2 of it),
+                                 state 4: 18.950 -> 18.840 (5.8e-3)
+      gamma 0.9  (7,932 steps):  state 3: 81.975 -> 77.106 (5.9e-2),
+                                 state 4: 83.914 -> 79.970 (4.7e-2)
+      gamma 0.99 (27,895 steps): state 3: 174.63 -> 122.70 (0.30),
+                                 state 4: 155.51 -> 104.62 (0.33)
+    and state 8: 4.5e-41, 5.1e-40, 2.0e-39 -> 0 (all of it), which is
+    also what a carry cut to one block gives (it changes no other state
+    by more than 3e-15: the second block's term is below e^-92 of the
+    first's).  With the carry and its Horner terms the SQL agrees with
+    dprl to ~1e-15.
+    """
+    rng = random.Random(seed)
+    b = block_length(gamma)
+    length = max(3 * b + 40, {0.5: 1340, 0.9: 7540}.get(gamma, 0))
+    firsts = {b - 3: 4, b - 1: 3, b: 5, 2 * b - 1: 8, length - 25: 6}
+    seen = [0, 1, 2]
+    rows = []
+    t = -7
+    for pos in range(length):
+        t += rng.choice((1, 1, 2, 5))
+        if pos in firsts:
+            state = firsts[pos]
+            seen.append(state)
+        else:
+            state = rng.choice(seen)
+        zero = pos == 2 * b - 1 or 2 * b <= pos < 3 * b
+        rows.append((1000, t, state, 0.0 if zero else rng.uniform(0.05, 1.0)))
+    for e in range(30):
+        for t in range(rng.randint(1, 25)):
+            rows.append((e, 2 * t, rng.randrange(8), rng.random()))
+    return rows
 
 
 # ---- what dprl computes ---------------------------------------------------------
@@ -250,6 +320,19 @@ def stats_match(engine, label, rows, columns, n_states, param_sets, release_sets
                   "(diagnostic, same seed: identical noisy theta)",
                   f"{moved.get('theta')}\n{whole.get('theta')}\n{moved.get('theta_exact')}\n"
                   f"{whole.get('theta_exact')}")
+
+
+_CARRY_TABLES = {}
+
+
+def carry_match(engine):
+    """stats_match on carry_rows(gamma) for each of CARRY_SETS (each also
+    released): the states first visited just before block boundaries."""
+    for opts in CARRY_SETS:
+        g = opts["gamma"]
+        rows = _CARRY_TABLES.setdefault(g, carry_rows(g))
+        stats_match(engine, f"carry between blocks of {block_length(g)} steps", rows, STEPS_INT,
+                    CARRY_STATES, [opts], [opts])
 
 
 def bad_rows_detected(engine):

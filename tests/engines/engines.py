@@ -70,7 +70,10 @@ def _parse(text):
 
 
 def sql_file(dialect, name):
-    return os.path.join(ROOT, "sql", dialect, name)
+    """sql/<dialect>/<name>; with DPRL_SQL_DIR set, <DPRL_SQL_DIR>/<dialect>/<name>
+    (tests/engines/mutations.py points the checks at mutated copies)."""
+    return os.path.join(os.environ.get("DPRL_SQL_DIR") or os.path.join(ROOT, "sql"), dialect,
+                        name)
 
 
 class Engine:

@@ -21,9 +21,10 @@ sys.path.insert(0, HERE)
 import cases  # noqa: E402
 import engines  # noqa: E402
 import spark_duckdb  # noqa: E402
+import clickhouse  # noqa: E402
 from harness import check, run  # noqa: E402
 
-WHICH = sys.argv[1:] or ["sqlite", "postgres", "duckdb", "spark"]
+WHICH = sys.argv[1:] or ["sqlite", "postgres", "duckdb", "spark", "clickhouse"]
 ICU = cases.icu_rows()
 ICU_5000 = [r for r in ICU if r[0] <= 5000]
 ADV_LONG = cases.adversarial_rows(100_000)
@@ -35,6 +36,9 @@ LONG_SETS = [{"gamma": 0.99, "rmin": 0, "rmax": 1}, {"gamma": 0.999, "rmin": 0, 
 ADV_SETS = [
     {"gamma": 0.99, "rmin": 0, "rmax": 1},
     {"gamma": 0.5, "rmin": -1.0, "rmax": 2.0, "fmin": -1.5, "fmax": 3.0},
+    # both return clamps bind: 27 first-visit returns below fmin, 436 above fmax
+    # (no other set has a return below its fmin: the fmin clamp went untested)
+    {"gamma": 0.8, "rmin": -1.0, "rmax": 1.0, "fmin": -0.2, "fmax": 2.0},
     {"gamma": 0.0, "rmin": 0, "rmax": 1},
     {"gamma": 1.0, "rmin": 0, "rmax": 1, "fmax": 50.0},
     {"gamma": 1.0, "rmax": 1, "rmin": -1.0, "fmin": -30.0, "fmax": 50.0},
@@ -45,6 +49,9 @@ ADV_SETS = [
 # releases through dp_lsw_from_stats: returns >= 0 (rmin = 0), which is what
 # its check (0 <= return_sum <= visits x B) accepts today
 ADV_RELEASES = [o for o in ADV_SETS if o.get("rmin", 0) >= 0]
+# the distributed ClickHouse case: the long episode at several discounts
+CH_LONG_SETS = [{"gamma": g, "rmin": 0, "rmax": 1} for g in (0.9, 0.99, 0.999)] + [
+    {"gamma": 0.999, "rmin": -0.5, "rmax": 1.5, "fmin": -100.0, "fmax": 200.0, "max_states": 3}]
 INT_SETS = [{"gamma": 0.95, "rmin": 0, "rmax": 1}, {"gamma": 0.7, "rmin": -0.1, "rmax": 1.0}]
 
 
@@ -55,7 +62,8 @@ def engine_tests(name):
             try:
                 e = {"sqlite": engines.Sqlite, "postgres": engines.Postgres,
                      "duckdb": engines.DuckDB,
-                     "spark": spark_duckdb.SparkViaDuckDB}[name](tmp)
+                     "spark": spark_duckdb.SparkViaDuckDB,
+                     "clickhouse": clickhouse.ClickHouse}[name](tmp)
             except engines.EngineError as err:
                 check(False, f"{name}: engine available", str(err))
                 return
@@ -75,10 +83,18 @@ def engine_tests(name):
                                   ADV_RELEASES)
                 cases.stats_match(e, "integer ids", INTS, cases.STEPS_INT, 6, INT_SETS,
                                   INT_SETS[:1])
+                cases.carry_match(e)  # first visits just before block boundaries
                 cases.bad_rows_detected(e)
                 cases.buckets_and_merge(e, ICU_5000, cases.STEPS_INT, 10, {"gamma": 0.9, "rmin": 0, "rmax": 1})
                 cases.buckets_and_merge(e, ADV, cases.STEPS_TEXT, 12, {"gamma": 0.99, "rmin": 0, "rmax": 1}, k=5,
                                         ranges=((0, 1), (2, 2), (3, 4)))
+                if name == "clickhouse":  # 3 servers, a Distributed table (clickhouse.py)
+                    cases.bucket_query_matches(e, ADV, cases.STEPS_TEXT, 7)
+                    cases.bucket_query_matches(e, INTS, cases.STEPS_INT, 3)
+                    clickhouse.distributed(e, "adversarial, a 100,000-step episode", ADV_LONG,
+                                           cases.STEPS_TEXT, 12, CH_LONG_SETS, CH_LONG_SETS[:3])
+                    clickhouse.distributed(e, "ICU sample", ICU, cases.STEPS_INT, 10,
+                                           ICU_SETS[:1], ICU_SETS[:1])
             finally:
                 e.close()
             print(f"# {name}: {time.time() - t0:.1f} s")

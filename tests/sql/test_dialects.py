@@ -145,10 +145,13 @@ def test_sqlite():
     adv = cases.adversarial_rows(2_000, seed=14)
     sets = [{"gamma": 0.9, "rmin": 0, "rmax": 1}, {"gamma": 0.5, "rmin": -1.0, "rmax": 2.0, "fmin": -1.5, "fmax": 3.0},
             {"gamma": 0.0, "rmin": 0, "rmax": 1}, {"gamma": 1.0, "rmin": 0, "rmax": 1, "fmax": 50.0}, {"gamma": 0.3, "rmax": 1, "rmin": -0.25},
-            {"gamma": 0.9, "rmin": 0, "rmax": 1, "max_states": 2}, {"gamma": 0.5, "rmax": 1, "rmin": -1.0, "max_states": 1}]
+            {"gamma": 0.9, "rmin": 0, "rmax": 1, "max_states": 2}, {"gamma": 0.5, "rmax": 1, "rmin": -1.0, "max_states": 1},
+            # both return clamps bind (27 returns below fmin, 437 above fmax)
+            {"gamma": 0.8, "rmin": -1.0, "rmax": 1.0, "fmin": -0.2, "fmax": 2.0}]
     cases.stats_match(e, "adversarial", adv, cases.STEPS_TEXT, 12, sets, [sets[0], sets[5]])
     ints = cases.int_id_rows()
     cases.stats_match(e, "integer ids", ints, cases.STEPS_INT, 6, [{"gamma": 0.95, "rmin": 0, "rmax": 1}])
+    cases.carry_match(e)  # first visits just before block boundaries, gamma 0.5, 0.9, 0.99
     cases.bad_rows_detected(e)
     cases.buckets_and_merge(e, adv, cases.STEPS_TEXT, 12, {"gamma": 0.99, "rmin": 0, "rmax": 1}, k=5,
                             ranges=((0, 1), (2, 2), (3, 4)))

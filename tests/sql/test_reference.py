@@ -66,7 +66,7 @@ def test_generator_checks():
     fails("## f\n" + steps + "```keys\n@rows: SELECT * FROM dp_first_visit("
           "'SELECT * FROM steps', '{\"n_states\": 3, \"gamma\": 0.5, \"rmin\": 0, \"rmax\": 1}')\n"
           "episode | rows | x\nstate | rows | x\nt_first | rows | x\n```\n",
-          "undocumented ['first_visit_return', 'max_states']",
+          "undocumented ['first_visit_return', 'max_states', 'made_with']",
           "generator: a result table missing a column is refused")
     fails("## f\n```keys\n@plan: SELECT dp_plan('{\"n_states\": 1, \"gamma\": 0.5, \"rmin\": 0, \"rmax\": 1, "
           "\"epsilon\": 1, \"delta\": 1e-5, \"episodes\": 1, \"visits\": [1]}')\n"
