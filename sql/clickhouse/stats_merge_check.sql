@@ -12,8 +12,8 @@
 -- are few: at most buckets).
 SELECT toInt64(mixed_buckets) AS mixed_buckets,
        toInt64(bad_ranges) AS bad_ranges,
-       toInt64(arraySum(arrayMap((x, r) -> x.1 <= r, ordered, reach))) AS overlapping,
-       toInt64(arraySum(arrayMap((x, r) -> CASE WHEN x.1 > r + 1 THEN x.1 - r - 1 ELSE 0 END,
+       toInt64(arraySum(arrayMap((x, r) -> tupleElement(x, 1) <= r, ordered, reach))) AS overlapping,
+       toInt64(arraySum(arrayMap((x, r) -> CASE WHEN tupleElement(x, 1) > r + 1 THEN tupleElement(x, 1) - r - 1 ELSE 0 END,
                                  ordered, reach))
                + CASE WHEN top < k - 1 THEN k - 1 - top ELSE 0 END) AS missing_buckets,
        toInt64(duplicate_states) AS duplicate_states,
@@ -23,32 +23,34 @@ SELECT toInt64(mixed_buckets) AS mixed_buckets,
        toInt64(arraySum(differs)) AS mixed_made_with,
        toInt64(episodes) AS episodes,
        CASE WHEN arraySum(differs) > 0 THEN concat(
-         'buckets ', toString(d.1), '..', toString(d.2), ': ', ifNull(d.4, 'NULL'),
-         ' vs buckets ', toString(ordered[1].1), '..', toString(ordered[1].2), ': ',
-         ifNull(ordered[1].4, 'NULL')) END AS made_with_differs
+         'buckets ', toString(tupleElement(d, 1)), '..', toString(tupleElement(d, 2)), ': ', ifNull(tupleElement(d, 4), 'NULL'),
+         ' vs buckets ', toString(tupleElement(ordered[1], 1)), '..', toString(tupleElement(ordered[1], 2)), ': ',
+         ifNull(tupleElement(ordered[1], 4), 'NULL')) END AS made_with_differs
 FROM (
   SELECT CASE WHEN uniqExact(buckets) = 1 THEN 0 ELSE 1 END AS mixed_buckets,
-         max(buckets) AS k,
+         ifNull(max(buckets), 0) AS k,
          sum(CASE WHEN bucket_lo >= 0 AND bucket_lo <= bucket_hi AND bucket_hi < buckets
                   THEN 0 ELSE 1 END) AS bad_ranges,
          sum(shard_duplicate_states) AS duplicate_states,
          sum(shard_episode_mismatch) AS episode_mismatch,
          sum(shard_null_sums) AS null_sums,
          sum(shard_episodes) AS episodes,
-         max(bucket_hi) AS top,
+         ifNull(max(bucket_hi), -1) AS top,
          CASE WHEN length(groupUniqArrayArray(shard_max_states)) = 1 THEN 0 ELSE 1 END
            AS mixed_max_states,
          -- the shards in bucket order: (lo, hi, buckets, made_with, made_withs)
-         arraySort(x -> (x.1, x.2, x.3),
-                   groupArray((bucket_lo, bucket_hi, buckets, shard_made_with,
+         -- (a NULL bound, counted in bad_ranges, is -1 here)
+         arraySort(x -> (tupleElement(x, 1), tupleElement(x, 2), tupleElement(x, 3)),
+                   groupArray((ifNull(bucket_lo, -1), ifNull(bucket_hi, -1),
+                               ifNull(buckets, -1), shard_made_with,
                                shard_made_withs))) AS ordered,
-         arrayMap(x -> x.2, ordered) AS his,
+         arrayMap(x -> tupleElement(x, 2), ordered) AS his,
          arrayMap(i -> CASE WHEN i = 1 THEN -1 ELSE arrayReduce('max', arraySlice(his, 1, i - 1)) END,
                   arrayEnumerate(ordered)) AS reach,
          -- a shard differs from the first by its made_with (NULL = NULL
          -- here), or carries more than one
-         arrayMap(x -> x.5 > 1 OR NOT ((isNull(x.4) AND isNull(ordered[1].4))
-                                       OR ifNull(x.4 = ordered[1].4, 0)),
+         arrayMap(x -> tupleElement(x, 5) > 1 OR NOT ((isNull(tupleElement(x, 4)) AND isNull(tupleElement(ordered[1], 4)))
+                                       OR ifNull(tupleElement(x, 4) = tupleElement(ordered[1], 4), 0)),
                   ordered) AS differs,
          arrayFirst((x, d) -> d = 1, ordered, differs) AS d
   FROM (
