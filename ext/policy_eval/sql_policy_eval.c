@@ -127,6 +127,7 @@ typedef struct stats_state {
   dprl_stats_merge merge; /* stats_merge.c: the checks and the sums */
   dprl_buf made_with;     /* the last made_with checked, and its bound */
   int64_t made_bound;
+  int form;               /* 0: no row yet; 1: rows carry max_states; 2: made_with */
 } stats_state;
 
 static void stats_free(void *p) {
@@ -163,28 +164,41 @@ static int stats_start(dprl_agg *a, const char *text, size_t len, int argc, dprl
 
 /* The statistics' max_states column: NULL (made without a bound) or >= 1,
 ** or their made_with text, a JSON object (checked against the options; a
-** row with the text of the row before is not parsed again). */
+** row with the text of the row before is not parsed again).  Either every
+** row carries made_with or none does: a row without it among rows with it
+** (a shard whose recipe lost the column) would go unchecked. */
 static int read_bound(stats_state *g, sqlite3_value *v, const dprl_stats_row *r, int64_t *k,
                       dprl_error *err) {
+  char shard[64] = "";
+  if (r->with_buckets)
+    snprintf(shard, sizeof shard, " of buckets %lld..%lld", (long long)r->bucket_lo,
+             (long long)r->bucket_hi);
   *k = 0;
-  if (sqlite3_value_type(v) == SQLITE_NULL) return DPRL_OK;
-  const char *text = sqlite3_value_type(v) == SQLITE_TEXT ? (const char *)sqlite3_value_text(v)
-                                                         : NULL;
+  int type = sqlite3_value_type(v);
+  const char *text = type == SQLITE_TEXT   ? (const char *)sqlite3_value_text(v)
+                     : type == SQLITE_BLOB ? (const char *)sqlite3_value_blob(v)
+                                           : NULL;
   size_t n = text ? (size_t)sqlite3_value_bytes(v) : 0, lead = 0;
+  if (n >= 3 && !memcmp(text, "\xEF\xBB\xBF", 3)) lead = 3; /* a UTF-8 byte order mark */
   while (lead < n && (text[lead] == ' ' || text[lead] == '\t' || text[lead] == '\n' ||
                       text[lead] == '\r'))
     lead++;
-  if (lead < n && text[lead] == '{') {
+  int made = lead < n && text[lead] == '{';
+  if (g->form && g->form != 1 + made)
+    return dprl_fail(err, DPRL_EINVAL,
+                     "a row%s carries %s where rows before carry %s: pass made_with in every "
+                     "row (or max_states in every row), so that every row's parameters are "
+                     "checked", shard, made ? "made_with" : "max_states (no made_with)",
+                     made ? "max_states (no made_with)" : "made_with");
+  g->form = 1 + made;
+  if (made) {
+    text += lead, n -= lead;
     if (g->made_with.data && g->made_with.len == n && !memcmp(g->made_with.data, text, n)) {
       *k = g->made_bound;
       return DPRL_OK;
     }
-    char shard[64];
-    if (r->with_buckets)
-      snprintf(shard, sizeof shard, "buckets %lld..%lld", (long long)r->bucket_lo,
-               (long long)r->bucket_hi);
     int rc = dprl_made_with_check(text, n, &g->cfg.rule, g->cfg.n_states, g->cfg.fn,
-                                  r->with_buckets ? shard : NULL, k, err);
+                                  r->with_buckets ? shard + 4 : NULL, k, err);
     if (rc) return rc;
     g->made_with.len = 0;
     dprl_buf_append(&g->made_with, text, n);
@@ -192,6 +206,12 @@ static int read_bound(stats_state *g, sqlite3_value *v, const dprl_stats_row *r,
     g->made_bound = *k;
     return DPRL_OK;
   }
+  if (type == SQLITE_NULL) return DPRL_OK;
+  if (type == SQLITE_TEXT || type == SQLITE_BLOB)
+    return dprl_fail(err, DPRL_EINVAL,
+                     "the max_states position takes max_states (NULL or an integer >= 1) or "
+                     "made_with (a JSON object), got %s of %zu bytes that is neither",
+                     type == SQLITE_TEXT ? "a text" : "a blob", n);
   int rc = dprl_sql_int(v, "max_states", k, err);
   if (rc) return rc;
   if (*k < 1)

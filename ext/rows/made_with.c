@@ -29,6 +29,17 @@ void dprl_made_with_write(dprl_buf *b, const dprl_return_rule *rule, int64_t n_s
   dprl_buf_puts(b, "}");
 }
 
+/* s for a message: at most n - 4 bytes of printable ASCII, anything else
+** as '?', "..." when cut (a key or dialect is the caller's text). */
+static const char *printable(const char *s, char *out, size_t n) {
+  size_t i = 0;
+  for (; s[i] && i + 4 < n; i++)
+    out[i] = s[i] >= 0x20 && s[i] < 0x7f && s[i] != '"' && s[i] != '\\' ? s[i] : '?';
+  if (s[i]) memcpy(out + i, "...", 3), i += 3;
+  out[i] = 0;
+  return out;
+}
+
 /* "the statistics of buckets 4..7" or "the statistics" */
 static const char *whose(const char *shard, char *buf, size_t n) {
   if (!shard) return "the statistics";
@@ -39,7 +50,7 @@ static const char *whose(const char *shard, char *buf, size_t n) {
 int dprl_made_with_check(const char *text, size_t len, const dprl_return_rule *rule,
                          int64_t n_states, const char *fn, const char *shard, int64_t *bound,
                          dprl_error *err) {
-  char who[96], a[32], b[32];
+  char who[96], a[32], b[32], name[48], by[28];
   const char *w = whose(shard, who, sizeof who);
   dprl_error perr = {0};
   *bound = 0;
@@ -59,12 +70,13 @@ int dprl_made_with_check(const char *text, size_t len, const dprl_return_rule *r
     if (!keys[k])
       rc = dprl_fail(err, DPRL_EINVAL, "%s: made_with of %s has the key \"%s\", which this "
                      "dprl does not know (known: gamma, rmin, rmax, fmin, fmax, n_states, "
-                     "max_states, dialect, version)", fn, w, v->keys[i]);
+                     "max_states, dialect, version)", fn, w,
+                     printable(v->keys[i], name, sizeof name));
   }
   const double want[] = {rule->gamma, rule->rmin, rule->rmax, rule->fmin, rule->fmax};
   const int defaulted[] = {0, 0, 0, !rule->has_fmin, !rule->has_fmax};
   const dprl_json *d = rc ? NULL : dprl_json_get(v, "dialect");
-  const char *by = d && d->type == DPRL_JSON_STRING ? d->str : "?";
+  printable(d && d->type == DPRL_JSON_STRING ? d->str : "?", by, sizeof by);
   for (int k = 0; !rc && keys[k]; k++) {
     const dprl_json *x = dprl_json_get(v, keys[k]);
     int text_key = k >= 7, bound_key = k == 6;
@@ -93,6 +105,14 @@ int dprl_made_with_check(const char *text, size_t len, const dprl_return_rule *r
       else
         *bound = (int64_t)x->num;
     }
+  }
+  if (!rc && *bound != rule->max_states) {
+    if (*bound) snprintf(a, sizeof a, "%lld", (long long)*bound);
+    if (rule->max_states) snprintf(b, sizeof b, "%lld", (long long)rule->max_states);
+    rc = dprl_fail(err, DPRL_EINVAL, "%s: %s (made_with, dialect %s) were made with max_states = "
+                   "%s, but option max_states = %s: release them with the contribution bound "
+                   "they were made with", fn, w, by, *bound ? a : "null (no bound)",
+                   rule->max_states ? b : "none");
   }
   dprl_json_free(v);
   return rc;

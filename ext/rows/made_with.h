@@ -24,8 +24,8 @@ void dprl_made_with_write(dprl_buf *b, const dprl_return_rule *rule, int64_t n_s
                           const char *dialect, const char *version);
 
 /* Check text[0..len) against rule and n_states: an object with exactly the
-** keys above, each parameter equal to the option's.  *bound = its
-** max_states (0: null).  fn names the function; shard (may be NULL) says
+** keys above, each parameter equal to the option's, max_states included
+** (rule->max_states, 0: none).  *bound = its max_states (0: null).  fn names the function; shard (may be NULL) says
 ** whose statistics these are in messages ("buckets 4..7").  Messages name
 ** the parameter and both values:
 **   "dp_lsw_from_stats: the statistics of buckets 4..7 were made with

@@ -31,6 +31,7 @@ params AS (
          CAST(p.fmin AS DOUBLE PRECISION) AS fmin_given,
          CAST(p.fmax AS DOUBLE PRECISION) AS fmax_given,
          CAST(p.n_states AS BIGINT) AS n_states,
+         CAST(p.n_states AS DOUBLE PRECISION) AS n_states_given,
          CAST(p.max_states AS DOUBLE PRECISION) AS max_states_given,
          coalesce(CAST(p.buckets AS BIGINT), CAST(1 AS BIGINT)) AS buckets,
          coalesce(CAST(p.bucket_lo AS BIGINT), CAST(0 AS BIGINT)) AS bucket_lo,
@@ -64,6 +65,7 @@ checked AS (
                AND (d.gamma < 1 OR d.rmin >= 0 OR d.fmin_given IS NOT NULL)
                AND d.fmax > d.fmin AND (d.fmax - d.fmin) - (d.fmax - d.fmin) = 0
                AND d.n_states >= 1 AND d.n_states <= 134217728
+               AND d.n_states_given = d.n_states
                AND (d.max_states_given IS NULL
                     OR (d.max_states_given >= 1 AND d.max_states_given <= 2147483647
                         AND d.max_states_given = floor(d.max_states_given)))

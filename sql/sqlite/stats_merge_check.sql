@@ -23,7 +23,8 @@
 --                     different contribution bounds
 --   mixed_made_with   shards whose made_with differs from that of the
 --                     first shard (in bucket order), or whose rows carry
---                     more than one: made with another gamma, bounds,
+--                     more than one (NULL counting as one): made with
+--                     another gamma, bounds,
 --                     n_states or max_states (made_with texts are compared,
 --                     so compare shards of one engine here; dprl's
 --                     _from_stats compares the values, across engines)
@@ -31,7 +32,8 @@
 --                     "episodes" option of dp_lsw_from_stats
 --   made_with_differs NULL when mixed_made_with = 0; else the first such
 --                     shard's buckets and made_with against the first
---                     shard's ("buckets 4..7: {...} vs buckets 0..3: {...}")
+--                     shard's ("buckets 4..7: {...} vs buckets 0..3: {...}"),
+--                     or both of its texts ("buckets 4..7 carry NULL and {...}")
 WITH
 shards AS (
   SELECT buckets, bucket_lo, bucket_hi,
@@ -39,16 +41,16 @@ shards AS (
          CASE WHEN count(DISTINCT episodes) = 1 THEN 0 ELSE 1 END AS episode_mismatch,
          count(*) - count(DISTINCT state) AS duplicate_states,
          sum(CASE WHEN return_sum IS NULL THEN 1 ELSE 0 END) AS null_sums,
-         min(made_with) AS made_with,
-         count(DISTINCT made_with) AS made_withs
+         min(coalesce(made_with, 'NULL')) AS made_with,
+         max(coalesce(made_with, 'NULL')) AS made_with_hi
   FROM shard_stats
   GROUP BY buckets, bucket_lo, bucket_hi
 ),
 -- a shard differs from the first (in bucket order) by its made_with
 compared AS (
-  SELECT s.bucket_lo, s.bucket_hi, s.made_with, f.bucket_lo AS first_lo,
+  SELECT s.bucket_lo, s.bucket_hi, s.made_with, s.made_with_hi, f.bucket_lo AS first_lo,
          f.bucket_hi AS first_hi, f.made_with AS first_made_with,
-         CASE WHEN s.made_withs > 1 OR s.made_with IS DISTINCT FROM f.made_with
+         CASE WHEN s.made_with <> s.made_with_hi OR s.made_with <> f.made_with
               THEN 1 ELSE 0 END AS differs
   FROM shards s CROSS JOIN (
     SELECT bucket_lo, bucket_hi, made_with FROM shards
@@ -57,9 +59,11 @@ compared AS (
 made AS (
   SELECT coalesce(sum(c.differs), 0) AS mixed_made_with,
          (SELECT 'buckets ' || CAST(d.bucket_lo AS TEXT) || '..' || CAST(d.bucket_hi AS TEXT)
-                 || ': ' || coalesce(d.made_with, 'NULL') || ' vs buckets '
-                 || CAST(d.first_lo AS TEXT) || '..' || CAST(d.first_hi AS TEXT) || ': '
-                 || coalesce(d.first_made_with, 'NULL')
+                 || CASE WHEN d.made_with <> d.made_with_hi
+                         THEN ' carry ' || d.made_with || ' and ' || d.made_with_hi
+                         ELSE ': ' || d.made_with || ' vs buckets ' || CAST(d.first_lo AS TEXT)
+                              || '..' || CAST(d.first_hi AS TEXT) || ': ' || d.first_made_with
+                    END
           FROM compared d WHERE d.differs = 1
           ORDER BY d.bucket_lo, d.bucket_hi LIMIT 1) AS made_with_differs
   FROM compared c

@@ -387,6 +387,10 @@ def bad_rows_detected(engine):
     set_params(engine, 0, {"gamma": 0.9, "rmin": 0, "rmax": 1})
     got = engine.query(sql(engine, "first_visit_check.sql"))
     check(got and got[0][0] == 1, f"{engine.name}: n_states = 0 refused", got)
+    if engine.name == "sqlite":  # only SQLite's INTEGER column keeps 4.5 as 4.5
+        set_params(engine, 4.5, {"gamma": 0.9, "rmin": 0, "rmax": 1})
+        got = engine.query(sql(engine, "first_visit_check.sql"))
+        check(got and got[0][0] == 1, f"{engine.name}: n_states = 4.5 refused, as dprl does", got)
 
 
 def buckets_and_merge(engine, rows, columns, n_states, opts, k=8, ranges=((0, 2), (3, 5), (6, 7))):
@@ -478,6 +482,14 @@ def buckets_and_merge(engine, rows, columns, n_states, opts, k=8, ranges=((0, 2)
     two = [r[:8] + (other_gamma[0][8],) if r[0] == 0 else r for r in first]
     flagged([r for r in shard_stats if r[4:6] != ranges[0]] + two, "mixed_made_with", 1,
             "a shard whose rows carry two made_with")
+    # a shard whose rows carry its made_with and NULL (a recipe that lost
+    # the column for some rows): NULL counts as a made_with of its own
+    with_null = [r[:8] + (None,) if r[0] == 0 else r for r in last]
+    got = merge_check(rest + with_null)
+    want = f"buckets {lo}..{hi} carry NULL and {last[0][8]}"
+    check(got and got[0][MERGE_COLUMNS.index("mixed_made_with")] == 1 and got[0][-1] == want,
+          f"{engine.name}: merge check: a shard whose rows carry made_with and NULL, both named",
+          f"got  {got}\nwant {want}")
 
 
 def bucket_query_matches(engine, rows, columns, k):

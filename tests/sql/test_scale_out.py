@@ -394,8 +394,10 @@ def test_stats_bound():
                 "dp_lsw_from_stats: max_states must be NULL (no bound) or an integer >= 1, got 0",
                 "a max_states column of 0 is refused", (json.dumps(k1),))
     check_error(con, q5.format(fn="dp_lsw_from_stats", col="'x'"),
-                "dp_lsw_from_stats: max_states must be an integer, got text 'x'",
-                "a max_states column that is not an integer is refused", (json.dumps(k1),))
+                "dp_lsw_from_stats: the max_states position takes max_states (NULL or an "
+                "integer >= 1) or made_with (a JSON object), got a text of 1 bytes that is "
+                "neither", "a max_states column that is neither an integer nor made_with is "
+                "refused", (json.dumps(k1),))
     # the forms with the bucket columns: 8 arguments carry the bound too
     q8 = ("SELECT dp_lsw_from_stats(state, visits, return_sum, 1, 0, 0, {col}, ?) FROM st")
     r8 = json.loads(con.execute(q8.format(col="max_states"),

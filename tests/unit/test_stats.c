@@ -334,8 +334,29 @@ static void test_made_with(void) {
   const char *none = "{\"gamma\":0.9,\"rmin\":-0.5,\"rmax\":1,\"fmin\":-5.000000000000001,"
                      "\"fmax\":10.000000000000002,\"n_states\":12,\"max_states\":null,"
                      "\"dialect\":\"x\",\"version\":\"0\"}";
+  dprl_error_clear(&err);
+  CHECK(dprl_made_with_check(none, strlen(none), &r, 12, "f", "buckets 0..3", &k, &err) ==
+                DPRL_EINVAL &&
+            strstr(err.msg, "buckets 0..3 (made_with, dialect x) were made with max_states = "
+                            "null (no bound), but option max_states = 3"),
+        "made_with: no bound where the option has one is refused, naming the shard");
+  r.max_states = 0;
+  dprl_error_clear(&err);
   CHECK(dprl_made_with_check(none, strlen(none), &r, 12, "f", NULL, &k, &err) == DPRL_OK &&
-            k == 0, "made_with: max_states null is no bound (the bound is checked by the merge)");
+            k == 0, "made_with: max_states null is no bound, as the option");
+  dprl_error_clear(&err);
+  CHECK(dprl_made_with_check(b.data, b.len, &r, 12, "f", NULL, &k, &err) == DPRL_EINVAL &&
+            strstr(err.msg, "max_states = 3, but option max_states = none"),
+        "made_with: a bound where the option has none is refused");
+  /* the caller's key and dialect in messages: bounded, printable */
+  const char *odd = "{\"gamma\":0.8,\"rmin\":-0.5,\"rmax\":1,\"fmin\":-5.000000000000001,"
+                    "\"fmax\":10.000000000000002,\"n_states\":12,\"max_states\":null,"
+                    "\"dialect\":\"a\\\"b\\nccccccccccccccccccccccccccccccccccccccccccc\","
+                    "\"version\":\"0\"}";
+  dprl_error_clear(&err);
+  CHECK(dprl_made_with_check(odd, strlen(odd), &r, 12, "f", NULL, &k, &err) == DPRL_EINVAL &&
+            strstr(err.msg, "dialect a?b?cccccccccccccccccccc...) were made with gamma = 0.8"),
+        "made_with: a dialect in a message is cut and shown printable");
   dprl_free(b.data);
 }
 
