@@ -8,9 +8,11 @@
 #   make bench    benchmark against a bare scan and plain SQL
 #   make utility  error of private values against the exact ones (seeded)
 #   make fuzz     libFuzzer on every harness, FUZZ_SECONDS each (default 60)
-#   make test-engines  the per-engine SQL of sql/ on SQLite, PostgreSQL and
-#                 DuckDB (installs them), and the postgres_fdw demo
-#   make scale-out-demo  a release from two PostgreSQL shards (postgres_fdw)
+#   make test-engines  the per-engine SQL of sql/ on SQLite, PostgreSQL,
+#                 DuckDB, ClickHouse and Spark SQL through DuckDB (installs
+#                 them), both scale-out demos, and the mutations of sql/src
+#   make scale-out-demo  a release from two PostgreSQL shards (postgres_fdw;
+#                 COPIES=30 for 10^7 steps)
 #   make scale-out-ch    a release from 10^7 steps on 3 ClickHouse nodes, timed
 #   make install  install dprl.so where `.load dprl` finds it
 #   make wheel    the Python package, dist/dprl-VERSION-py3-none-linux_x86_64.whl
