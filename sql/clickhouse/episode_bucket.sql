@@ -57,6 +57,7 @@ WITH
                            AND (gamma_v < 1 OR rmin_v >= 0 OR fmin_given IS NOT NULL)
                            AND fmax_v > fmin_v AND (fmax_v - fmin_v) - (fmax_v - fmin_v) = 0
                            AND n_states_v >= 1 AND n_states_v <= 134217728
+                           AND n_states_given = n_states_v
                            AND (max_states_given IS NULL
                                 OR (max_states_given >= 1 AND max_states_given <= 2147483647
                                     AND max_states_given = floor(max_states_given)))
@@ -82,6 +83,7 @@ WITH
                   toNullable(toFloat64(any(fmin))) AS fmin_given,
                   toNullable(toFloat64(any(fmax))) AS fmax_given,
                   toNullable(toInt64(any(n_states))) AS n_states_v,
+                  toNullable(toFloat64(any(n_states))) AS n_states_given,
                   toNullable(toFloat64(any(max_states))) AS max_states_given,
                   ifNull(toInt64(any(buckets)), toInt64(1)) AS buckets_v,
                   ifNull(toInt64(any(bucket_lo)), toInt64(0)) AS bucket_lo_v,

@@ -26,10 +26,12 @@
 --      gamma^(pos mod blen).
 --      An episode of at most blen steps is one block: G = suffix sum of w /
 --      gamma^pos, F = G clamped to [fmin, fmax], computed here.
---      A longer one: the block totals (sumMap by block, in step order), the
---      return each block carries in (Horner), and per kept first visit the
---      sum of w from it to the next cut (a block start or a kept first
---      visit: sumMap by segment), as items for step 3 (no step is copied);
+--      A longer one (n > blen): segments cut at each block start and kept
+--      first visit; per segment the sum of w, from its end (sumMap by
+--      segment); the block totals from the segment sums; the return each
+--      block carries in (Horner); as items for step 3 (no step is copied):
+--      per kept first visit (block, j, state, its segment's sum), per block
+--      what it carries in;
 --   3. the items of the longer episodes grouped by (episode, block): the
 --      suffix sums over the block's first visits (sorted by position), F =
 --      suffix / gamma^j + gamma^(blen - j) x carried, clamped; the shorter
@@ -37,13 +39,18 @@
 --      buckets and episodes counted, in the same GROUP BY;
 --   4. one row: sumMap by state of the visits and F, the counts; then one
 --      row per state (ARRAY JOIN), state 0 added when not visited.
--- Work: O(steps) array operations, one sort per episode; the longer
--- episodes add O(steps log blocks) (sumMap) and rows of step 3 only for
--- their blocks and kept first visits.  No lambda reads a column or an
--- aggregate (ClickHouse 18.16 loses those): a scalar enters a lambda as an
--- array (arrayResize).  Rows with a NULL episode, t, state or reward are
--- left out of visits (their sums are NULL anyway: first_visit_check.sql
--- counts them).
+-- Work: O(n log n) per episode of n steps (the sort), the rest O(n) array
+-- operations; an episode longer than blen adds O(n log m) (sumMap over
+-- its m <= ceil(n / blen) + k segments, k its kept first visits) and
+-- ceil(n / blen) + k rows to step 3.  Worst case: blen = 1 (gamma = 0, or
+-- refused parameters): one row of step 3 per step, plus k (the per-step
+-- regroup did as much before).  Memory: a node's episodes pass step 2
+-- together, some 20 arrays of n values each (about 160 bytes a step).
+-- No lambda reads a column or an aggregate (ClickHouse 18.16 loses
+-- those): a scalar enters a lambda as an array (arrayResize).  The
+-- parameters (params_tuple.sql) are named twice: in the scan and in step 4.
+-- Rows with a NULL episode, t, state or reward are left out of visits
+-- (their sums are NULL anyway: first_visit_check.sql counts them).
 SELECT state,
        toInt64(visits1) AS visits,
        CASE WHEN tupleElement(prm4, 1) = 1 AND bad_rows = 0 AND outside_buckets = 0

@@ -22,9 +22,12 @@ SELECT toInt64(mixed_buckets) AS mixed_buckets,
        toInt64(arraySum(differs)) AS mixed_made_with,
        toInt64(episodes) AS episodes,
        CASE WHEN arraySum(differs) > 0 THEN concat(
-         'buckets ', toString(tupleElement(d, 1)), '..', toString(tupleElement(d, 2)), ': ', ifNull(tupleElement(d, 4), 'NULL'),
-         ' vs buckets ', toString(tupleElement(ordered[1], 1)), '..', toString(tupleElement(ordered[1], 2)), ': ',
-         ifNull(tupleElement(ordered[1], 4), 'NULL')) END AS made_with_differs
+         'buckets ', toString(tupleElement(d, 1)), '..', toString(tupleElement(d, 2)),
+         CASE WHEN tupleElement(d, 4) != tupleElement(d, 5)
+              THEN concat(' carry ', tupleElement(d, 4), ' and ', tupleElement(d, 5))
+              ELSE concat(': ', tupleElement(d, 4), ' vs buckets ', toString(tupleElement(ordered[1], 1)),
+                          '..', toString(tupleElement(ordered[1], 2)), ': ', tupleElement(ordered[1], 4))
+         END) END AS made_with_differs
 FROM (
   SELECT CASE WHEN uniqExact(buckets) = 1 THEN 0 ELSE 1 END AS mixed_buckets,
          ifNull(max(buckets), 0) AS k,
@@ -37,19 +40,20 @@ FROM (
          ifNull(max(bucket_hi), -1) AS top,
          CASE WHEN length(groupUniqArrayArray(shard_max_states)) = 1 THEN 0 ELSE 1 END
            AS mixed_max_states,
-         -- the shards in bucket order: (lo, hi, buckets, made_with, made_withs)
+         -- the shards in bucket order: (lo, hi, buckets, the least and the
+         -- greatest made_with of its rows, NULL counting as 'NULL')
          -- (a NULL bound, counted in bad_ranges, is -1 here)
          arraySort(x -> (tupleElement(x, 1), tupleElement(x, 2), tupleElement(x, 3)),
                    groupArray((ifNull(bucket_lo, -1), ifNull(bucket_hi, -1),
                                ifNull(buckets, -1), shard_made_with,
-                               shard_made_withs))) AS ordered,
+                               shard_made_with_hi))) AS ordered,
          arrayMap(x -> tupleElement(x, 2), ordered) AS his,
          arrayMap(i -> CASE WHEN i = 1 THEN -1 ELSE arrayReduce('max', arraySlice(his, 1, i - 1)) END,
                   arrayEnumerate(ordered)) AS reach,
-         -- a shard differs from the first by its made_with (NULL = NULL
-         -- here), or carries more than one
-         arrayMap(x -> tupleElement(x, 5) > 1 OR NOT ((isNull(tupleElement(x, 4)) AND isNull(tupleElement(ordered[1], 4)))
-                                       OR ifNull(tupleElement(x, 4) = tupleElement(ordered[1], 4), 0)),
+         -- a shard differs from the first by its made_with, or carries
+         -- more than one
+         arrayMap(x -> tupleElement(x, 4) != tupleElement(x, 5)
+                       OR tupleElement(x, 4) != tupleElement(ordered[1], 4),
                   ordered) AS differs,
          arrayFirst((x, d) -> d = 1, ordered, differs) AS d
   FROM (
@@ -59,8 +63,8 @@ FROM (
            count() - uniqExact(state) AS shard_duplicate_states,
            sum(CASE WHEN return_sum IS NULL THEN 1 ELSE 0 END) AS shard_null_sums,
            groupUniqArray(ifNull(max_states, 0)) AS shard_max_states,
-           min(made_with) AS shard_made_with,
-           uniqExact(made_with) AS shard_made_withs
+           min(ifNull(made_with, 'NULL')) AS shard_made_with,
+           max(ifNull(made_with, 'NULL')) AS shard_made_with_hi
     FROM shard_stats
     GROUP BY buckets, bucket_lo, bucket_hi
   )
