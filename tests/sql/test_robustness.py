@@ -3,6 +3,7 @@ size: the options parser, SQL text with trailing comments, numbers stored
 as text.  No timing is asserted; the sizes are ones a quadratic parser
 could not finish in the suite's time (100,000 keys took 41 s before)."""
 import json
+import os
 
 from harness import interrupted, check, check_error, connect, progress_stopped, run, sql_error
 
@@ -228,17 +229,24 @@ def test_interrupts():
                "SELECT length(dp_plan(?))", (plan,), 4.0),
               ("dp_plan, a dense 30,000 x 1 feature matrix",
                "SELECT length(dp_plan(?))", (dense,), 0.5)]
+    # Under AddressSanitizer (make test's second pass) a realloc is a new
+    # block, filled and copied: growing dp_plan's 10^8-byte result once can
+    # take a second of page faults on a virtual machine (0.9 to 1.5 s
+    # measured, against 0.02 s in the plain build), and an interrupt that
+    # arrives during it waits for it.  The plain build keeps the 0.5 s.
+    bound = 2.0 if "libasan" in os.environ.get("LD_PRELOAD", "") else 0.5
     for name, sql, args, after in cases:
         late, err = interrupted(con, sql, args, after)
-        check(err == ("interrupted", sqlite3.SQLITE_INTERRUPT) and late < 0.5,
-              f"interrupt stops {name} within 0.5 s (CPU)", f"{late:.3f} s after the interrupt: {err}")
+        check(err == ("interrupted", sqlite3.SQLITE_INTERRUPT) and late < bound,
+              f"interrupt stops {name} within {bound} s (CPU)",
+              f"{late:.3f} s after the interrupt: {err}")
     # a progress handler returning nonzero (CPU time from its first "stop"
     # to the end of the call)
     for name, args in (("5 x 10^6 states", plan), ("a dense 30,000 x 1 matrix", dense)):
         late, err = progress_stopped(con, "SELECT length(dp_plan(?))", (args,),
                                      4.0 if args is plan else 0.5)
-        check(err == "interrupted" and 0 <= late < 0.5,
-              f"a progress handler returning nonzero stops dp_plan, {name}, within 0.5 s (CPU)",
+        check(err == "interrupted" and 0 <= late < bound,
+              f"a progress handler returning nonzero stops dp_plan, {name}, within {bound} s (CPU)",
               (err, late))
 
 
