@@ -107,22 +107,8 @@ MUTATIONS = [
 ICU_2000 = cases.icu_rows(2000)
 ADV = cases.adversarial_rows(5_000, seed=14)
 INTS = cases.int_id_rows()
-ICU_SETS = [{"gamma": 0.9, "rmin": 0, "rmax": 1, "fmax": 9.0},
-            {"gamma": 0.99, "rmin": 0, "rmax": 1},
-            {"gamma": 0.9, "rmin": 0, "rmax": 1, "fmax": 9.0, "max_states": 3}]
-ADV_SETS = [
-    {"gamma": 0.99, "rmin": 0, "rmax": 1},
-    {"gamma": 0.5, "rmin": -1.0, "rmax": 2.0, "fmin": -1.5, "fmax": 3.0},
-    {"gamma": 0.8, "rmin": -1.0, "rmax": 1.0, "fmin": -0.2, "fmax": 2.0},
-    {"gamma": 0.0, "rmin": 0, "rmax": 1},
-    {"gamma": 1.0, "rmin": 0, "rmax": 1, "fmax": 50.0},
-    {"gamma": 1.0, "rmax": 1, "rmin": -1.0, "fmin": -30.0, "fmax": 50.0},
-    {"gamma": 0.3, "rmax": 1, "rmin": -0.25},
-    {"gamma": 0.99, "rmin": 0, "rmax": 1, "max_states": 2},
-    {"gamma": 0.5, "rmin": -1.0, "rmax": 2.0, "fmin": -1.5, "fmax": 3.0, "max_states": 1},
-]
-ADV_RELEASES = [o for o in ADV_SETS if o.get("rmin", 0) >= 0]
-INT_SETS = [{"gamma": 0.95, "rmin": 0, "rmax": 1}, {"gamma": 0.7, "rmin": -0.1, "rmax": 1.0}]
+ICU_SETS, ADV_SETS, ADV_RELEASES, INT_SETS = (cases.ICU_SETS, cases.ADV_SETS, cases.ADV_RELEASES,
+                                            cases.INT_SETS)
 
 
 def sqlite_checks(e):

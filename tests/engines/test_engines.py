@@ -31,28 +31,12 @@ ADV_LONG = cases.adversarial_rows(100_000)
 ADV = cases.adversarial_rows(5_000, seed=14)
 INTS = cases.int_id_rows()
 
-ICU_SETS = [{"gamma": 0.9, "rmin": 0, "rmax": 1, "fmax": 9.0}, {"gamma": 0.99, "rmin": 0, "rmax": 1}, {"gamma": 0.9, "rmin": 0, "rmax": 1, "fmax": 9.0, "max_states": 3}]
 LONG_SETS = [{"gamma": 0.99, "rmin": 0, "rmax": 1}, {"gamma": 0.999, "rmin": 0, "rmax": 1.5, "fmax": 200.0}]
-ADV_SETS = [
-    {"gamma": 0.99, "rmin": 0, "rmax": 1},
-    {"gamma": 0.5, "rmin": -1.0, "rmax": 2.0, "fmin": -1.5, "fmax": 3.0},
-    # both return clamps bind: 27 first-visit returns below fmin, 436 above fmax
-    # (no other set has a return below its fmin: the fmin clamp went untested)
-    {"gamma": 0.8, "rmin": -1.0, "rmax": 1.0, "fmin": -0.2, "fmax": 2.0},
-    {"gamma": 0.0, "rmin": 0, "rmax": 1},
-    {"gamma": 1.0, "rmin": 0, "rmax": 1, "fmax": 50.0},
-    {"gamma": 1.0, "rmax": 1, "rmin": -1.0, "fmin": -30.0, "fmax": 50.0},
-    {"gamma": 0.3, "rmax": 1, "rmin": -0.25},
-    {"gamma": 0.99, "rmin": 0, "rmax": 1, "max_states": 2},
-    {"gamma": 0.5, "rmin": -1.0, "rmax": 2.0, "fmin": -1.5, "fmax": 3.0, "max_states": 1},
-]
-# releases through dp_lsw_from_stats: returns >= 0 (rmin = 0), which is what
-# its check (0 <= return_sum <= visits x B) accepts today
-ADV_RELEASES = [o for o in ADV_SETS if o.get("rmin", 0) >= 0]
+ICU_SETS, ADV_SETS, ADV_RELEASES, INT_SETS = (cases.ICU_SETS, cases.ADV_SETS, cases.ADV_RELEASES,
+                                            cases.INT_SETS)
 # the distributed ClickHouse case: the long episode at several discounts
 CH_LONG_SETS = [{"gamma": g, "rmin": 0, "rmax": 1} for g in (0.9, 0.99, 0.999)] + [
     {"gamma": 0.999, "rmin": -0.5, "rmax": 1.5, "fmin": -100.0, "fmax": 200.0, "max_states": 3}]
-INT_SETS = [{"gamma": 0.95, "rmin": 0, "rmax": 1}, {"gamma": 0.7, "rmin": -0.1, "rmax": 1.0}]
 
 
 def engine_tests(name):
