@@ -58,7 +58,10 @@ GIT_COMMIT := $(shell [ "$$(git rev-parse --show-toplevel 2>/dev/null)" = "$(CUR
 # Debian's build tools and try it with apsw too.
 DEB_PKGS = libsqlite3-dev sqlite3 liblapacke-dev libopenblas-dev python3 gnuplot-nox \
            python3-build python3-setuptools python3-wheel python3-venv python3-apsw \
-           python3-sqlglot
+           python3-sqlglot locales
+# tests/sql/test_locale.py and tests/host/test_locale.c run dprl in hosts
+# that localise to these (make deps generates them with localedef).
+TEST_LOCALES = de_DE fr_FR
 
 GLUE_SRC  = $(wildcard ext/*/sql_*.c) ext/dprl.c
 CORE_SRC  = $(filter-out $(GLUE_SRC),$(wildcard ext/*/*.c))
@@ -69,6 +72,7 @@ B ?= build
 CORE_OBJ  = $(patsubst ext/%.c,$(B)/%.o,$(CORE_SRC))
 GLUE_OBJ  = $(patsubst ext/%.c,$(B)/%.o,$(GLUE_SRC))
 UNIT_BIN  = $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRC))
+HOST_BIN  = $(patsubst tests/host/%.c,$(B)/tests/%,$(wildcard tests/host/test_*.c))
 # Fuzz harnesses: replayed over their committed corpus by `make test`
 # (gcc, plain and sanitized), fuzzed by `make fuzz` (clang + libFuzzer).
 FUZZ_NAMES = options noise sql
@@ -106,6 +110,12 @@ deps:
 	  if [ "$$(id -u)" != 0 ]; then echo "dprl: run as root, or: sudo apt-get install -y$$need"; exit 1; fi; \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$need) >/dev/null || exit 1; \
 	fi
+	@for l in $(TEST_LOCALES); do \
+	  locale -a 2>/dev/null | grep -qx "$$l.utf8" && continue; \
+	  if [ "$$(id -u)" != 0 ]; then echo "dprl: run as root, or: sudo localedef -i $$l -f UTF-8 $$l.UTF-8"; exit 1; fi; \
+	  echo "dprl: generating the locale $$l.UTF-8 (for the tests)"; \
+	  localedef -i $$l -f UTF-8 $$l.UTF-8 || exit 1; \
+	done
 
 dprl.so: $(CORE_OBJ) $(GLUE_OBJ)
 	$(CC) -shared -o $@ $^ $(LIBS) $(LDFLAGS)
@@ -170,7 +180,18 @@ $(B)/tests/%: tests/unit/%.c tests/unit/check.h $$(call core_objs,$$(LINK_$$*)) 
 $(B) $(B)/tests:
 	mkdir -p $@
 
-unit: $(UNIT_BIN) $(FUZZ_REPLAY)
+unit: $(UNIT_BIN) $(FUZZ_REPLAY) $(HOST_BIN) $(B)/tests/libstrtod_c.so
+
+# Host tests (tests/host): a C program that embeds SQLite as an application
+# would and loads the dprl.so of the same build.
+$(B)/tests/test_%: tests/host/test_%.c tests/unit/check.h | $(B)/tests
+	$(CC) $(ALL_CFLAGS) -Itests/unit \
+	  -DDPRL_SO_PATH='"$(if $(filter build,$(B)),./dprl.so,$(B)/dprl.so)"' \
+	  -o $@ $< -lsqlite3 $(LDFLAGS)
+
+# tests/sql/test_locale.py preloads it into a Python that localises.
+$(B)/tests/libstrtod_c.so: tests/host/strtod_c.c | $(B)/tests
+	$(CC) -O2 -fPIC -shared -o $@ $<
 
 # The replay binary of harness X runs LLVMFuzzerTestOneInput over
 # tests/fuzz/corpus/X; fuzz_sql loads the dprl.so of the same build.
@@ -263,7 +284,7 @@ scale-out-ch: deps clickhouse-deps
 build/san/dprl.so: $(CORE_OBJ) $(GLUE_OBJ)
 	$(CC) -shared -o $@ $^ $(LIBS) $(LDFLAGS)
 
-unit-san: $(UNIT_BIN) $(FUZZ_REPLAY)
+unit-san: $(UNIT_BIN) $(FUZZ_REPLAY) $(HOST_BIN) $(B)/tests/libstrtod_c.so
 
 bench: deps check-deps duckdb-deps dprl.so $(B)/dprl_bench
 	@DUCKDB_NODE_DIR=$(CURDIR)/$(DUCKDB_DIR) $(B)/dprl_bench

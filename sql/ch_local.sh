@@ -20,6 +20,9 @@
 # and says so when they are missing.  The server runs as the calling user:
 # Debian's 18.16 server does not refuse root (DIR must be writable by it).
 # User `default`, no password, accepted from 127.0.0.1 only.
+# awk, printf and gnuplot write and read numbers in the "C" locale,
+# whatever locale the caller runs in.
+export LC_ALL=C
 set -eu
 
 server_bin() {

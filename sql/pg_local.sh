@@ -11,6 +11,9 @@
 # Uses Debian's packages (apt-get install postgresql postgresql-contrib);
 # says so and fails when they are missing.  As root, the server runs as the
 # postgres user (initdb refuses root), so DIR is handed to that user.
+# awk, printf and gnuplot write and read numbers in the "C" locale,
+# whatever locale the caller runs in.
+export LC_ALL=C
 set -eu
 
 bindir() {

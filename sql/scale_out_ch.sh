@@ -26,6 +26,9 @@
 # Exits non-zero if any step or check fails.  STEPS=N changes 10^7;
 # REPEAT=N times step 3 N times (default 3; the median is reported);
 # THREADS=N is its max_threads (default 3).
+# awk, printf and gnuplot write and read numbers in the "C" locale,
+# whatever locale the caller runs in.
+export LC_ALL=C
 set -eu
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)

@@ -34,6 +34,9 @@
 # 100,000 a copy) and the 12 long stays: COPIES=30 is 9,983,340 steps.  The
 # shards run with work_mem 64MB and jit off (ALTER SYSTEM below; measured
 # in docs/scaling-out.md); WORK_MEM=... and JIT=on override them.
+# awk, printf and gnuplot write and read numbers in the "C" locale,
+# whatever locale the caller runs in.
+export LC_ALL=C
 set -eu
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)

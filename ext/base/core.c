@@ -1,6 +1,8 @@
 /* core.c: errors, allocation hooks and the growable buffer (see core.h). */
 #include "base/core.h"
 
+#include <locale.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,12 +71,47 @@ void dprl_free(void *p) {
   if (p) g_alloc.release(p);
 }
 
+/* ---- numbers in the "C" locale ------------------------------------------ */
+
+static locale_t g_c_locale;
+static pthread_once_t g_c_locale_once = PTHREAD_ONCE_INIT;
+
+static void c_locale_init(void) { g_c_locale = newlocale(LC_ALL_MASK, "C", (locale_t)0); }
+
+/* The "C" locale object, made once: glibc returns its static one, so this
+** cannot fail there; elsewhere a failed newlocale leaves the thread's
+** locale in use. */
+static locale_t c_locale(void) {
+  pthread_once(&g_c_locale_once, c_locale_init);
+  return g_c_locale;
+}
+
+int dprl_vsnprintf(char *out, size_t n, const char *fmt, va_list ap) {
+  locale_t c = c_locale(), old = c ? uselocale(c) : (locale_t)0;
+  int r = vsnprintf(out, n, fmt, ap);
+  if (c) uselocale(old);
+  return r;
+}
+
+int dprl_snprintf(char *out, size_t n, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int r = dprl_vsnprintf(out, n, fmt, ap);
+  va_end(ap);
+  return r;
+}
+
+double dprl_strtod(const char *s, char **end) {
+  locale_t c = c_locale();
+  return c ? strtod_l(s, end, c) : strtod(s, end);
+}
+
 int dprl_fail(dprl_error *err, int code, const char *fmt, ...) {
   if (err && err->code == DPRL_OK) {
     err->code = code;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    dprl_vsnprintf(err->msg, sizeof err->msg, fmt, ap);
     va_end(ap);
   }
   return err ? err->code : code;
@@ -126,7 +163,7 @@ void dprl_buf_printf(dprl_buf *b, const char *fmt, ...) {
   char small[128];
   va_list ap;
   va_start(ap, fmt);
-  int n = vsnprintf(small, sizeof small, fmt, ap);
+  int n = dprl_vsnprintf(small, sizeof small, fmt, ap);
   va_end(ap);
   if (n < 0) return;
   if ((size_t)n < sizeof small) {
@@ -135,7 +172,7 @@ void dprl_buf_printf(dprl_buf *b, const char *fmt, ...) {
   }
   if (!buf_reserve(b, (size_t)n)) return;
   va_start(ap, fmt);
-  vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+  dprl_vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
   va_end(ap);
   b->len += (size_t)n;
 }

@@ -9,6 +9,7 @@
 #ifndef DPRL_CORE_H
 #define DPRL_CORE_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -24,6 +25,18 @@ typedef struct dprl_error {
   int code;
   char msg[512];
 } dprl_error;
+
+/* Numbers as the same bytes in any locale: every printf-style conversion
+** and every strtod of dprl goes through these, which run in the "C" locale
+** of the calling thread only (uselocale), whatever setlocale the host
+** called, and never touch the process-wide locale. */
+int dprl_snprintf(char *out, size_t n, const char *fmt, ...)
+#ifdef __GNUC__
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+int dprl_vsnprintf(char *out, size_t n, const char *fmt, va_list ap);
+double dprl_strtod(const char *s, char **end);
 
 /* Record an error (first one wins) and return its code. printf-style. */
 int dprl_fail(dprl_error *err, int code, const char *fmt, ...)

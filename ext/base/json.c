@@ -500,8 +500,8 @@ void dprl_json_put_int_array(dprl_buf *b, const int64_t *x, size_t n) {
 const char *dprl_json_num(double x, char *buf, size_t n) {
   /* Shortest of %.15g/%.16g/%.17g that reads back exactly. */
   for (int prec = 15; prec <= 17; prec++) {
-    snprintf(buf, n, "%.*g", prec, x);
-    if (strtod(buf, NULL) == x) break;
+    dprl_snprintf(buf, n, "%.*g", prec, x);
+    if (dprl_strtod(buf, NULL) == x) break;
   }
   return buf;
 }

@@ -233,7 +233,7 @@ size_t dprl_json_scan_number(const char *s, size_t len, double *out, int *intege
     char tmp[64];
     memcpy(tmp, s, n);
     tmp[n] = 0;
-    *out = strtod(tmp, NULL);
+    *out = dprl_strtod(tmp, NULL);
   } else {
     *out = *s == '-' ? -v : v;
   }

@@ -63,27 +63,27 @@ int dprl_opt_has(const dprl_options *o, const char *key) {
 }
 
 void dprl_json_describe(const dprl_json *v, char *out, size_t n) {
-  if (!v) snprintf(out, n, "nothing");
+  if (!v) dprl_snprintf(out, n, "nothing");
   else if (v->type == DPRL_JSON_NUMBER && fabs(v->num) >= 1e15 && fabs(v->num) < 1e21) {
-    snprintf(out, n, "%.0f", v->num); /* an integer: every digit (2^60, not 1.15e+18) */
+    dprl_snprintf(out, n, "%.0f", v->num); /* an integer: every digit (2^60, not 1.15e+18) */
     return;
-  } else if (v->type == DPRL_JSON_NUMBER) snprintf(out, n, "%.17g", v->num);
-  else if (v->type == DPRL_JSON_ARRAY && v->n == 0) snprintf(out, n, "an empty array");
-  else if (v->type == DPRL_JSON_STRING) snprintf(out, n, "\"%.40s\"", v->str);
-  else snprintf(out, n, "%s", dprl_json_type_name(v->type));
+  } else if (v->type == DPRL_JSON_NUMBER) dprl_snprintf(out, n, "%.17g", v->num);
+  else if (v->type == DPRL_JSON_ARRAY && v->n == 0) dprl_snprintf(out, n, "an empty array");
+  else if (v->type == DPRL_JSON_STRING) dprl_snprintf(out, n, "\"%.40s\"", v->str);
+  else dprl_snprintf(out, n, "%s", dprl_json_type_name(v->type));
   /* Trim %.17g noise such as 0.10000000000000001 back to 0.1. */
   if (v && v->type == DPRL_JSON_NUMBER) {
     char shorter[40];
-    snprintf(shorter, sizeof shorter, "%.15g", v->num);
-    if (strtod(shorter, NULL) == v->num) snprintf(out, n, "%s", shorter);
+    dprl_snprintf(shorter, sizeof shorter, "%.15g", v->num);
+    if (dprl_strtod(shorter, NULL) == v->num) dprl_snprintf(out, n, "%s", shorter);
   }
 }
 
 void dprl_range_describe(dprl_range r, char *out, size_t n) {
-  if (isinf(r.hi) && isinf(r.lo)) snprintf(out, n, "a finite number");
-  else if (isinf(r.hi)) snprintf(out, n, "%s %g", r.lo_open ? ">" : ">=", r.lo);
-  else if (isinf(r.lo)) snprintf(out, n, "%s %g", r.hi_open ? "<" : "<=", r.hi);
-  else snprintf(out, n, "in %c%g, %g%c", r.lo_open ? '(' : '[', r.lo, r.hi,
+  if (isinf(r.hi) && isinf(r.lo)) dprl_snprintf(out, n, "a finite number");
+  else if (isinf(r.hi)) dprl_snprintf(out, n, "%s %g", r.lo_open ? ">" : ">=", r.lo);
+  else if (isinf(r.lo)) dprl_snprintf(out, n, "%s %g", r.hi_open ? "<" : "<=", r.hi);
+  else dprl_snprintf(out, n, "in %c%g, %g%c", r.lo_open ? '(' : '[', r.lo, r.hi,
                 r.hi_open ? ')' : ']');
 }
 
@@ -159,7 +159,7 @@ int dprl_opt_choice(const dprl_options *o, const char *key,
   char want[200] = "one of";
   for (const char *const *p = choices; *p; p++) {
     size_t used = strlen(want);
-    snprintf(want + used, sizeof want - used, "%s \"%s\"", p == choices ? "" : ",", *p);
+    dprl_snprintf(want + used, sizeof want - used, "%s \"%s\"", p == choices ? "" : ",", *p);
   }
   if (!v) {
     *out = dflt;
@@ -182,7 +182,7 @@ int dprl_opt_number_array(const dprl_options *o, const char *key, size_t n,
   if (!v) return DPRL_OK;
   if (v->type != DPRL_JSON_ARRAY || v->n != n) {
     char got[64];
-    if (v->type == DPRL_JSON_ARRAY) snprintf(got, sizeof got, "an array of %zu", v->n);
+    if (v->type == DPRL_JSON_ARRAY) dprl_snprintf(got, sizeof got, "an array of %zu", v->n);
     else dprl_json_describe(v, got, sizeof got);
     return dprl_fail(o->err, DPRL_EINVAL,
                      "%s: option %s must be an array of %zu numbers (one per state), got %s",

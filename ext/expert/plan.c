@@ -77,7 +77,7 @@ static void plan_cost(const dprl_ep_config *c, double n, double p_policy,
   cost->per_group = 0; /* a GROUP BY over a partition of the experts is one charge */
   cost->useful = p_policy >= USEFUL_P;
   if (!cost->useful)
-    snprintf(cost->why, sizeof cost->why,
+    dprl_snprintf(cost->why, sizeof cost->why,
              "at %.4g experts per state (experts x coverage) with agreement %.3g, the "
              "released action is the majority's with probability %.3g, below %.2g: sigma = "
              "%.3g votes, min_count = %.3g", n, c->agreement, p_policy, USEFUL_P,

@@ -50,7 +50,7 @@ static void say_where(sqlite3_value **argv, dprl_error *err) {
   dprl_sql_describe(argv[0], e, sizeof e);
   dprl_sql_describe(argv[1], p, sizeof p);
   dprl_sql_describe(argv[2], t, sizeof t);
-  snprintf(where, sizeof where, " (row with expert %s, episode %s, t %s)", e, p, t);
+  dprl_snprintf(where, sizeof where, " (row with expert %s, episode %s, t %s)", e, p, t);
   if (strlen(err->msg) + strlen(where) < sizeof err->msg) strcat(err->msg, where);
 }
 

@@ -89,7 +89,7 @@ static int check_size(dprl_mdp_config *c, const dprl_options *o, int per_entry) 
     double by_length = floor((double)(c->length_limit - 4096) / (BYTES_PER_NUMBER * per_entry));
     if (by_length < most) {
       most = by_length > 0 ? by_length : 0;
-      snprintf(why, sizeof why, "a result can hold within this connection's SQLITE_LIMIT_LENGTH "
+      dprl_snprintf(why, sizeof why, "a result can hold within this connection's SQLITE_LIMIT_LENGTH "
                "(%lld bytes)", (long long)c->length_limit);
     }
   }

@@ -80,7 +80,7 @@ int dprl_mdpv_options(const char *fn, const char *text, size_t len, int plan,
   if (o->gamma == 1 && !o->horizon) {
     char h[64] = "";
     if (m->horizon)
-      snprintf(h, sizeof h, " (the release counted the first %lld steps of each episode)",
+      dprl_snprintf(h, sizeof h, " (the release counted the first %lld steps of each episode)",
                (long long)m->horizon);
     rc = dprl_fail(err, DPRL_EINVAL,
                    "%s: gamma is 1, so the value is undiscounted and needs option horizon: the "

@@ -53,10 +53,10 @@ static int put_parts(const dprl_mdp_config *c, dprl_buf *b, const char *prefix,
                      const double *x, dprl_cancel *cancel, dprl_error *err) {
   size_t S = (size_t)c->n_states, A = (size_t)c->n_actions;
   char key[32];
-  snprintf(key, sizeof key, "%sstart", prefix);
+  dprl_snprintf(key, sizeof key, "%sstart", prefix);
   dprl_json_put_key(b, key);
   int rc = put_row(b, x, S, 1.0, cancel, err);
-  snprintf(key, sizeof key, "%scounts", prefix);
+  dprl_snprintf(key, sizeof key, "%scounts", prefix);
   dprl_json_put_key(b, key);
   dprl_buf_puts(b, "[");
   for (size_t s = 0; s < S && !rc; s++) {
@@ -64,7 +64,7 @@ static int put_parts(const dprl_mdp_config *c, dprl_buf *b, const char *prefix,
     rc = put_matrix(b, x + S + s * A * (S + 1), A, S + 1, 1.0, cancel, err);
   }
   dprl_buf_puts(b, "]");
-  snprintf(key, sizeof key, "%sreward_sums", prefix);
+  dprl_snprintf(key, sizeof key, "%sreward_sums", prefix);
   dprl_json_put_key(b, key);
   if (!rc) rc = put_matrix(b, x + S + S * A * (S + 1), S, A, c->half, cancel, err);
   return rc;

@@ -19,14 +19,14 @@ static const dprl_json *member(const dprl_json *root, const char *key, dprl_erro
 
 /* "3 items", "1 item". */
 static void plural(char *out, size_t n, size_t k, const char *noun) {
-  snprintf(out, n, "%zu %s%s", k, noun, k == 1 ? "" : "s");
+  dprl_snprintf(out, n, "%zu %s%s", k, noun, k == 1 ? "" : "s");
 }
 
 static int got(const dprl_json *v, char *out, size_t n) {
   if (v->type == DPRL_JSON_ARRAY && v->nums) {
     char k[48];
     plural(k, sizeof k, v->n, "number");
-    snprintf(out, n, "an array of %s", k);
+    dprl_snprintf(out, n, "an array of %s", k);
   } else {
     dprl_json_describe(v, out, n);
   }
@@ -95,7 +95,7 @@ static const double *numbers(const dprl_json *v, const char *what, size_t n, con
     const dprl_json *item = v->nums ? NULL : v->items[i];
     if (item ? item->type != DPRL_JSON_NUMBER || !isfinite(item->num) : !isfinite(v->nums[i])) {
       if (item) dprl_json_describe(item, g, sizeof g);
-      else snprintf(g, sizeof g, "%g", v->nums[i]);
+      else dprl_snprintf(g, sizeof g, "%g", v->nums[i]);
       dprl_fail(err, DPRL_EINVAL, "model: %s[%zu] must be a finite number, got %s", what, i, g);
       return NULL;
     }
@@ -247,15 +247,15 @@ int dprl_mdpv_model_read(dprl_mdpv_model *m, const char *text, size_t len,
   }
   char what[64];
   for (size_t s = 0; s < S && !rc; s++) {
-    snprintf(what, sizeof what, "reward_sums[%zu]", s);
+    dprl_snprintf(what, sizeof what, "reward_sums[%zu]", s);
     if (!(m->reward_sums[s] = numbers(rsums->items[s], what, A, "n_actions", err))) {
       rc = DPRL_EINVAL;
       break;
     }
-    snprintf(what, sizeof what, "counts[%zu]", s);
+    dprl_snprintf(what, sizeof what, "counts[%zu]", s);
     if ((rc = arrays(counts->items[s], what, A, "n_actions", err))) break;
     for (size_t a = 0; a < A; a++) {
-      snprintf(what, sizeof what, "counts[%zu][%zu]", s, a);
+      dprl_snprintf(what, sizeof what, "counts[%zu][%zu]", s, a);
       if (!(m->counts[s * A + a] =
                 numbers(counts->items[s]->items[a], what, S + 1, "n_states + 1", err))) {
         rc = DPRL_EINVAL;
@@ -375,9 +375,9 @@ int dprl_mdpv_policies_read(const char *text, size_t len, const dprl_mdpv_model 
         break;
       }
       memcpy(p->names[i], root->keys[i], k + 1);
-      snprintf(who, sizeof who, "policy \"%.60s\"", root->keys[i]);
+      dprl_snprintf(who, sizeof who, "policy \"%.60s\"", root->keys[i]);
     } else {
-      snprintf(who, sizeof who, "policy");
+      dprl_snprintf(who, sizeof who, "policy");
     }
     rc = policy_one(named ? root->items[i] : root, who, m->S, m->A, p->pi[i], err);
   }

@@ -35,7 +35,7 @@ static int parse_visits(const dprl_mdp_config *c, const dprl_options *o, double 
     ok = row->type == DPRL_JSON_ARRAY && row->n == A;
     if (!ok) {
       bad = row;
-      snprintf(where, sizeof where, " at state %zu", s);
+      dprl_snprintf(where, sizeof where, " at state %zu", s);
     }
     for (size_t a = 0; ok && a < A; a++) {
       if (dprl_cancel_poll(cancel, 4, o->err)) return o->err->code;
@@ -45,7 +45,7 @@ static int parse_visits(const dprl_mdp_config *c, const dprl_options *o, double 
         v[s * A + a] = n->num;
       } else {
         bad = n;
-        snprintf(where, sizeof where, " at state %zu, action %zu", s, a);
+        dprl_snprintf(where, sizeof where, " at state %zu, action %zu", s, a);
       }
     }
   }
@@ -96,12 +96,12 @@ static int plan_errors(const dprl_mdp_config *c, const double *v, double *l1, do
   }
   cost->useful = top > c->sigma;
   if (!cost->useful && top > 0)
-    snprintf(cost->why, sizeof cost->why,
+    dprl_snprintf(cost->why, sizeof cost->why,
              "the noise sigma = %.4g is at least the planned count of every (state, action) "
              "pair (largest %.4g, state %zu action %zu): more episodes, a larger epsilon or a "
              "smaller horizon or clip", c->sigma, top, best / A, best % A);
   else if (!cost->useful)
-    snprintf(cost->why, sizeof cost->why, "no (state, action) pair has a planned count > 0");
+    dprl_snprintf(cost->why, sizeof cost->why, "no (state, action) pair has a planned count > 0");
   return DPRL_OK;
 }
 

@@ -53,7 +53,7 @@ int dprl_ope_plan(const char *text, size_t len, int64_t length_limit, dprl_cance
   cost->per_group = 0; /* groups over a public partition of the episodes: one release */
   cost->useful = predicted <= nz.B / 2;
   if (!cost->useful)
-    snprintf(cost->why, sizeof cost->why,
+    dprl_snprintf(cost->why, sizeof cost->why,
              "dp_is_value: at %.0f episodes the noise alone gives the value a standard error "
              "of %.3g, more than half the return range [%g, %g] (weight_max %g, epsilon %g)",
              n, predicted, c.gmin, c.gmax, W, c.epsilon);

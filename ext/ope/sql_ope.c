@@ -44,7 +44,7 @@ static int at_row(sqlite3_value **argv, dprl_error *err) {
   if (err->code != DPRL_EINVAL) return err->code;
   dprl_sql_describe(argv[0], e, sizeof e);
   dprl_sql_describe(argv[1], t, sizeof t);
-  snprintf(where, sizeof where, " (row with episode %s, t %s)", e, t);
+  dprl_snprintf(where, sizeof where, " (row with episode %s, t %s)", e, t);
   if (strlen(err->msg) + strlen(where) < sizeof err->msg) strcat(err->msg, where);
   return err->code;
 }

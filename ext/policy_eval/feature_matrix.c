@@ -127,7 +127,7 @@ static int min_sv_structured(const dprl_features *f, const double *w, double *ou
     for (int64_t s = j * f->k; s < (j + 1) * f->k && s < f->n; s++) sum += w[s];
     if (!(sum > 0)) {
       char detail[96];
-      snprintf(detail, sizeof detail, "every state of feature %lld has weight 0",
+      dprl_snprintf(detail, sizeof detail, "every state of feature %lld has weight 0",
                (long long)j);
       return not_full_rank(err, detail);
     }
@@ -157,7 +157,7 @@ int dprl_features_min_sv_weighted(const dprl_features *f, const double *w, doubl
   double tol = (double)(f->n > f->d ? f->n : f->d) * DBL_EPSILON * sv[0];
   if (!(sv[f->d - 1] > tol)) {
     char detail[96];
-    snprintf(detail, sizeof detail, "smallest singular value %.3g <= tolerance %.3g",
+    dprl_snprintf(detail, sizeof detail, "smallest singular value %.3g <= tolerance %.3g",
              sv[f->d - 1], tol);
     rc = not_full_rank(err, detail);
     goto done;

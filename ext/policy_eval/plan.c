@@ -195,7 +195,7 @@ static void plan_cost(const dprl_pe_config *c, const double *rms_e, dprl_plan_co
   cost->per_group = c->from_stats;
   cost->useful = isfinite(e) && e < half;
   if (!cost->useful)
-    snprintf(cost->why, sizeof cost->why,
+    dprl_snprintf(cost->why, sizeof cost->why,
              "perturb \"%s\" has a planned rms error of %.3g at these visits, at least half "
              "the range of returns (fmax - fmin)/2 = %.3g: the values would be mostly noise",
              st ? "statistics" : "output", e, half);

@@ -171,7 +171,7 @@ static int read_bound(stats_state *g, sqlite3_value *v, const dprl_stats_row *r,
                       dprl_error *err) {
   char shard[64] = "";
   if (r->with_buckets)
-    snprintf(shard, sizeof shard, " of buckets %lld..%lld", (long long)r->bucket_lo,
+    dprl_snprintf(shard, sizeof shard, " of buckets %lld..%lld", (long long)r->bucket_lo,
              (long long)r->bucket_hi);
   *k = 0;
   int type = sqlite3_value_type(v);

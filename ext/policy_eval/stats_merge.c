@@ -50,8 +50,8 @@ static int bucket_row(dprl_stats_merge *m, const dprl_stats_row *r, dprl_error *
 
 /* A bound for messages: "2", or "NULL (no bound)". */
 static const char *bound_text(int64_t k, char *buf, size_t n) {
-  if (k > 0) snprintf(buf, n, "%lld", (long long)k);
-  else snprintf(buf, n, "NULL (no bound)");
+  if (k > 0) dprl_snprintf(buf, n, "%lld", (long long)k);
+  else dprl_snprintf(buf, n, "NULL (no bound)");
   return buf;
 }
 

@@ -256,7 +256,7 @@ static int read_agreement(const dprl_options *o, double *a, double **prof, int64
 /* x rounded, with thousands separators: "12,022". */
 static const char *grouped(double x, char *buf, size_t n) {
   char d[48];
-  snprintf(d, sizeof d, "%.0f", x);
+  dprl_snprintf(d, sizeof d, "%.0f", x);
   size_t len = strlen(d), o = 0, lead = d[0] == '-';
   for (size_t i = 0; i < len && o + 2 < n; i++) {
     buf[o++] = d[i];
@@ -282,11 +282,11 @@ static void plan_cost(const dprl_prefix_params *pp, int64_t m, double a, double 
   grouped(pp->threshold_base, t, sizeof t);
   grouped((double)m, e, sizeof e);
   if (pp->threshold_base > (double)m)
-    snprintf(cost->why, sizeof cost->why, "threshold %s above the %s experts (the most a count "
+    dprl_snprintf(cost->why, sizeof cost->why, "threshold %s above the %s experts (the most a count "
              "can reach): no prefix can be released (%.2g expected over the T = %lld runs)", t,
              e, releases, (long long)pp->T);
   else if (!cost->useful)
-    snprintf(cost->why, sizeof cost->why, "at agreement %g of the %s experts (count %s against "
+    dprl_snprintf(cost->why, sizeof cost->why, "at agreement %g of the %s experts (count %s against "
              "threshold %s) the T = %lld runs are expected to release %.2g prefixes: fewer "
              "than 1", a, e, grouped(a * (double)m, k, sizeof k), t, (long long)pp->T, releases);
 }
@@ -316,7 +316,7 @@ int dprl_prefix_plan(const char *text, size_t len, int64_t length_limit, dprl_ca
   if (!rc && dprl_prefix_params_derive(in.epsilon, in.delta, in.p_min, 1, in.T, in.L,
                                        (dprl_prefix_accountant)in.accountant, &pp, err)) {
     char msg[sizeof err->msg];
-    snprintf(msg, sizeof msg, "dp_plan: %.490s", err->msg);
+    dprl_snprintf(msg, sizeof msg, "dp_plan: %.490s", err->msg);
     memcpy(err->msg, msg, sizeof msg);
     rc = err->code;
   }

@@ -21,8 +21,8 @@
 ** "prob 0.019999999999999997 < p_min 0.02" never prints as "0.02 < 0.02". */
 static const char *fmt_num(char *buf, size_t n, double x) {
   for (int prec = 15; prec <= 17; prec++) {
-    snprintf(buf, n, "%.*g", prec, x);
-    if (strtod(buf, NULL) == x) break;
+    dprl_snprintf(buf, n, "%.*g", prec, x);
+    if (dprl_strtod(buf, NULL) == x) break;
   }
   return buf;
 }
@@ -77,7 +77,7 @@ static const ids *name_ids(const dprl_policy_table *pt, int64_t i, int64_t s, in
   int64_t v[3] = {i, s, a};
   for (int k = 0; k < 3; k++) {
     if (pt->namer && v[k] >= 0) pt->namer(pt->namer_ctx, (dprl_id_kind)k, v[k], buf[k], 64);
-    else snprintf(buf[k], 64, "%lld", (long long)v[k]);
+    else dprl_snprintf(buf[k], 64, "%lld", (long long)v[k]);
   }
   return out;
 }

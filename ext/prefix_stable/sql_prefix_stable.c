@@ -85,7 +85,7 @@ static void ps_name_id(void *ctx, dprl_id_kind kind, int64_t index, char *out, s
                                                   : &ps->actions;
   dprl_key k;
   if (index < 0 || (size_t)index >= x->n) {
-    snprintf(out, n, "%lld", (long long)index);
+    dprl_snprintf(out, n, "%lld", (long long)index);
     return;
   }
   dprl_key_get(x, (uint32_t)index, &k);

@@ -83,7 +83,7 @@ static int learn_plan(const dprl_options *o, int64_t length_limit, dprl_buf *out
   cost->per_group = 1;
   cost->useful = ratio < 1;
   if (!cost->useful)
-    snprintf(cost->why, sizeof cost->why, "noise-to-signal %.3g >= 1: a Q value's noise "
+    dprl_snprintf(cost->why, sizeof cost->why, "noise-to-signal %.3g >= 1: a Q value's noise "
              "exceeds what the rewards can move it, as every reward may change between "
              "neighbours (mu = %.3g; docs/q-learning.md, Limitations: no better than a random "
              "policy at epsilon <= 10)", ratio, c.th.mu);
@@ -130,11 +130,11 @@ static int noise_plan(const dprl_options *o, dprl_buf *out, dprl_plan_cost *cost
   cost->delta = c.cal.out.delta_total;
   cost->useful = fresh && ratio < 1;
   if (!fresh)
-    snprintf(cost->why, sizeof cost->why, "J = %lld < T/B = %lld reuses noise paths, which the "
+    dprl_snprintf(cost->why, sizeof cost->why, "J = %lld < T/B = %lld reuses noise paths, which the "
              "accountant does not cover: not private, and a budget refuses it",
              (long long)c.cal.J, (long long)(c.cal.T / c.cal.B));
   else if (!cost->useful)
-    snprintf(cost->why, sizeof cost->why, "noise-to-signal %.3g >= 1: each value's noise "
+    dprl_snprintf(cost->why, sizeof cost->why, "noise-to-signal %.3g >= 1: each value's noise "
              "(sigma %.3g) is at least the range of the q values (%.3g)", ratio, c.sigma,
              q_range);
   return out->oom ? dprl_nomem(err) : DPRL_OK;
@@ -160,7 +160,7 @@ int dprl_q_plan(const char *text, size_t len, int64_t length_limit, dprl_cancel 
   dprl_options_close(&o);
   if (rc == DPRL_EINVAL && strncmp(err->msg, "dp_plan: ", 9) != 0) { /* a core message */
     char msg[sizeof err->msg];
-    snprintf(msg, sizeof msg, "dp_plan: %.490s", err->msg);
+    dprl_snprintf(msg, sizeof msg, "dp_plan: %.490s", err->msg);
     memcpy(err->msg, msg, sizeof msg);
   }
   return rc;

@@ -37,7 +37,7 @@ static int check_row(dprl_q_store *st, int64_t a, dprl_error *err) {
     return DPRL_OK;
   char v[3][32];
   for (int i = 0; i < 3; i++)
-    if (sqlite3_column_type(st->load, i) == SQLITE_NULL) snprintf(v[i], 32, "NULL");
+    if (sqlite3_column_type(st->load, i) == SQLITE_NULL) dprl_snprintf(v[i], 32, "NULL");
     else dprl_json_num(sqlite3_column_double(st->load, i), v[i], 32);
   return dprl_fail(err, DPRL_EINVAL,
                    "path table \"%s\": stored row (action %lld, state %s, g %s, q %s) is not a "
@@ -243,7 +243,7 @@ int dprl_q_store_begin(dprl_q_store *st, sqlite3 *db, const char *name,
   ** connection must not be left inside it. */
   st->outermost = sqlite3_get_autocommit(db);
   st->writable = sqlite3_exec(db, "SAVEPOINT dprl_q_noise", NULL, NULL, NULL) == SQLITE_OK;
-  if (!st->writable) snprintf(st->why, sizeof st->why, "%s", sqlite3_errmsg(db));
+  if (!st->writable) dprl_snprintf(st->why, sizeof st->why, "%s", sqlite3_errmsg(db));
   if (st->writable && (rc = lock_schema(st, err))) return rc;
   return store_open(st, err);
 }

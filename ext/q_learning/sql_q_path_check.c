@@ -102,7 +102,7 @@ static const table_want params_want = {"its parameters table", 6, par_names, par
 static void put(char *got, size_t gotn, size_t *used, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  *used += (size_t)vsnprintf(got + *used, *used < gotn ? gotn - *used : 0, fmt, ap);
+  *used += (size_t)dprl_vsnprintf(got + *used, *used < gotn ? gotn - *used : 0, fmt, ap);
   va_end(ap);
   if (*used >= gotn) *used = gotn - 1;
 }
@@ -131,7 +131,7 @@ static int table_shape(dprl_q_store *st, const char *name, const table_want *w, 
     if (!ct) ct = "";
     put(got, gotn, &used, "%s%s%s%s", n ? ", " : "(", cn, *ct ? " " : "", ct);
     if (pk >= 1 && pk <= 8) {
-      snprintf(pkcols[pk - 1], sizeof pkcols[0], "%s", cn);
+      dprl_snprintf(pkcols[pk - 1], sizeof pkcols[0], "%s", cn);
       if (pk > npk) npk = pk;
     }
     if (n >= w->n || sqlite3_stricmp(cn, w->names[n]) != 0 ||
@@ -272,7 +272,7 @@ static int read_params(dprl_q_store *st, double have[4], int *seeded, int *charg
     *seeded = sqlite3_column_int(s, 4);
     *charged = b != NULL;
     *same_budget = b && st->p->budget && strcmp(b, st->p->budget) == 0;
-    snprintf(other, otherlen, "%s", b ? b : "");
+    dprl_snprintf(other, otherlen, "%s", b ? b : "");
   }
   sqlite3_finalize(s);
   return rc;

@@ -38,7 +38,7 @@ static int model_number(const dprl_json *obj, const char *key, double *out, dprl
   const dprl_json *v = dprl_json_get(obj, key);
   if (!v || v->type != DPRL_JSON_NUMBER) {
     char what[80];
-    snprintf(what, sizeof what, "features.%s must be a number", key);
+    dprl_snprintf(what, sizeof what, "features.%s must be a number", key);
     return model_bad(err, what);
   }
   *out = v->num;
@@ -58,7 +58,7 @@ static int model_features(const dprl_json *f, q_model *q, dprl_error *err) {
     return rc;
   if (!(K >= 2 && K <= DPRL_Q_MAX_K && K == floor(K))) {
     char what[96], got[32];
-    snprintf(what, sizeof what, "features.K must be an integer in [2, %d], got %s", DPRL_Q_MAX_K,
+    dprl_snprintf(what, sizeof what, "features.K must be an integer in [2, %d], got %s", DPRL_Q_MAX_K,
              dprl_json_num(K, got, sizeof got));
     return model_bad(err, what);
   }

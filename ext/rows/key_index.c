@@ -8,9 +8,9 @@
 #define MAX_EPISODES 0xFFFFFFF0u
 
 void dprl_key_describe(const dprl_key *k, char *out, size_t n) {
-  if (!k->is_text) snprintf(out, n, "%lld", (long long)k->ival);
-  else if (k->len > 40) snprintf(out, n, "'%.40s...'", k->text);
-  else snprintf(out, n, "'%.*s'", (int)k->len, k->text);
+  if (!k->is_text) dprl_snprintf(out, n, "%lld", (long long)k->ival);
+  else if (k->len > 40) dprl_snprintf(out, n, "'%.40s...'", k->text);
+  else dprl_snprintf(out, n, "'%.*s'", (int)k->len, k->text);
 }
 
 int dprl_key_compare(const dprl_key *a, const dprl_key *b) {

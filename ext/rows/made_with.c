@@ -43,7 +43,7 @@ static const char *printable(const char *s, char *out, size_t n) {
 /* "the statistics of buckets 4..7" or "the statistics" */
 static const char *whose(const char *shard, char *buf, size_t n) {
   if (!shard) return "the statistics";
-  snprintf(buf, n, "the statistics of %s", shard);
+  dprl_snprintf(buf, n, "the statistics of %s", shard);
   return buf;
 }
 
@@ -107,8 +107,8 @@ int dprl_made_with_check(const char *text, size_t len, const dprl_return_rule *r
     }
   }
   if (!rc && *bound != rule->max_states) {
-    if (*bound) snprintf(a, sizeof a, "%lld", (long long)*bound);
-    if (rule->max_states) snprintf(b, sizeof b, "%lld", (long long)rule->max_states);
+    if (*bound) dprl_snprintf(a, sizeof a, "%lld", (long long)*bound);
+    if (rule->max_states) dprl_snprintf(b, sizeof b, "%lld", (long long)rule->max_states);
     rc = dprl_fail(err, DPRL_EINVAL, "%s: %s (made_with, dialect %s) were made with max_states = "
                    "%s, but option max_states = %s: release them with the contribution bound "
                    "they were made with", fn, w, by, *bound ? a : "null (no bound)",

@@ -57,7 +57,7 @@
 static void options_hash(const char *s, size_t n, char out[17]) {
   uint64_t h = 1469598103934665603u;
   for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 1099511628211u;
-  snprintf(out, 17, "%016llx", (unsigned long long)h);
+  dprl_snprintf(out, 17, "%016llx", (unsigned long long)h);
 }
 
 /* ---- waiting for the ledger's lock -------------------------------------- */
@@ -118,8 +118,8 @@ int dprl_budget_texts(sqlite3 *c, const char *where, const char *name, char *uni
   if (rc == SQLITE_ROW) {
     const char *u = (const char *)sqlite3_column_text(st, 0);
     const char *a = (const char *)sqlite3_column_text(st, 1);
-    snprintf(unit, nu, "%s", u ? u : "");
-    snprintf(acct, na, "%s", a ? a : "");
+    dprl_snprintf(unit, nu, "%s", u ? u : "");
+    dprl_snprintf(acct, na, "%s", a ? a : "");
     rc = SQLITE_OK;
   } else {
     rc = rc == SQLITE_DONE ? SQLITE_OK : rc;
@@ -145,8 +145,8 @@ static int exceeded(const dprl_spend *s, const dprl_spent *sp, dprl_error *err) 
     with.delta_plain += s->delta;
   }
   char need[64];
-  if (s->gaussian) snprintf(need, sizeof need, "rho %.6g", s->rho);
-  else snprintf(need, sizeof need, "epsilon %.6g, delta %.6g", s->epsilon, s->delta);
+  if (s->gaussian) dprl_snprintf(need, sizeof need, "rho %.6g", s->rho);
+  else dprl_snprintf(need, sizeof need, "epsilon %.6g, delta %.6g", s->epsilon, s->delta);
   return dprl_fail(err, DPRL_EINVAL,
                    "%s: budget \"%s\" exceeded: this release needs %s; with it the budget's "
                    "total would be epsilon %.6g at delta %.6g (zCDP: rho %.6g from the "
@@ -306,7 +306,7 @@ static void pragma_text(sqlite3 *db, const char *schema, const char *pragma, cha
   out[0] = 0;
   if (sql && sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK &&
       sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
-    snprintf(out, n, "%s", (const char *)sqlite3_column_text(st, 0));
+    dprl_snprintf(out, n, "%s", (const char *)sqlite3_column_text(st, 0));
   sqlite3_free(sql);
   sqlite3_finalize(st);
   for (char *p = out; *p; p++) *p = (char)(*p >= 'A' && *p <= 'Z' ? *p + 32 : *p);

@@ -249,7 +249,7 @@ void dprl_sql_budget_remaining(sqlite3_context *ctx, int argc, sqlite3_value **a
     dprl_json_put_int(&b, "gaussian_releases", sp.gaussian);
     dprl_json_put_key(&b, "explain");
     char text[400];
-    snprintf(text, sizeof text,
+    dprl_snprintf(text, sizeof text,
              "zCDP: the %lld Gaussian releases spend rho %.6g in all, converted to epsilon at "
              "delta %.6g minus the others' delta (Canonne, Kamath, Steinke 2020); the %lld "
              "other releases add their epsilon %.6g and delta %.6g",

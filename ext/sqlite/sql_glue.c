@@ -44,16 +44,16 @@ int dprl_sql_vtab_error(char **pzErr, const char *fn, const dprl_error *err) {
 
 void dprl_sql_describe(sqlite3_value *v, char *out, size_t n) {
   switch (sqlite3_value_type(v)) {
-    case SQLITE_NULL: snprintf(out, n, "NULL"); break;
-    case SQLITE_INTEGER: snprintf(out, n, "%lld", (long long)sqlite3_value_int64(v)); break;
-    case SQLITE_FLOAT: snprintf(out, n, "%.17g", sqlite3_value_double(v)); break;
-    case SQLITE_TEXT: snprintf(out, n, "text '%.40s'", (const char *)sqlite3_value_text(v)); break;
+    case SQLITE_NULL: dprl_snprintf(out, n, "NULL"); break;
+    case SQLITE_INTEGER: dprl_snprintf(out, n, "%lld", (long long)sqlite3_value_int64(v)); break;
+    case SQLITE_FLOAT: dprl_snprintf(out, n, "%.17g", sqlite3_value_double(v)); break;
+    case SQLITE_TEXT: dprl_snprintf(out, n, "text '%.40s'", (const char *)sqlite3_value_text(v)); break;
     default: { /* a blob: its length and up to 16 bytes in SQL's x'..' form */
       const unsigned char *b = sqlite3_value_blob(v);
       int len = sqlite3_value_bytes(v), k = len < 16 ? len : 16;
       char hex[33] = "";
-      for (int i = 0; b && i < k; i++) snprintf(hex + 2 * i, 3, "%02x", b[i]);
-      snprintf(out, n, "a blob of %d byte%s x'%s'%s", len, len == 1 ? "" : "s", hex,
+      for (int i = 0; b && i < k; i++) dprl_snprintf(hex + 2 * i, 3, "%02x", b[i]);
+      dprl_snprintf(out, n, "a blob of %d byte%s x'%s'%s", len, len == 1 ? "" : "s", hex,
                len > k ? "..." : "");
       break;
     }
@@ -122,7 +122,7 @@ void dprl_sql_say_where(sqlite3_value **argv, dprl_error *err) {
   char e[48], t[48], where[120];
   dprl_sql_describe(argv[0], e, sizeof e);
   dprl_sql_describe(argv[1], t, sizeof t);
-  snprintf(where, sizeof where, " (row with episode %s, t %s)", e, t);
+  dprl_snprintf(where, sizeof where, " (row with episode %s, t %s)", e, t);
   if (strlen(err->msg) + strlen(where) < sizeof err->msg) strcat(err->msg, where);
 }
 
@@ -239,7 +239,7 @@ int dprl_sql_db_error(sqlite3 *db, dprl_error *err, const char *fmt, ...) {
   char prefix[256];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(prefix, sizeof prefix, fmt, ap);
+  dprl_vsnprintf(prefix, sizeof prefix, fmt, ap);
   va_end(ap);
   return dprl_fail(err, code == SQLITE_BUSY ? DPRL_EBUSY : DPRL_EINVAL, "%s: %s", prefix,
                    sqlite3_errmsg(db));

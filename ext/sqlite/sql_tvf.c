@@ -128,7 +128,7 @@ int dprl_query_open(dprl_query *q, sqlite3 *db, const char *what, sqlite3_value 
     problem = "must not contain parameters (?, :name)";
   else if (!sqlite3_stmt_readonly(q->stmt)) problem = "must not write (a read-only SELECT)";
   else if (sqlite3_column_count(q->stmt) != ncol) {
-    snprintf(detail, sizeof detail, "must return %d columns, got %d", ncol,
+    dprl_snprintf(detail, sizeof detail, "must return %d columns, got %d", ncol,
              sqlite3_column_count(q->stmt));
     problem = detail;
   }

@@ -128,7 +128,7 @@ static int run_plan(const char *fn, const char *where, const plan_entry *e, cons
   if (!rc) rc = e->plan(text, len, length_limit, cancel, &plan, cost, err);
   if (rc && where[0] && strncmp(err->msg, "dp_plan: ", 9) == 0) { /* name the release */
     char msg[sizeof err->msg];
-    snprintf(msg, sizeof msg, "%s: %s%.380s", fn, where, err->msg + 9);
+    dprl_snprintf(msg, sizeof msg, "%s: %s%.380s", fn, where, err->msg + 9);
     memcpy(err->msg, msg, sizeof msg);
   }
   if (!rc && plan.oom) rc = dprl_nomem(err);
@@ -231,18 +231,18 @@ static void put_release_why(dprl_buf *b, const dprl_study_budget *bud, const dpr
   dprl_buf_puts(b, "[");
   if (!unit_ok) {
     char t[300];
-    snprintf(t, sizeof t, "its unit of privacy is one %s, and the budget protects one %s: the "
+    dprl_snprintf(t, sizeof t, "its unit of privacy is one %s, and the budget protects one %s: the "
              "ledger refuses it (declare a budget of unit \"%s\" for it)", c->unit, bud->unit,
              c->unit);
     dprl_json_put_string(b, t), n++;
   } else if (!fits) {
     char t[300];
     double e = dprl_spent_epsilon(after);
-    snprintf(t, sizeof t, "with it the budget's total would be epsilon %.4g at delta %.3g, "
+    dprl_snprintf(t, sizeof t, "with it the budget's total would be epsilon %.4g at delta %.3g, "
              "more than its epsilon %.4g: the ledger refuses it and charges nothing", e,
              after->delta_b, after->eps_b);
     if (!isfinite(e))
-      snprintf(t, sizeof t, "with it the releases' delta %.3g would reach the budget's delta "
+      dprl_snprintf(t, sizeof t, "with it the releases' delta %.3g would reach the budget's delta "
                "%.3g: the ledger refuses it and charges nothing", after->delta_plain,
                after->delta_b);
     if (n) dprl_buf_puts(b, ",");
@@ -287,7 +287,7 @@ static int plan_releases(const char *fn, const dprl_json *rel, int64_t length_li
     int64_t k = 1;
     dprl_plan_cost c;
     if ((rc = dprl_cancel_poll(cancel, 100, err))) break;
-    snprintf(where, sizeof where, "releases[%zu]%s%.60s%s: ", i, label ? " (" : "",
+    dprl_snprintf(where, sizeof where, "releases[%zu]%s%.60s%s: ", i, label ? " (" : "",
              label && label->type == DPRL_JSON_STRING ? label->str : "", label ? ")" : "");
     if (o->type != DPRL_JSON_OBJECT) {
       rc = dprl_fail(err, DPRL_EINVAL, "%s: releases[%zu] must be an object of dp_plan "
@@ -337,12 +337,12 @@ static int plan_releases(const char *fn, const dprl_json *rel, int64_t length_li
   dprl_json_put_num(out, "epsilon_total", total);
   dprl_json_put_key(out, "summary");
   char t[300];
-  snprintf(t, sizeof t, "%lld of the %zu planned releases fit the budget (epsilon %.4g of %.4g "
+  dprl_snprintf(t, sizeof t, "%lld of the %zu planned releases fit the budget (epsilon %.4g of %.4g "
            "at delta %.3g) and %lld of them can answer usefully at the planned sizes; see "
            "\"why\" of the others", (long long)fit, rel->n, total, s.eps_b, s.delta_b,
            (long long)answered);
   if (fit == (int64_t)rel->n && answered == fit)
-    snprintf(t, sizeof t, "all %zu planned releases fit the budget (epsilon %.4g of %.4g at "
+    dprl_snprintf(t, sizeof t, "all %zu planned releases fit the budget (epsilon %.4g of %.4g at "
              "delta %.3g) and can answer usefully at the planned sizes", rel->n, total,
              s.eps_b, s.delta_b);
   dprl_json_put_string(out, t);
@@ -464,7 +464,7 @@ int dprl_study_plan(const char *fn, const char *releases, size_t len, int64_t le
   if (!rel) {
     if (err->code == DPRL_EINVAL) {
       char msg[sizeof err->msg];
-      snprintf(msg, sizeof msg, "%s: releases: %.400s", fn, err->msg);
+      dprl_snprintf(msg, sizeof msg, "%s: releases: %.400s", fn, err->msg);
       memcpy(err->msg, msg, sizeof msg);
     }
     return err->code;

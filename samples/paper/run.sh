@@ -16,6 +16,9 @@
 #   SWEEP_SIZES [10000,100000; none: no sweep] LAMBDAS [10,...,1000000]
 #   START [uniform|first]
 #   OUT [samples/paper/out]
+# awk, printf and gnuplot write and read numbers in the "C" locale,
+# whatever locale the caller runs in.
+export LC_ALL=C
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)

@@ -1,6 +1,9 @@
 """The layer rule of ext/ (ARCHITECTURE.md): each folder includes only the
 folders below it, only the SQLite glue (sql_*.c, sql_*.h, dprl.c) includes
-SQLite, and no file grows past 600 lines without saying why at its top.
+SQLite, no file grows past 600 lines without saying why at its top, and
+no file but base/core.c converts numbers with the C library (printf,
+strtod and their kin follow the host's LC_NUMERIC: dprl_snprintf and
+dprl_strtod do not).
 
   base             <- dp, rows <- policy_eval, prefix_stable, q_learning, mdp, ope, expert
                    <- study (plans over every mechanism)
@@ -38,6 +41,29 @@ def files():
                     yield folder, f, os.path.join(d, f)
 
 
+# C library calls whose numbers follow the host's locale; (?<![\w]) keeps
+# dprl_snprintf and sqlite3_snprintf (SQLite's printf ignores the locale).
+LOCALE_CALLS = re.compile(r"(?<![\w])(v?s?n?printf|fprintf|strto[dfl]d?|atof|sscanf|scanf|"
+                          r"strtod_l|setlocale)\s*\(")
+
+
+def locale_calls(text):
+    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)  # comments may name them
+    return sorted(set(m.group(1) for m in LOCALE_CALLS.finditer(text)))
+
+
+def test_locale_calls():
+    for folder, name, path in files():
+        if (folder, name) == ("base", "core.c"):
+            continue
+        bad = locale_calls(open(path, encoding="utf-8").read())
+        check(not bad, f"{folder}/{name}: numbers only through dprl_snprintf / dprl_strtod", bad)
+    check(locale_calls('x = strtod(s, 0); snprintf(b, 8, "%g", x);') == ["snprintf", "strtod"],
+          "a bare strtod or snprintf is caught")
+    check(locale_calls("dprl_snprintf(b, 8, f); sqlite3_snprintf(8, b, f); /* strtod( */") == [],
+          "dprl_snprintf, sqlite3_snprintf and comments pass")
+
+
 def test_layers():
     seen = 0
     folders = set()
@@ -67,4 +93,4 @@ def test_layers():
     check(bad == ["q_learning"], "a mechanism's include of another mechanism is caught")
 
 
-run([test_layers])
+run([test_layers, test_locale_calls])
