@@ -25,7 +25,9 @@ reference cannot drift from the code:
   ```sql fails as ```sql, but its last statement must fail: its message
                is pasted as "Error: ...".
   ```errors    rows "class | SQL": the last statement of SQL must fail;
-               its real message is pasted.  "@interrupt SQL" runs SQL
+               its real message is pasted.  Two rows of a block with
+               different classes may not show the same message (a row
+               that fails for another reason than it names is caught).  "@interrupt SQL" runs SQL
                with a progress handler that interrupts it.
 
 One directive, <!-- kind: NAME -->, becomes how NAME is registered (read
@@ -341,6 +343,7 @@ def do_keys(con, body):
 
 def do_errors(con, body):
     out = ["| error | example | message |", "| --- | --- | --- |"]
+    seen = {}  # message -> the class of the row that showed it
     for l in body.splitlines():
         if not l.strip():
             continue
@@ -365,6 +368,10 @@ def do_errors(con, body):
             con.execute("ROLLBACK")
         if msg is None:
             raise DocError(f"errors: {sql[:200]!r} did not fail")
+        if msg in seen and seen[msg] != cls:
+            raise DocError(f"errors: rows {seen[msg]!r} and {cls!r} show the same error, so one of "
+                           f"them does not show the error it names: {msg[:200]!r}")
+        seen[msg] = cls
         shown = md_cell(code("; ".join(s.rstrip(";") for s in sts)))
         if interrupt:
             shown += " with a progress handler returning 1"

@@ -302,7 +302,7 @@ static void run_calls(sqlite3 *db, const call_spec *c, int n, release *out) {
     len += (size_t)snprintf(
         sql + len, sizeof sql - len,
         "%s%s(episode, t, state, reward, '{\"n_states\": %d, \"gamma\": %g, "
-        "\"epsilon\": %g, \"delta\": %g, \"features\": %s, \"grouped\": true, "
+        "\"rmin\": 0, \"rmax\": 1, \"epsilon\": %g, \"delta\": %g, \"features\": %s, \"grouped\": true, "
         "\"release\": \"diagnostic\", \"seed\": %lld%s%s%s}')",
         i ? ", " : "", c[i].lsl ? "dp_lsl" : "dp_lsw", N, GAMMA, EPSILON, DELTA,
         c[i].agg ? "{\"aggregate\": 2}" : "\"tabular\"", (long long)c[i].seed,
