@@ -204,14 +204,14 @@ $(B)/tests/test_fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $$(call core_obj
 # against a sanitizer build.  tests/run.sh prints the "N passed, M failed".
 test: deps
 	@$(MAKE) --no-print-directory check-deps node-deps
-	@$(MAKE) --no-print-directory dprl.so unit build/static/test_embed
+	@$(MAKE) --no-print-directory dprl.so unit build/static/test_embed build/dprl_bench
 	@$(MAKE) --no-print-directory B=build/san CFLAGS="$(SAN_FLAGS)" \
 	  LDFLAGS="-fsanitize=address,undefined" build/san/dprl.so unit-san
 	@$(MAKE) --no-print-directory tsan
 	@PYTHON=$(PYTHON) SQLITE3=$(SQLITE3) sh tests/run.sh
 
 # Only the normal build (quicker while developing).
-test-fast: check-deps node-deps dprl.so unit build/static/test_embed
+test-fast: check-deps node-deps dprl.so unit build/static/test_embed build/dprl_bench
 	@PYTHON=$(PYTHON) SQLITE3=$(SQLITE3) DPRL_NO_SAN=1 sh tests/run.sh
 
 # Other engines (docs/scaling-out.md).  PostgreSQL from Debian; DuckDB from

@@ -43,7 +43,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define EPISODES 100000
+/* DPRL_BENCH_EPISODES changes it: tests/sql/test_commands.py runs a quick form. */
+static int EPISODES = 100000;
 #define STEPS 50
 #define N_STATES 750
 #define MAX_RUNS 50
@@ -602,6 +603,8 @@ int main(int argc, char **argv) {
   if (r) RUNS = atoi(r);
   if (RUNS < 1) RUNS = 1;
   if (RUNS > MAX_RUNS) RUNS = MAX_RUNS;
+  const char *ne = getenv("DPRL_BENCH_EPISODES");
+  if (ne && atoi(ne) > 0) EPISODES = atoi(ne);
   sqlite3 *db;
   char *err = NULL;
   if (sqlite3_open(path, &db) != SQLITE_OK) die(db, "open");

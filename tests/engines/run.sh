@@ -39,6 +39,18 @@ else
 fi >"$LOG/demo"
 count scale_out_pg.sh "$LOG/demo" 0
 
+# make scale-out-ch, in a quick form: 3 ClickHouse nodes, 2*10^5 steps; its
+# checks (statistics = dp_fv_stats, release = dp_lsw) make it exit non-zero
+STEPS=200000 REPEAT=1 sh sql/scale_out_ch.sh >"$LOG/ch.out" 2>&1
+status=$?
+if [ "$status" -eq 0 ] && grep -q "^statistics step:" "$LOG/ch.out"; then
+  echo "ok sql/scale_out_ch.sh (make scale-out-ch) at 2*10^5 steps on 3 nodes: its checks pass"
+else
+  echo "not ok sql/scale_out_ch.sh (make scale-out-ch) at 2*10^5 steps (status $status)"
+  sed 's/^/# /' "$LOG/ch.out" | tail -30
+fi >"$LOG/ch"
+count scale_out_ch.sh "$LOG/ch" 0
+
 # the sqlite3-shell version
 # It ends with the release refused for a shard made at gamma = 0.95: that
 # error, and no other, makes the shell exit 1 (tests/engines/demo_checks.sh).
