@@ -90,7 +90,7 @@ static int learn_plan(const dprl_options *o, int64_t length_limit, dprl_buf *out
     snprintf(cost->why, sizeof cost->why, "noise-to-signal %.3g >= 1: a Q value's noise "
              "exceeds what the rewards can move it, as every reward may change between "
              "neighbours (mu = %.3g; docs/q-learning.md, Limitations: no better than a random "
-             "policy at epsilon <= 10)", ratio, c.th.mu);
+             "policy up to epsilon 100)", ratio, c.th.mu);
   return out->oom ? dprl_nomem(err) : DPRL_OK;
 }
 
