@@ -293,10 +293,13 @@ bench: deps check-deps duckdb-deps dprl.so $(B)/dprl_bench
 # (tests/utility/utility.py: dp_lsw/dp_lsl on the ICU sample and the
 # paper's chain, dp_prefix_stable, a study's charges, dp_mdp off-policy,
 # dp_expert_policy on the clinical sample), then the consensus vote state
-# by state against its plan (tests/utility/expert.py).  A few minutes.
+# by state against its plan (tests/utility/expert.py), and what the reward
+# relation allows on the paper's Q-learning task against dp_q_learn
+# (tests/utility/q_impossibility.py).  A few minutes.
 utility: deps check-deps dprl.so
 	@DPRL_SO=./dprl.so $(PYTHON) tests/utility/utility.py
 	@DPRL_SO=./dprl.so $(PYTHON) tests/utility/expert.py
+	@DPRL_SO=./dprl.so $(PYTHON) tests/utility/q_impossibility.py
 
 # libFuzzer (clang, Debian's libclang-rt): a separate instrumented tree in
 # build/fuzz; each harness runs FUZZ_SECONDS on a working copy of its

@@ -10,7 +10,8 @@
 
 typedef struct dprl_plan_cost {
   const char *mechanism; /* the SQL function, e.g. "dp_lsw" */
-  const char *unit;      /* its unit of privacy: "episode", "expert", "reward function" */
+  const char *unit;      /* its unit of privacy: "episode", "expert", "reward function",
+                          ** "unit reward change" */
   double epsilon, delta; /* what the release states, as its ledger row records them */
   int gaussian;          /* charged as rho-zCDP by the zCDP accountant (section 12.1) */
   double rho;

@@ -23,15 +23,18 @@
 
 static const char *const learn_plan_keys[] = {
     "mechanism", "n_actions", "gamma", "lr", "T",       "B",     "J",          "K", "features",
-    "lo",        "hi",        "rmin",  "rmax", "k",     "epsilon", "delta", "accountant", NULL};
+    "lo",        "hi",        "rmin",  "rmax", "k",     "epsilon", "delta", "accountant",
+    "neighbours", NULL};
 static const char *const noise_plan_keys[] = {
     "mechanism", "q_range", "n_actions", "lo", "hi", "epsilon",    "delta", "T",        "B",
-    "lr",        "k",       "L",         "J",  "accountant", "K", "features", "rmin", "rmax", NULL};
+    "lr",        "k",       "L",         "J",  "accountant", "K", "features", "rmin", "rmax",
+    "neighbours", NULL};
 
 /* dp_q_learn: theta gets N(0, sigma_theta^2) per coordinate on each of the
 ** floor(T/B) updates, whose reward part moves theta by at most Delta =
-** lr (rmax - rmin) sqrt(P) and a Q value by at most lr (rmax - rmin) P =
-** Delta sqrt(P). Q spans q_range = (rmax - rmin)/(1 - gamma): the rewards
+** lr dr sqrt(P) and a Q value by at most lr dr P = Delta sqrt(P), dr the
+** change of the relation (q_learn.h).  Between neighbours a Q value moves
+** by at most q_range = dr/(1 - gamma): the rewards
 ** build a Q value over n_eff = min(updates, q_range / (Delta sqrt(P)))
 ** updates (the later ones only keep it there), over which the noise of a
 ** Q value adds up to sigma_theta sqrt(n_eff P). Their ratio,
@@ -43,7 +46,7 @@ static int learn_plan(const dprl_options *o, int64_t length_limit, dprl_buf *out
   int rc = dprl_q_learn_read(o, length_limit > 0 ? length_limit : DPRL_Q_MAX_RESULT, &c);
   dprl_q_learn_cfg_free(&c);
   if (rc) return rc;
-  double P, D, dr = c.cal.rmax - c.cal.rmin;
+  double P, D, dr = dprl_q_reward_change((dprl_q_neighbours)c.cal.nb, c.cal.rmin, c.cal.rmax);
   dprl_q_feature_bounds(&c.cal.feat, &P, &D);
   int64_t updates = c.cal.T / c.cal.B;
   double step = c.th.sens * sqrt(P); /* the most one update moves a Q value */
@@ -51,6 +54,7 @@ static int learn_plan(const dprl_options *o, int64_t length_limit, dprl_buf *out
   double n_eff = reach <= q_range ? (double)updates : q_range / step;
   double signal = n_eff * step, noise = c.th.sigma * sqrt(n_eff * P), ratio = noise / signal;
   dprl_buf_puts(out, "{\"mechanism\":\"dp_q_learn\"");
+  dprl_q_put_relation(out, c.cal.nb);
   dprl_json_put_num(out, "epsilon", c.cal.epsilon);
   dprl_json_put_num(out, "delta", c.cal.delta);
   dprl_q_put_schedule(out, c.cal.T, c.cal.B, c.cal.J, c.cal.lr);
@@ -75,7 +79,7 @@ static int learn_plan(const dprl_options *o, int64_t length_limit, dprl_buf *out
   /* charged as sql_q_learn.c charges: (epsilon, delta) stated, rho =
   ** mu^2/2, per group (ALGORITHMS.md section 12) */
   cost->mechanism = "dp_q_learn";
-  cost->unit = "reward function";
+  cost->unit = dprl_q_unit(c.cal.nb);
   cost->epsilon = c.cal.epsilon;
   cost->delta = c.cal.delta;
   cost->gaussian = 1;
@@ -86,7 +90,7 @@ static int learn_plan(const dprl_options *o, int64_t length_limit, dprl_buf *out
     dprl_snprintf(cost->why, sizeof cost->why, "noise-to-signal %.3g >= 1: a Q value's noise "
              "exceeds what the rewards can move it, as every reward may change between "
              "neighbours (mu = %.3g; docs/q-learning.md, Limitations: no better than a random "
-             "policy at epsilon <= 10)", ratio, c.th.mu);
+             "policy up to epsilon 100)", ratio, c.th.mu);
   return out->oom ? dprl_nomem(err) : DPRL_OK;
 }
 
@@ -109,6 +113,7 @@ static int noise_plan(const dprl_options *o, dprl_buf *out, dprl_plan_cost *cost
   double ratio = c.sigma / q_range;
   int fresh = dprl_q_fresh_paths(&c.cal);
   dprl_buf_puts(out, "{\"mechanism\":\"dp_q_noise\"");
+  dprl_q_put_relation(out, c.cal.nb);
   dprl_json_put_num(out, "epsilon", c.cal.epsilon);
   dprl_json_put_num(out, "delta", c.cal.delta);
   dprl_json_put_num(out, "delta_total", c.cal.out.delta_total);
@@ -125,7 +130,7 @@ static int noise_plan(const dprl_options *o, dprl_buf *out, dprl_plan_cost *cost
   /* charged as sql_q_noise.c charges a fresh path: (epsilon, delta_total),
   ** plain; a table-valued function, so no GROUP BY splits it */
   cost->mechanism = "dp_q_noise";
-  cost->unit = "reward function";
+  cost->unit = dprl_q_unit(c.cal.nb);
   cost->epsilon = c.cal.epsilon;
   cost->delta = c.cal.out.delta_total;
   cost->useful = fresh && ratio < 1;

@@ -7,6 +7,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "base/json.h"
 #include "dp/accountant.h"
 #include "dp/noise.h"
 
@@ -152,17 +153,18 @@ int dprl_q_calibrate(const dprl_q_calib_in *in, dprl_q_calib_out *out,
   return DPRL_OK;
 }
 
-int dprl_q_theta_calibrate(double eps, double delta, int64_t nb, double sens, double lr,
-                           size_t d, dprl_q_theta_noise *out, dprl_error *err) {
+int dprl_q_theta_calibrate(double eps, double delta, int64_t nb, double sens,
+                           double fp_slack, double lr, size_t d,
+                           dprl_q_theta_noise *out, dprl_error *err) {
   if (!(eps > 0 && isfinite(eps) && delta > 0 && delta < 1 && nb >= 1 && d >= 1 && lr > 0 &&
-        isfinite(lr)))
+        isfinite(lr) && fp_slack >= DPRL_Q_FP_SLACK && isfinite(fp_slack)))
     return dprl_fail(err, DPRL_EINVAL,
                      "theta noise: needs epsilon > 0, delta in (0, 1), lr > 0, at least "
-                     "one update and one coordinate");
+                     "one update and one coordinate, and a finite floating-point allowance");
   if (!(isfinite(sens) && sens > 0))
     return dprl_fail(err, DPRL_EINVAL,
-                     "theta noise: the update sensitivity lr (rmax - rmin) sqrt(P) "
-                     "= %g must be finite and > 0", sens);
+                     "theta noise: the update sensitivity lr dr sqrt(P) = %g must be "
+                     "finite and > 0", sens);
   double s0 = dprl_q_sigma_gdp(eps, delta, (double)nb, sens * sens);
   /* The grid must be a normal power of two far above the smallest double,
   ** so that sigma / g and value / g are exact (noise.c). */
@@ -183,8 +185,16 @@ int dprl_q_theta_calibrate(double eps, double delta, int64_t nb, double sens, do
                      "part cannot be computed in doubles to 2^-21 of a grid step (needs lr <= "
                      "2^1051 grid); widen [rmin, rmax] or lower lr", g, lr);
   /* rounding to the grid, and the floating-point factor */
-  double eff = (sens + sqrt((double)d) * g) * (1 + DPRL_Q_FP_SLACK);
+  double eff = (sens + sqrt((double)d) * g) * (1 + fp_slack);
   double sigma = dprl_q_sigma_gdp(eps, delta, (double)nb, eff * eff);
+  if (!(isfinite(sigma) && sigma > 0)) {
+    char a[32];
+    return dprl_fail(err, DPRL_EINVAL,
+                     "theta noise: no finite sigma: rewards in [rmin, rmax] span %s times the "
+                     "change of the neighbouring relation, too much for the floating-point "
+                     "allowance; narrow [rmin, rmax]",
+                     dprl_json_num(fp_slack / DPRL_Q_FP_SLACK, a, sizeof a));
+  }
   out->sigma = sigma;
   out->grid = g;
   out->sens = eff;

@@ -67,9 +67,12 @@ int dprl_q_calibrate(const dprl_q_calib_in *in, dprl_q_calib_out *out,
 ** grid g is the power of two for the noise scale without rounding; the
 ** rounding of each update to g adds at most sqrt(d) g to its sensitivity,
 ** and computing the update's reward part in doubles (q_learn.c) a factor
-** of at most 1 + DPRL_Q_FP_SLACK (for B <= 2^30 and lr <= 2^1051 g, else
-** refused); sigma is then the exact Gaussian-DP requirement:
-**   mu = sqrt(nb) (sens + sqrt(d) g) (1 + 2^-20) / sigma,
+** of at most 1 + fp_slack (for B <= 2^30 and lr <= 2^1051 g, else
+** refused): fp_slack = DPRL_Q_FP_SLACK * (rmax - rmin) / dr, since the
+** rounding error is relative to the rewards' part, up to rmax - rmin,
+** and the sensitivity to the change dr of the relation; sigma is then the
+** exact Gaussian-DP requirement:
+**   mu = sqrt(nb) (sens + sqrt(d) g) (1 + fp_slack) / sigma,
 **   delta_GDP(eps; mu) <= delta.
 ** DPRL_EINVAL (public values only in the message) when the scale is not
 ** usable (not finite, or too small for an exact grid). */
@@ -77,8 +80,9 @@ int dprl_q_calibrate(const dprl_q_calib_in *in, dprl_q_calib_out *out,
 typedef struct dprl_q_theta_noise {
   double sigma, grid, mu, sens;
 } dprl_q_theta_noise;
-int dprl_q_theta_calibrate(double eps, double delta, int64_t nb, double sens, double lr,
-                           size_t d, dprl_q_theta_noise *out, dprl_error *err);
+int dprl_q_theta_calibrate(double eps, double delta, int64_t nb, double sens,
+                           double fp_slack, double lr, size_t d,
+                           dprl_q_theta_noise *out, dprl_error *err);
 
 /* Building blocks (no validation; exposed for tests). nb = T/B. */
 double dprl_q_v(double lr, double k, double B);

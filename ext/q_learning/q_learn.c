@@ -97,9 +97,13 @@ void dprl_q_feature_bounds(const dprl_q_features *f, double *P, double *D) {
   *D = fmin(K * e / h, 2 * (e + 1) / h);
 }
 
+double dprl_q_reward_change(dprl_q_neighbours nb, double rmin, double rmax) {
+  return nb == DPRL_QNB_UNIT ? fmin(1.0, rmax - rmin) : rmax - rmin;
+}
+
 int dprl_q_sensitivity_L(const dprl_q_features *f, double lr, double k,
-                         double B, double rmin, double rmax, double *L,
-                         dprl_error *err) {
+                         double B, double rmin, double rmax,
+                         dprl_q_neighbours nb, double *L, dprl_error *err) {
   if (dprl_q_features_check(f, err)) return err->code;
   if (!(lr > 0) || !isfinite(lr))
     return dprl_fail(err, DPRL_EINVAL, "lr must be > 0, got %g", lr);
@@ -112,18 +116,17 @@ int dprl_q_sensitivity_L(const dprl_q_features *f, double lr, double k,
                      "reward bounds must have finite rmin < rmax, got rmin = "
                      "%g, rmax = %g",
                      rmin, rmax);
-  double P, D, dr = fmin(1.0, rmax - rmin);
+  double P, D, dr = dprl_q_reward_change(nb, rmin, rmax);
   dprl_q_feature_bounds(f, &P, &D);
   /* ||f||_inf <= lr dr P must be <= v L, v = 4 lr (k+1)/B; |f'| <= lr dr D. */
   *L = dr * fmax(lr * D, P * B / (4 * (k + 1)));
   return DPRL_OK;
 }
 
-double dprl_q_theta_sensitivity(const dprl_q_features *f, double lr, double rmin,
-                                double rmax) {
+double dprl_q_theta_sensitivity(const dprl_q_features *f, double lr, double dr) {
   double P, D;
   dprl_q_feature_bounds(f, &P, &D);
-  return lr * (rmax - rmin) * sqrt(P);
+  return lr * dr * sqrt(P);
 }
 
 /* ---- validation -------------------------------------------------------- */

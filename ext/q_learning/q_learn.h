@@ -56,33 +56,41 @@ double dprl_q_value(const dprl_q_features *f, const double *theta_a, double x);
 **       bump summed over a lattice: <= its max + integral / spacing). */
 void dprl_q_feature_bounds(const dprl_q_features *f, double *P, double *D);
 
+/* The neighbouring relation a release covers (ALGORITHMS.md §8, "The
+** neighbouring relation"): two logs of the same transitions whose clamped
+** rewards may all differ, each by at most dr:
+**   DPRL_QNB_RANGE: dr = rmax - rmin (any two reward functions; default)
+**   DPRL_QNB_UNIT:  dr = min(1, rmax - rmin) (the paper's ||r - r'||_inf <= 1)
+** Both sensitivities below are linear in dr, so sigma of the paths and of
+** theta scale with it. */
+typedef enum { DPRL_QNB_RANGE = 0, DPRL_QNB_UNIT = 1 } dprl_q_neighbours;
+double dprl_q_reward_change(dprl_q_neighbours nb, double rmin, double rmax);
+
 /* The constant L that calibration (q_calibrate.h) needs for this
 ** approximator, derived from the reward bound (no clipping of theta):
-**   L = dr * max(lr * D, P * B / (4 (k + 1))),  dr = min(1, rmax - rmin).
+**   L = dr * max(lr * D, P * B / (4 (k + 1))),  dr of the relation nb.
 ** Why: the proof of Theorem 5 bounds f = (one step under r) - (one step
 ** under r') by ||f||_inf <= v L and ||f'|| <= L, v = 4 lr (k+1)/B, to get
 ** ||f||_H^2 <= (v^2 + v) L^2 = C.  For this linear model, with theta, the
 ** batch and the noise paths shared,
 **   f(x) = (lr / B) sum_{t: a_t = a} (r_t - r'_t) phi(x_t) . phi(x),
-** |r_t - r'_t| <= dr (neighbours: ||r - r'||_inf <= 1, and both are clamped
-** to [rmin, rmax]); so ||f||_inf <= lr dr P and |f'| <= lr dr D, and the L
-** above makes both inequalities true.  Note the B: all B rewards of a
+** |r_t - r'_t| <= dr; so ||f||_inf <= lr dr P and |f'| <= lr dr D, and the
+** L above makes both inequalities true.  Note the B: all B rewards of a
 ** batch may differ, so the step moves by lr dr P, not lr dr P / B as the
 ** paper's proof assumes; L carries that factor back.  The paths cancel
 ** out of f, so no bound on theta or on the noise is needed. */
 int dprl_q_sensitivity_L(const dprl_q_features *f, double lr, double k,
-                         double B, double rmin, double rmax, double *L,
-                         dprl_error *err);
+                         double B, double rmin, double rmax,
+                         dprl_q_neighbours nb, double *L, dprl_error *err);
 
 /* The l2 sensitivity of one SGD update of theta (ALGORITHMS.md §10):
-** neighbouring data may change every reward, each within [rmin, rmax], so
-** the B rewards of a batch move the update by at most
-**   (lr / B) sum_t (rmax - rmin) ||phi(x_t)||_2 <= lr (rmax - rmin) sqrt(P)
+** neighbouring data may change every reward by up to dr, so the B rewards
+** of a batch move the update by at most
+**   (lr / B) sum_t dr ||phi(x_t)||_2 <= lr dr sqrt(P)
 ** (P >= sup ||phi||^2, dprl_q_feature_bounds); the batch, the noise paths
 ** and theta before the step are the same on both sides (data-independent
 ** randomness and the previous, already noisy, release). */
-double dprl_q_theta_sensitivity(const dprl_q_features *f, double lr, double rmin,
-                                double rmax);
+double dprl_q_theta_sensitivity(const dprl_q_features *f, double lr, double dr);
 
 typedef struct dprl_q_learn_opts {
   dprl_q_features feat;

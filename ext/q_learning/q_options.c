@@ -16,6 +16,14 @@
 
 const char *const dprl_q_feature_names[] = {"tent", "rbf", NULL};
 static const char *const acc_choices[] = {"proof", "gdp", "paper", NULL};
+const char *const dprl_q_neighbour_names[] = {"range", "unit", NULL};
+static const char *const units[] = {"reward function", "unit reward change"};
+static const char *const relations[] = {
+    "two logs of the same transitions (s, a, s') whose rewards, clamped to [rmin, rmax], may "
+    "all differ, each by up to rmax - rmin",
+    "two logs of the same transitions (s, a, s') whose rewards, clamped to [rmin, rmax], may "
+    "all differ, each by at most 1 (||r - r'||_inf <= 1, Wang & Hegde 2019); rewards that "
+    "differ by more are not covered"};
 
 const char *const dprl_q_reuse_note =
     "J < T/B reuses a noise path over several batches; the accountant composes T/B "
@@ -85,6 +93,7 @@ int dprl_q_read_privacy(const dprl_options *o, int learn, dprl_q_cal *c) {
   if (!rc) rc = dprl_opt_number(o, "lr", 1, 0, DPRL_POSITIVE, &c->lr);
   if (!rc) rc = dprl_opt_number(o, "k", 1, 0, DPRL_POSITIVE, &c->k);
   if (!rc) rc = dprl_opt_choice(o, "accountant", acc_choices, DPRL_QACC_GDP, &c->acc);
+  if (!rc) rc = dprl_opt_choice(o, "neighbours", dprl_q_neighbour_names, DPRL_QNB_RANGE, &c->nb);
   if (rc) return rc;
   if (learn) c->L_computed = 1;
   else if ((rc = read_L_or_approximator(o, c)) || !c->L_computed) return rc;
@@ -92,7 +101,8 @@ int dprl_q_read_privacy(const dprl_options *o, int learn, dprl_q_cal *c) {
   dprl_q_features unit = c->feat;
   unit.lo = 0;
   unit.hi = 1;
-  return dprl_q_sensitivity_L(&unit, c->lr, c->k, (double)c->B, c->rmin, c->rmax, &c->L, o->err);
+  return dprl_q_sensitivity_L(&unit, c->lr, c->k, (double)c->B, c->rmin, c->rmax,
+                              (dprl_q_neighbours)c->nb, &c->L, o->err);
 }
 
 int dprl_q_read_interval(const dprl_options *o, double *lo, double *hi) {
@@ -133,6 +143,17 @@ void dprl_q_put_calibration(dprl_buf *b, const dprl_q_cal *c) {
   dprl_json_put_num(b, "delta", c->delta);
   dprl_q_put_schedule(b, c->T, c->B, c->J, c->lr);
   dprl_q_put_constants(b, c);
+}
+
+const char *dprl_q_unit(int nb) { return units[nb == DPRL_QNB_UNIT]; }
+
+void dprl_q_put_relation(dprl_buf *b, int nb) {
+  dprl_json_put_key(b, "unit");
+  dprl_json_put_string(b, dprl_q_unit(nb));
+  dprl_json_put_key(b, "neighbours");
+  dprl_json_put_string(b, dprl_q_neighbour_names[nb == DPRL_QNB_UNIT]);
+  dprl_json_put_key(b, "relation");
+  dprl_json_put_string(b, relations[nb == DPRL_QNB_UNIT]);
 }
 
 void dprl_q_put_schedule(dprl_buf *b, int64_t T, int64_t B, int64_t J, double lr) {
@@ -187,7 +208,8 @@ int dprl_q_check_action(int64_t a, int64_t n_actions, const char *what, dprl_err
 
 static const char *const cal_keys[] = {"epsilon", "delta", "T",        "B", "lr",
                                        "k",       "L",     "J",        "accountant",
-                                       "K",       "features", "rmin", "rmax", NULL};
+                                       "K",       "features", "rmin", "rmax", "neighbours",
+                                       NULL};
 
 int dprl_q_calibrate_options(const char *text, size_t len, dprl_q_cal *c, dprl_error *err) {
   const char *fn = "dp_q_calibrate";
@@ -205,12 +227,12 @@ int dprl_q_calibrate_options(const char *text, size_t len, dprl_q_cal *c, dprl_e
 static const char *const noise_keys[] = {
     "n_actions", "lo", "hi",         "path", "seed", "sigma",    "beta", "epsilon", "delta",
     "T",         "B",  "lr",         "k",    "L",    "J",        "accountant",     "K",
-    "features",  "rmin", "rmax",     "budget", NULL};
+    "features",  "rmin", "rmax",     "neighbours", "budget", NULL};
 
 /* Keys that only calibration reads: refused when sigma and beta are given. */
 static const char *const calib_only_keys[] = {"epsilon", "delta", "T", "B", "lr", "k", "L",
                                               "J", "accountant", "K", "features", "rmin",
-                                              "rmax", NULL};
+                                              "rmax", "neighbours", NULL};
 
 static int read_path(const dprl_options *o, dprl_q_noise_cfg *c) {
   if (!dprl_opt_has(o, "path")) return DPRL_OK;
@@ -288,11 +310,12 @@ void dprl_q_learn_cfg_free(dprl_q_learn_cfg *c) {
 static const char *const learn_keys[] = {
     "n_actions", "gamma", "lr",      "T",     "B",          "J",     "K",
     "features",  "lo",    "hi",      "rmin",  "rmax",       "k",     "epsilon",
-    "delta",     "accountant", "sigma", "beta", "seed",     "budget", NULL};
+    "delta",     "accountant", "neighbours", "sigma", "beta", "seed", "budget", NULL};
 
 /* sigma (and beta) given: no calibration, no noise on theta. */
 static int learn_explicit(const dprl_options *o, dprl_q_learn_cfg *c) {
-  static const char *const calib_keys[] = {"epsilon", "delta", "k", "accountant", NULL};
+  static const char *const calib_keys[] = {"epsilon", "delta", "k", "accountant", "neighbours",
+                                           NULL};
   c->explicit_sigma = 1;
   int rc = refuse_calibration(o, calib_keys,
                               "give either sigma (and beta) or epsilon, delta and k, not both");
@@ -312,9 +335,14 @@ static int learn_calibrated(const dprl_options *o, int64_t m, dprl_q_learn_cfg *
   if (rc) return rc;
   c->lo.sigma = c->cal.out.sigma;
   c->lo.beta = c->cal.out.beta;
-  double sens = dprl_q_theta_sensitivity(&c->cal.feat, c->cal.lr, c->cal.rmin, c->cal.rmax);
+  /* the rounding of the rewards' part is relative to rmax - rmin, the
+  ** sensitivity to the relation's change dr (q_calibrate.h) */
+  double range = c->cal.rmax - c->cal.rmin;
+  double dr = dprl_q_reward_change((dprl_q_neighbours)c->cal.nb, c->cal.rmin, c->cal.rmax);
+  double sens = dprl_q_theta_sensitivity(&c->cal.feat, c->cal.lr, dr);
+  double slack = DPRL_Q_FP_SLACK * fmax(1.0, range / dr);
   dprl_error terr = {0};
-  if (dprl_q_theta_calibrate(c->cal.epsilon, c->cal.delta, c->cal.T / c->cal.B, sens,
+  if (dprl_q_theta_calibrate(c->cal.epsilon, c->cal.delta, c->cal.T / c->cal.B, sens, slack,
                              c->cal.lr, (size_t)m * (size_t)c->cal.feat.K, &c->th, &terr))
     return dprl_fail(o->err, terr.code, "%s: %s", o->fn, terr.msg);
   c->lo.sigma_theta = c->th.sigma;

@@ -58,12 +58,15 @@ _Static_assert(DPRL_Q_MAX_STEPS <= (1 << 30), "B must stay <= 2^30");
 
 /* "tent", "rbf" (indexed by dprl_qfeat_kind), NULL-ended. */
 extern const char *const dprl_q_feature_names[];
+/* The option "neighbours": "range", "unit" (indexed by dprl_q_neighbours). */
+extern const char *const dprl_q_neighbour_names[];
 
 /* The calibration inputs shared by the three functions, and the result. */
 typedef struct dprl_q_cal {
   int64_t T, B, J;
   double epsilon, delta, lr, k, L;
   int acc;                 /* dprl_q_accountant */
+  int nb;                  /* dprl_q_neighbours: the relation the release covers */
   int L_computed;          /* L from the approximator (K, features, rmin, rmax) */
   dprl_q_features feat;    /* the approximator, when known */
   double rmin, rmax;
@@ -86,6 +89,12 @@ int dprl_q_fresh_paths(const dprl_q_cal *c);
 extern const char *const dprl_q_reuse_note; /* says J < T/B is not covered */
 /* ,"sigma":...,"beta":...: the calibration and its public inputs. */
 void dprl_q_put_calibration(dprl_buf *b, const dprl_q_cal *c);
+/* The unit of privacy a release under relation nb protects, as the ledger
+** records it: "reward function" (range) or "unit reward change" (unit);
+** a budget of one refuses a release of the other. */
+const char *dprl_q_unit(int nb);
+/* ,"unit":...,"neighbours":...,"relation":...: what the release protects. */
+void dprl_q_put_relation(dprl_buf *b, int nb);
 /* ,"T":...,"B":...,"J":...,"lr":... */
 void dprl_q_put_schedule(dprl_buf *b, int64_t T, int64_t B, int64_t J, double lr);
 /* ,"k":...,"L":...,"v":...,"C":...,"mu":...,"margin":... (part of the above). */

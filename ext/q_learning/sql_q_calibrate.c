@@ -18,6 +18,7 @@
 
 static void calibrate_json(const dprl_q_cal *c, dprl_buf *b) {
   dprl_buf_puts(b, "{\"mechanism\":\"dp_q_calibrate\"");
+  dprl_q_put_relation(b, c->nb);
   dprl_q_put_calibration(b, c);
   if (c->L_computed) {
     dprl_json_put_key(b, "features");

@@ -154,8 +154,8 @@ static int learn_json(const ql_agg *g, const double *theta, dprl_cancel *cancel,
   dprl_buf_puts(b, "{\"mechanism\":\"dp_q_learn\"");
   dprl_buf_printf(b, ",\"private\":%s", private_ ? "true" : "false");
   if (c->has_seed) dprl_buf_puts(b, ",\"seeded\":true");
-  /* the unit of privacy: neighbours may change every reward (ALGORITHMS.md §10) */
-  dprl_buf_puts(b, ",\"unit\":\"reward function\"");
+  /* the unit of privacy and the relation (ALGORITHMS.md §8, §10) */
+  dprl_q_put_relation(b, c->cal.nb);
   if (!c->explicit_sigma) put_theta_noise(b, c);
   put_paths(b, c);
   dprl_q_put_schedule(b, o->T, o->B, o->J, o->lr);
@@ -204,7 +204,7 @@ static int ql_final(dprl_agg *frame, dprl_buf *b, dprl_spend *sp, dprl_error *er
   sp->epsilon = sp->spends ? c->cal.epsilon : 0;
   sp->delta = sp->spends ? c->cal.delta : 0;
   sp->why_not = c->has_seed ? "seed" : "sigma";
-  sp->unit = "reward function";
+  sp->unit = dprl_q_unit(c->cal.nb);
   sp->gaussian = sp->spends; /* theta: mu-GDP steps of the discrete Gaussian, rho = mu^2/2 */
   sp->rho = sp->spends ? c->th.mu * c->th.mu / 2 : 0;
   return rc;

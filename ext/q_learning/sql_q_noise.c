@@ -159,7 +159,7 @@ static int noise_charge(sqlite3 *db, const dprl_q_noise_cfg *c, const dprl_q_pat
   dprl_q_noise_cost cost;
   dprl_q_noise_cost_of(c, ps, &cost);
   dprl_spend sp = {c->budget, "dp_q_noise", cost.epsilon, cost.delta, cost.spends,
-                   text,      len,          cost.why_not, "reward function", 0, 0};
+                   text,      len,          cost.why_not, dprl_q_unit(c->cal.nb), 0, 0};
   int rc = dprl_budget_charge(db, &sp, err);
   if (!rc) rc = dprl_q_noise_charged(&cost, ps, err);
   return rc;

@@ -17,7 +17,8 @@ typedef struct dprl_spend {
   size_t options_len;
   const char *why_not; /* when !spends: the option that makes it not private,
                        ** e.g. "seed" (NULL: "seed") */
-  const char *unit;    /* the unit of privacy: "episode", "expert", "reward function" */
+  const char *unit;    /* the unit of privacy: "episode", "expert", "reward function",
+                       ** "unit reward change" */
   int gaussian;        /* a Gaussian release of known rho (zCDP, ALGORITHMS.md §12.1) */
   double rho;
 } dprl_spend;

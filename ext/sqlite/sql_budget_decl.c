@@ -6,7 +6,9 @@
 **   SELECT dprl_budget_remaining('study');
 **
 ** A budget states what it protects (its unit of privacy: "episode",
-** "expert" or "reward function"; a release of another unit is refused) and
+** "expert", "reward function" or "unit reward change", the last two the
+** two neighbouring relations of the Q-learning releases; a release of
+** another unit is refused) and
 ** its accountant: "zcdp" (the default: Gaussian releases compose in zCDP,
 ** the others add up, ALGORITHMS.md §12.1) or "basic" (every release's
 ** epsilon and delta add up).  The charge itself is sql_budget.c.
@@ -44,7 +46,8 @@ typedef struct budget_decl {
   const char *unit, *accountant;
 } budget_decl;
 
-static const char *const units[] = {"episode", "expert", "reward function", NULL};
+static const char *const units[] = {"episode", "expert", "reward function", "unit reward change",
+                                    NULL};
 static const char *const accountants[] = {"zcdp", "basic", NULL};
 static const char *const budget_keys[] = {"unit", "accountant", "in_memory", NULL};
 
@@ -114,13 +117,14 @@ static int read_decl(sqlite3_value *v, budget_decl *d, dprl_error *err) {
     return dprl_fail(err, DPRL_EINVAL,
                      "%s: the unit of privacy the budget protects is required: "
                      "dprl_budget(name, epsilon, delta, '{\"unit\": \"episode\"}'), with "
-                     "\"episode\", \"expert\" or \"reward function\"", fn);
+                     "\"episode\", \"expert\", \"reward function\" or \"unit reward change\"", fn);
   int rc = dprl_options_open(&o, fn, text, (size_t)sqlite3_value_bytes(v), budget_keys, err);
   if (rc) return rc;
   if (!dprl_opt_has(&o, "unit"))
     rc = dprl_fail(err, DPRL_EINVAL,
                    "%s: option unit is required: the unit of privacy the budget protects, "
-                   "one of \"episode\", \"expert\", \"reward function\"", fn);
+                   "one of \"episode\", \"expert\", \"reward function\", \"unit reward change\"",
+                   fn);
   if (!rc) rc = dprl_opt_choice(&o, "unit", units, 0, &u);
   if (!rc) rc = dprl_opt_choice(&o, "accountant", accountants, 0, &a);
   if (!rc) rc = dprl_opt_bool(&o, "in_memory", 0, &d->in_memory);

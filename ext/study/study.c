@@ -51,7 +51,8 @@ const char *const dprl_plan_mechanisms[] = {"dp_lsw", "dp_lsl", "dp_lsw_from_sta
 
 static const char *const study_keys[] = {"budget", "releases", NULL};
 static const char *const budget_keys[] = {"epsilon", "delta", "unit", "accountant", NULL};
-static const char *const units[] = {"episode", "expert", "reward function", NULL};
+static const char *const units[] = {"episode", "expert", "reward function", "unit reward change",
+                                    NULL};
 static const char *const accountants[] = {"zcdp", "basic", NULL};
 static const char *const release_only[] = {"label", "groups", NULL};
 

@@ -79,8 +79,9 @@ def gdp_sigma(eps, delta, nb, C):
 
 
 def L_tent(K, lr, k, B, rmin=0.0, rmax=1.0):
-    """P = 1, D = 1/h = K - 1 (q_learn.h); L = dr max(lr D, P B / (4 (k+1)))."""
-    dr = min(1.0, rmax - rmin)
+    """P = 1, D = 1/h = K - 1 (q_learn.h); L = dr max(lr D, P B / (4 (k+1))),
+    dr = rmax - rmin under the default relation "range"."""
+    dr = rmax - rmin
     return dr * max(lr * (K - 1), B / (4 * (k + 1)))
 
 
@@ -89,7 +90,7 @@ def L_rbf(K, lr, k, B, rmin=0.0, rmax=1.0):
     q = math.exp(-math.pi ** 2)
     P = min(K, math.sqrt(math.pi) * (1 + 2 * q / (1 - q)))
     D = min(K * math.exp(-0.5) / h, 2 * (math.exp(-0.5) + 1) / h)
-    dr = min(1.0, rmax - rmin)
+    dr = rmax - rmin
     return dr * max(lr * D, P * B / (4 * (k + 1)))
 
 
@@ -279,7 +280,7 @@ def test_calibrate_refusals():
         (dict({k_: v for k_, v in WORKED.items() if k_ != "L"}, K=21, rmin=1, rmax=1),
          "dp_q_calibrate: option rmax must be > rmin = 1, got 1"),
         (dict(WORKED, sigma=1), 'dp_q_calibrate: unknown option "sigma" (known: epsilon, delta, '
-         'T, B, lr, k, L, J, accountant, K, features, rmin, rmax)'),
+         'T, B, lr, k, L, J, accountant, K, features, rmin, rmax, neighbours)'),
     ]
     for kw, msg in bad:
         check_error(con, fn, msg, "refused: " + msg, (J(**kw),))
@@ -893,7 +894,7 @@ def test_noise_errors():
         (src, dict(o, path=3), "dp_q_noise: option path must be a table name, got 3"),
         (src, dict(o, seed=-1), "dp_q_noise: option seed must be an integer in [0, 2^53], got -1"),
         (src, dict(o, sigmaa=1), 'dp_q_noise: unknown option "sigmaa" (known: n_actions, lo, hi, path, seed, '
-         'sigma, beta, epsilon, delta, T, B, lr, k, L, J, accountant, K, features, rmin, rmax, budget)'),
+         'sigma, beta, epsilon, delta, T, B, lr, k, L, J, accountant, K, features, rmin, rmax, neighbours, budget)'),
         (None, o, "dp_q_noise: points_sql must be the text of a SELECT, got NULL"),
     ]
     for sql, opts, msg in cases:
@@ -1124,7 +1125,7 @@ def theta_noise_hand(eps, delta, nb, lr, rmin, rmax, kind, K, m):
     return dict(sigma=sigma, grid=g, sensitivity=eff, mu=math.sqrt(nb) * eff / sigma)
 
 
-PRIVATE_KEYS = {"mechanism", "private", "unit", "epsilon", "delta", "theta_noise", "paths", "T", "B", "J", "lr",
+PRIVATE_KEYS = {"mechanism", "private", "unit", "neighbours", "relation", "epsilon", "delta", "theta_noise", "paths", "T", "B", "J", "lr",
                 "n_actions", "gamma", "rmin", "rmax", "features", "theta"}
 
 
@@ -1316,7 +1317,7 @@ def test_learn_errors():
         (dict({k: v for k, v in base.items() if k != "sigma"}, epsilon=1, delta=1e-5),
          "dp_q_learn: option k is required"),
         (dict(base, L=1), 'dp_q_learn: unknown option "L" (known: n_actions, gamma, lr, T, B, J, K, features, '
-         'lo, hi, rmin, rmax, k, epsilon, delta, accountant, sigma, beta, seed, budget)'),
+         'lo, hi, rmin, rmax, k, epsilon, delta, accountant, neighbours, sigma, beta, seed, budget)'),
     ]
     for o, msg in opt:
         check_error(con, LEARN, msg, "refused: " + msg, (J(**o),))
@@ -1477,11 +1478,11 @@ def test_interrupts():
 
 PLAN_LEARN_KEYS = {"mechanism", "epsilon", "delta", "T", "B", "J", "lr", "n_actions", "gamma", "rmin", "rmax",
                    "features", "K", "updates", "sigma", "sensitivity", "mu", "paths_sigma", "q_range", "reach",
-                   "signal", "noise_sd", "noise_to_signal", "unit", "charged_as", "rho", "per_group", "useful",
-                   "why"}
+                   "signal", "noise_sd", "noise_to_signal", "unit", "neighbours", "relation", "charged_as", "rho",
+                   "per_group", "useful", "why"}
 PLAN_NOISE_KEYS = {"mechanism", "epsilon", "delta", "delta_total", "T", "B", "J", "lr", "accountant", "sigma",
-                   "beta", "mu", "q_range", "noise_sd", "noise_to_signal", "unit", "charged_as", "per_group",
-                   "useful", "why"}
+                   "beta", "mu", "q_range", "noise_sd", "noise_to_signal", "unit", "neighbours", "relation",
+                   "charged_as", "per_group", "useful", "why"}
 
 
 def plan(con, **kw):
@@ -1556,7 +1557,7 @@ def test_plan():
     check(r["fits"] is False and st["fit"] == 0 and "its unit of privacy is one reward function, and the budget "
           "protects one episode" in r["why"][0], "plan: a reward-level release does not fit an episode budget", r)
     check_error(con, "SELECT dp_plan(?)", 'dp_plan: unknown option "seed" (known: mechanism, n_actions, gamma, lr, '
-                'T, B, J, K, features, lo, hi, rmin, rmax, k, epsilon, delta, accountant)',
+                'T, B, J, K, features, lo, hi, rmin, rmax, k, epsilon, delta, accountant, neighbours)',
                 "plan dp_q_learn: the release's options less seed, budget, sigma and beta",
                 (J(mechanism="dp_q_learn", seed=1, **o),))
     check_error(con, "SELECT dp_plan(?)", "dp_plan: option q_range is required for dp_q_noise: the public range "

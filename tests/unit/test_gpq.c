@@ -640,22 +640,24 @@ static void test_features_and_L(void) {
   double L;
   dprl_error err = {0};
   dprl_q_features t21 = {DPRL_QFEAT_TENT, 21, 0, 1};
-  int rc = dprl_q_sensitivity_L(&t21, 3e-4, 23, 64, 0, 0.5, &L, &err);
+  int rc = dprl_q_sensitivity_L(&t21, 3e-4, 23, 64, 0, 0.5, DPRL_QNB_RANGE, &L, &err);
   /* dr = min(1, 0.5) = 0.5; max(3e-4 * 20, 64 / 96) = 2/3 */
   CHECK(rc == 0 && fabs(L - 0.5 * 64.0 / 96) < 1e-15, "L = dr max(lr D, P B / (4 (k+1)))");
-  rc = dprl_q_sensitivity_L(&t21, 0.5, 23, 64, -1, 1, &L, &err);
+  rc = dprl_q_sensitivity_L(&t21, 0.5, 23, 64, -1, 1, DPRL_QNB_UNIT, &L, &err);
   CHECK(rc == 0 && L == 10, "L = lr D when the slope term dominates");
   dprl_q_features k1 = {DPRL_QFEAT_TENT, 1, 0, 1};
-  rc = dprl_q_sensitivity_L(&k1, 0.5, 23, 64, -1, 1, &L, &err);
+  rc = dprl_q_sensitivity_L(&k1, 0.5, 23, 64, -1, 1, DPRL_QNB_RANGE, &L, &err);
   CHECK(rc == DPRL_EINVAL && msg_is(&err, "K (features per action) must be >= 2, got 1"),
         "K = 1 refused");
 }
 
-/* One SGD step under rewards r and r' = r + 1 (same batch, same theta,
-** sigma = 0) and f = Q - Q' on a fine grid: the proof needs
-** ||f||_inf <= v L and |f'| <= L.  Worst case for the sup: every sampled
-** transition at one tent node with one action. */
-static void sensitivity_case(int worst, int kind, const char *what) {
+/* One SGD step under rewards r and r' (same batch, same theta, sigma = 0)
+** and f = Q - Q' on a fine grid: the proof needs ||f||_inf <= v L and
+** |f'| <= L.  Rewards in [-5, 5]: under the relation "unit" r' = r + 1,
+** under "range" r = rmin, r' = rmax (every reward changes by the whole
+** range, 10).  Worst case for the sup: every sampled transition at one
+** tent node with one action. */
+static void sensitivity_case(int worst, int kind, dprl_q_neighbours nb, const char *what) {
   enum { N = 300 };
   double s[N], r[N], r2[N], sn[N], th[2 * 21], th2[2 * 21];
   int64_t a[N];
@@ -665,8 +667,8 @@ static void sensitivity_case(int worst, int kind, const char *what) {
     s[i] = worst ? 0.5 : dprl_rng_unit(&g);
     sn[i] = dprl_rng_unit(&g);
     a[i] = worst ? 1 : (int64_t)dprl_rng_below(&g, 2);
-    r[i] = dprl_rng_unit(&g) - 0.5;
-    r2[i] = r[i] + 1;
+    r[i] = nb == DPRL_QNB_UNIT ? dprl_rng_unit(&g) - 0.5 : -5;
+    r2[i] = nb == DPRL_QNB_UNIT ? r[i] + 1 : 5;
   }
   dprl_q_learn_opts o = {{kind, 21, 0, 1}, 2, 0.9, 0.01, 64, 64, 1, -5, 5, 0, 1, 0, 0, NULL};
   dprl_q_transitions d1 = {s, r, sn, a, N}, d2 = {s, r2, sn, a, N};
@@ -676,7 +678,7 @@ static void sensitivity_case(int worst, int kind, const char *what) {
   dprl_error err = {0};
   int rc = dprl_q_learn(&o, &d1, &ra, th, NULL, &err) | dprl_q_learn(&o, &d2, &rb, th2, NULL, &err);
   double k = 23, L, v = dprl_q_v(o.lr, k, 64), sup = 0, slope = 0, prev = 0;
-  rc |= dprl_q_sensitivity_L(&o.feat, o.lr, k, 64, o.rmin, o.rmax, &L, &err);
+  rc |= dprl_q_sensitivity_L(&o.feat, o.lr, k, 64, o.rmin, o.rmax, nb, &L, &err);
   for (int act = 0; act < 2; act++)
     for (int i = 0; i <= 4000; i++) {
       double x = i / 4000.0;
@@ -688,21 +690,31 @@ static void sensitivity_case(int worst, int kind, const char *what) {
   printf("# %s: sup|f| %.6g <= vL %.6g, max|f'| %.6g <= L %.6g\n", what, sup, v * L, slope, L);
   CHECK(rc == 0 && sup <= v * L * (1 + 1e-12), LABEL("%s: ||f||_inf <= v L", what));
   CHECK(slope <= L * (1 + 1e-9), LABEL("%s: |f'| <= L", what));
-  if (worst) CHECK_REL(sup, v * L, 1e-9, "worst case attains ||f||_inf = v L (the bound is tight)");
-  /* One update of theta moves by at most lr |r - r'| sqrt(P) in l2
-  ** (dprl_q_theta_sensitivity with rmax - rmin = |r - r'| = 1 here). */
+  if (worst) CHECK_REL(sup, v * L, 1e-9, LABEL("%s: the worst case attains ||f||_inf = v L", what));
+  /* One update of theta moves by at most lr dr sqrt(P) in l2. */
   double l2 = 0;
   for (int i = 0; i < 2 * 21; i++) l2 += (th[i] - th2[i]) * (th[i] - th2[i]);
   l2 = sqrt(l2);
-  double bound = dprl_q_theta_sensitivity(&o.feat, o.lr, 0, 1);
-  CHECK(l2 <= bound * (1 + 1e-12), LABEL("%s: ||theta - theta'||_2 %.6g <= lr sqrt(P) %.6g", what, l2, bound));
-  if (worst) CHECK_REL(l2, bound, 1e-9, "worst case attains the theta sensitivity (tight for tents)");
+  double bound = dprl_q_theta_sensitivity(&o.feat, o.lr, dprl_q_reward_change(nb, o.rmin, o.rmax));
+  CHECK(l2 <= bound * (1 + 1e-12), LABEL("%s: ||theta - theta'||_2 %.6g <= lr dr sqrt(P) %.6g", what, l2, bound));
+  if (worst) CHECK_REL(l2, bound, 1e-9, LABEL("%s: the worst case attains the theta sensitivity", what));
 }
 
 static void test_sensitivity_bound(void) {
-  sensitivity_case(0, DPRL_QFEAT_TENT, "tent, random batch");
-  sensitivity_case(1, DPRL_QFEAT_TENT, "tent, worst batch");
-  sensitivity_case(0, DPRL_QFEAT_RBF, "rbf, random batch");
+  sensitivity_case(0, DPRL_QFEAT_TENT, DPRL_QNB_UNIT, "unit, tent, random batch");
+  sensitivity_case(1, DPRL_QFEAT_TENT, DPRL_QNB_UNIT, "unit, tent, worst batch");
+  sensitivity_case(0, DPRL_QFEAT_RBF, DPRL_QNB_UNIT, "unit, rbf, random batch");
+  sensitivity_case(0, DPRL_QFEAT_TENT, DPRL_QNB_RANGE, "range, tent, random batch");
+  sensitivity_case(1, DPRL_QFEAT_TENT, DPRL_QNB_RANGE, "range, tent, worst batch");
+  sensitivity_case(0, DPRL_QFEAT_RBF, DPRL_QNB_RANGE, "range, rbf, random batch");
+  /* L, and so the paths' sigma, scales with the range under "range" */
+  dprl_q_features t21 = {DPRL_QFEAT_TENT, 21, 0, 1};
+  dprl_error err = {0};
+  double L1, L10, U10;
+  int rc = dprl_q_sensitivity_L(&t21, 3e-4, 200, 64, 0, 1, DPRL_QNB_RANGE, &L1, &err) |
+           dprl_q_sensitivity_L(&t21, 3e-4, 200, 64, -5, 5, DPRL_QNB_RANGE, &L10, &err) |
+           dprl_q_sensitivity_L(&t21, 3e-4, 200, 64, -5, 5, DPRL_QNB_UNIT, &U10, &err);
+  CHECK(rc == 0 && L10 == 10 * L1 && U10 == L1, "L: 10x at range 10 under range, 1x under unit");
 }
 
 /* ====================== 5. Q-learning on the paper's task =============== */
@@ -1012,12 +1024,12 @@ static void test_theta_fp_bound(void) {
   dprl_q_theta_noise tn;
   dprl_error err = {0};
   double sens = 0x1p-500, lr = 0x1p527;
-  int rc = dprl_q_theta_calibrate(1, 1e-5, 1, sens, lr, 3, &tn, &err);
+  int rc = dprl_q_theta_calibrate(1, 1e-5, 1, sens, DPRL_Q_FP_SLACK, lr, 3, &tn, &err);
   CHECK(rc == 0 && tn.grid == 0x1p-524, LABEL("grid 2^-524 as computed by hand, got %a", tn.grid));
   CHECK(rc == 0 && tn.sens == (sens + sqrt(3) * 0x1p-524) * (1 + 0x1p-20),
         "sensitivity in use: (sens + sqrt(d) g)(1 + 2^-20)");
   lr = nextafter(lr, INFINITY);
-  rc = dprl_q_theta_calibrate(1, 1e-5, 1, sens, lr, 3, &tn, &err);
+  rc = dprl_q_theta_calibrate(1, 1e-5, 1, sens, DPRL_Q_FP_SLACK, lr, 3, &tn, &err);
   CHECK(rc == DPRL_EINVAL &&
             msg_is(&err, "theta noise: its grid 1.82088e-158 is too fine for lr = 4.39347e+158: an "
                          "update's reward part cannot be computed in doubles to 2^-21 of a grid "
