@@ -65,7 +65,6 @@ TEST_LOCALES = de_DE fr_FR
 
 GLUE_SRC  = $(wildcard ext/*/sql_*.c) ext/dprl.c
 CORE_SRC  = $(filter-out $(GLUE_SRC),$(wildcard ext/*/*.c))
-HDRS      = $(wildcard ext/*.h ext/*/*.h)
 UNIT_SRC  = $(wildcard tests/unit/test_*.c)
 
 B ?= build
@@ -120,9 +119,16 @@ deps:
 dprl.so: $(CORE_OBJ) $(GLUE_OBJ)
 	$(CC) -shared -o $@ $^ $(LIBS) $(LDFLAGS)
 
-$(B)/%.o: ext/%.c $(HDRS) | $(B)
+# -MMD -MP: each object depends on the headers it includes (its .d file),
+# so a header change rebuilds only the objects that include it (an object
+# without its .d, from before, is rebuilt once).
+$(B)/%.o: ext/%.c $(B)/%.d | $(B)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) $(COMMIT_DEF) -c -o $@ $<
+	$(CC) $(ALL_CFLAGS) -MMD -MP $(COMMIT_DEF) -c -o $@ $<
+DEPS = $(patsubst ext/%.c,$(B)/%.d,$(CORE_SRC) $(GLUE_SRC)) \
+       $(patsubst ext/%.c,build/static/%.d,$(CORE_SRC) $(GLUE_SRC))
+$(DEPS): ;
+-include $(wildcard $(DEPS))
 
 # dprl_debug() names the commit: dprl.o (of every build tree) is compiled
 # with it and rebuilt when build/commit, rewritten only on change, changes.
@@ -142,9 +148,9 @@ libdprl.a: $(STATIC_OBJ)
 	rm -f $@
 	ar rcs $@ $^
 
-build/static/%.o: ext/%.c $(HDRS) | build/static
+build/static/%.o: ext/%.c build/static/%.d | build/static
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -DSQLITE_CORE $(COMMIT_DEF) -c -o $@ $<
+	$(CC) $(ALL_CFLAGS) -MMD -MP -DSQLITE_CORE $(COMMIT_DEF) -c -o $@ $<
 
 build/static:
 	mkdir -p $@
