@@ -5,6 +5,8 @@
 #   make clinical the clinical sample: a simulator, its log, exact and private values
 #   make test     install what is missing, run every test, then again under
 #                 AddressSanitizer + UndefinedBehaviorSanitizer
+#   make check    the quick tier: the plain build's tests in parallel (T=mdp
+#                 only those whose name contains mdp)
 #   make bench    benchmark against a bare scan and plain SQL
 #   make utility  error of private values against the exact ones (seeded)
 #   make fuzz     libFuzzer on every harness, FUZZ_SECONDS each (default 60)
@@ -77,7 +79,7 @@ HOST_BIN  = $(patsubst tests/host/%.c,$(B)/tests/%,$(wildcard tests/host/test_*.
 FUZZ_NAMES = options noise sql
 FUZZ_REPLAY = $(patsubst %,$(B)/tests/test_fuzz_%,$(FUZZ_NAMES))
 
-.PHONY: all check-deps deps demo clinical test test-fast test-san unit bench utility fuzz tsan install \
+.PHONY: all check check-deps deps demo clinical test test-fast test-san unit bench utility fuzz tsan install \
         uninstall clean samples paper paper-full static tag wheel node-deps FORCE docs \
         engines-deps pg-deps duckdb-deps clickhouse-deps test-engines scale-out-demo scale-out-ch
 .DEFAULT_GOAL := all
@@ -216,9 +218,15 @@ test: deps
 	@$(MAKE) --no-print-directory tsan
 	@PYTHON=$(PYTHON) SQLITE3=$(SQLITE3) sh tests/run.sh
 
-# Only the normal build (quicker while developing).
+# The quick tier: every unit and SQL test of the normal build, JOBS test
+# files at once (default: every CPU), T=WORD only the files whose name
+# contains WORD (make check T=mdp); no sanitizers, no packaging.
+check: check-deps dprl.so unit build/dprl_bench
+	@PYTHON=$(PYTHON) SQLITE3=$(SQLITE3) DPRL_NO_SAN=1 DPRL_NO_PACKAGING=1 T=$(T) sh tests/run.sh
+
+# The normal build with the packaging tests.
 test-fast: check-deps node-deps dprl.so unit build/static/test_embed build/dprl_bench
-	@PYTHON=$(PYTHON) SQLITE3=$(SQLITE3) DPRL_NO_SAN=1 sh tests/run.sh
+	@PYTHON=$(PYTHON) SQLITE3=$(SQLITE3) DPRL_NO_SAN=1 T=$(T) sh tests/run.sh
 
 # Other engines (docs/scaling-out.md).  PostgreSQL from Debian; DuckDB from
 # npm (@duckdb/node-api, pinned) into build/engines/duckdb.  Each fails

@@ -4,7 +4,10 @@
 # UndefinedBehaviorSanitizer build (unless DPRL_NO_SAN=1).
 # Every test prints "ok ..." or "not ok ..."; a program that crashes or
 # whose sanitizer reports counts as one more failure.  Ends with the line
-# "N passed, M failed".
+# "N passed, M failed", after the ten slowest test files.
+#   JOBS=N  test files run at once (default: the number of CPUs)
+#   T=WORD  only the test files whose name contains WORD (make check T=mdp)
+#   DPRL_NO_SAN=1, DPRL_NO_PACKAGING=1  leave out those parts (make check)
 set -u
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-/usr/bin/python3}
@@ -14,13 +17,27 @@ trap 'rm -rf "$LOG"' EXIT
 pass=0
 fail=0
 
-# run LABEL COMMAND...: run, echo its lines, count ok / not ok.
-run() {
-  label=$1
+JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
+T=${T:-}
+mkdir -p "$LOG/jobs"
+njob=0
+
+# job LABEL COMMAND...: queue a test file (COMMAND is shell text, run by sh).
+job() {
+  case "$1" in *"$T"*) ;; *) return 0 ;; esac
+  njob=$((njob + 1))
+  n=$(printf '%04d' "$njob")
+  printf '%s\n' "$1" >"$LOG/jobs/$n.label"
   shift
-  out="$LOG/out"
-  "$@" >"$out" 2>"$LOG/err"
-  status=$?
+  printf '%s\n' "$*" >"$LOG/jobs/$n.sh"
+}
+
+# report JOB: echo its lines, count ok / not ok (a crash, a non-zero exit
+# without a "not ok", or a sanitizer report counts as one more failure).
+report() {
+  label=$(cat "$1.label")
+  out="$1.out"
+  status=$(cat "$1.status")
   p=$(grep -c '^ok' "$out")
   f=$(grep -c '^not ok' "$out")
   echo "[$label] $p ok, $f not ok"
@@ -31,15 +48,26 @@ run() {
     echo "[$label] not ok: exited with status $status"
     f=1
   fi
-  if grep -qE 'ERROR: AddressSanitizer|runtime error:|ERROR: LeakSanitizer|WARNING: ThreadSanitizer' "$LOG/err"; then
+  if grep -qE 'ERROR: AddressSanitizer|runtime error:|ERROR: LeakSanitizer|WARNING: ThreadSanitizer' "$1.err"; then
     echo "[$label] not ok: sanitizer report:"
-    sed -n '1,40p' "$LOG/err"
+    sed -n '1,40p' "$1.err"
     f=$((f + 1))
   elif [ "$status" -ne 0 ]; then
-    sed -n '1,20p' "$LOG/err"
+    sed -n '1,20p' "$1.err"
   fi
   pass=$((pass + p))
   fail=$((fail + f))
+}
+
+# run the queued jobs, JOBS at a time, then report them in order
+run_jobs() {
+  [ "$njob" -gt 0 ] || return 0
+  ls "$LOG"/jobs/*.sh | xargs -P "$JOBS" -n 1 sh tests/run_job.sh
+  for j in "$LOG"/jobs/*.sh; do
+    report "${j%.sh}"
+    printf '%s %s\n' "$(cat "${j%.sh}.time")" "$(cat "${j%.sh}.label")" >>"$LOG/times"
+    rm -f "$j"
+  done
 }
 
 suite() { # suite BUILD_DIR SO [env for the loader]
@@ -47,14 +75,14 @@ suite() { # suite BUILD_DIR SO [env for the loader]
   so=$2
   tag=$3
   for t in "$dir"/tests/test_*; do
-    [ -x "$t" ] && run "$tag $(basename "$t")" "$t"
+    [ -x "$t" ] && job "$tag $(basename "$t")" "$t"
   done
   for t in tests/sql/test_*.py; do
-    run "$tag $(basename "$t")" env DPRL_SO="$so" SQLITE3="$SQLITE3" $PRELOAD "$PYTHON" "$t"
+    job "$tag $(basename "$t")" env DPRL_SO="$so" SQLITE3="$SQLITE3" $PRELOAD "$PYTHON" "$t"
   done
   for t in tests/sql/test_*.sh; do
-    [ -f "$t" ] && run "$tag $(basename "$t")" env DPRL_SO="$so" SQLITE3="$SQLITE3" \
-      SQL_PRELOAD="$CLI_PRELOAD" sh "$t"
+    [ -f "$t" ] && job "$tag $(basename "$t")" env DPRL_SO="$so" SQLITE3="$SQLITE3" \
+      SQL_PRELOAD="\"$CLI_PRELOAD\"" sh "$t"
   done
 }
 
@@ -65,10 +93,12 @@ suite build ./dprl.so plain
 # Packaging, once, against the normal build (tests/packaging/): exported
 # symbols, dprl linked into a C program, the Python wheel and the npm
 # package, each installed into a fresh temporary directory.
-run "packaging test_embed" ./build/static/test_embed
-for t in tests/packaging/test_*.sh; do
-  run "packaging $(basename "$t")" env PYTHON="$PYTHON" sh "$t"
-done
+if [ "${DPRL_NO_PACKAGING:-0}" != 1 ]; then
+  job "packaging test_embed" ./build/static/test_embed
+  for t in tests/packaging/test_*.sh; do
+    job "packaging $(basename "$t")" env PYTHON="$PYTHON" sh "$t"
+  done
+fi
 
 if [ "${DPRL_NO_SAN:-0}" != 1 ]; then
   asan=$(${CC:-cc} -print-file-name=libasan.so)
@@ -81,8 +111,14 @@ if [ "${DPRL_NO_SAN:-0}" != 1 ]; then
   suite build/san ./build/san/dprl.so sanitized
   # ThreadSanitizer: many connections and threads at once (make tsan)
   PRELOAD=""
-  [ -x build/tsan/test_threads ] && run "tsan test_threads" build/tsan/test_threads build/tsan/dprl.so
+  [ -x build/tsan/test_threads ] && job "tsan test_threads" build/tsan/test_threads build/tsan/dprl.so
 fi
 
+run_jobs
+if [ -s "$LOG/times" ]; then
+  echo "slowest test files (wall seconds, $JOBS at a time):"
+  sort -rn "$LOG/times" | head -10 | sed 's/^/  /'
+fi
+[ "$njob" -gt 0 ] || echo "no test file matches T=$T"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
