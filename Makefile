@@ -56,14 +56,9 @@ VERSION := $(shell sed -n 's/^\#define DPRL_VERSION "\(.*\)"/\1/p' ext/dprl.h)
 GIT_COMMIT := $(shell [ "$$(git rev-parse --show-toplevel 2>/dev/null)" = "$(CURDIR)" ] && \
                 git rev-parse --short HEAD 2>/dev/null || echo unknown)
 
-# The packaging tests (tests/packaging) build the Python wheel offline with
-# Debian's build tools and try it with apsw too.
-DEB_PKGS = libsqlite3-dev sqlite3 liblapacke-dev libopenblas-dev python3 gnuplot-nox \
-           python3-build python3-setuptools python3-wheel python3-venv python3-apsw \
-           python3-sqlglot locales
-# tests/sql/test_locale.py and tests/host/test_locale.c run dprl in hosts
-# that localise to these (make deps generates them with localedef).
-TEST_LOCALES = de_DE fr_FR
+# What each target needs is installed by scripts/install-deps.sh (the one
+# place that calls apt-get and npm): make deps runs its group "base".
+INSTALL = sh scripts/install-deps.sh
 
 GLUE_SRC  = $(wildcard ext/*/sql_*.c) ext/dprl.c
 CORE_SRC  = $(filter-out $(GLUE_SRC),$(wildcard ext/*/*.c))
@@ -86,7 +81,7 @@ FUZZ_REPLAY = $(patsubst %,$(B)/tests/test_fuzz_%,$(FUZZ_NAMES))
 
 all: check-deps dprl.so
 
-# `make` only checks; `make deps` (run by demo and test) installs with apt-get.
+# `make` only checks; `make deps` (run by demo and test) installs.
 check-deps:
 	@missing=""; \
 	for h in sqlite3.h lapacke.h; do \
@@ -96,27 +91,13 @@ check-deps:
 	  ls /usr/lib/*/libopenblas.so >/dev/null 2>&1 || missing="$$missing libopenblas"; \
 	if [ -n "$$missing" ]; then \
 	  echo "dprl: missing$$missing."; \
-	  echo "Install the dependencies with:"; \
-	  echo "  apt-get install -y $(DEB_PKGS)"; \
-	  echo "(or run 'make deps' as root, which does exactly that)"; \
+	  echo "Install the dependencies, as root, with: make deps"; \
+	  echo "(scripts/install-deps.sh base: Debian's libsqlite3-dev sqlite3 liblapacke-dev libopenblas-dev)"; \
 	  exit 1; \
 	fi
 
 deps:
-	@need=""; for p in $(DEB_PKGS); do \
-	  dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q "install ok installed" || need="$$need $$p"; \
-	done; \
-	if [ -n "$$need" ]; then \
-	  echo "dprl: installing$$need"; \
-	  if [ "$$(id -u)" != 0 ]; then echo "dprl: run as root, or: sudo apt-get install -y$$need"; exit 1; fi; \
-	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$need) >/dev/null || exit 1; \
-	fi
-	@for l in $(TEST_LOCALES); do \
-	  locale -a 2>/dev/null | grep -qx "$$l.utf8" && continue; \
-	  if [ "$$(id -u)" != 0 ]; then echo "dprl: run as root, or: sudo localedef -i $$l -f UTF-8 $$l.UTF-8"; exit 1; fi; \
-	  echo "dprl: generating the locale $$l.UTF-8 (for the tests)"; \
-	  localedef -i $$l -f UTF-8 $$l.UTF-8 || exit 1; \
-	done
+	@$(INSTALL) base
 
 dprl.so: $(CORE_OBJ) $(GLUE_OBJ)
 	$(CC) -shared -o $@ $^ $(LIBS) $(LDFLAGS)
@@ -228,54 +209,24 @@ check: check-deps dprl.so unit build/dprl_bench
 test-fast: check-deps node-deps dprl.so unit build/static/test_embed build/dprl_bench
 	@PYTHON=$(PYTHON) SQLITE3=$(SQLITE3) DPRL_NO_SAN=1 T=$(T) sh tests/run.sh
 
-# Other engines (docs/scaling-out.md).  PostgreSQL from Debian; DuckDB from
-# npm (@duckdb/node-api, pinned) into build/engines/duckdb.  Each fails
-# loudly when it cannot install: the engine tests never skip an engine.
-PG_PKGS      = postgresql postgresql-contrib
+# Other engines (docs/scaling-out.md): PostgreSQL and ClickHouse from
+# Debian, DuckDB from npm (@duckdb/node-api, pinned) into
+# build/engines/duckdb.  Each fails loudly when it cannot install: the
+# engine tests never skip an engine.
 DUCKDB_NODE  = 1.5.6-r.1
 DUCKDB_DIR   = build/engines/duckdb
 
 engines-deps: pg-deps duckdb-deps clickhouse-deps
 
 # ClickHouse from Debian (clickhouse-server and clickhouse-client, 18.16).
-CH_PKGS      = clickhouse-server clickhouse-client
-
 clickhouse-deps:
-	@need=""; for p in $(CH_PKGS); do \
-	  dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q "install ok installed" || need="$$need $$p"; \
-	done; \
-	if [ -n "$$need" ]; then \
-	  echo "dprl: installing$$need"; \
-	  if [ "$$(id -u)" != 0 ]; then echo "dprl: cannot install ClickHouse: run as root, or: sudo apt-get install -y$$need"; exit 1; fi; \
-	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$need) >/dev/null \
-	    || { echo "dprl: FAILED to install ClickHouse (apt-get install$$need)"; exit 1; }; \
-	fi
+	@$(INSTALL) clickhouse
 
 pg-deps:
-	@need=""; for p in $(PG_PKGS); do \
-	  dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q "install ok installed" || need="$$need $$p"; \
-	done; \
-	if [ -n "$$need" ]; then \
-	  echo "dprl: installing$$need"; \
-	  if [ "$$(id -u)" != 0 ]; then echo "dprl: cannot install PostgreSQL: run as root, or: sudo apt-get install -y$$need"; exit 1; fi; \
-	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$need) >/dev/null \
-	    || { echo "dprl: FAILED to install PostgreSQL (apt-get install$$need)"; exit 1; }; \
-	fi; \
-	ls /usr/lib/postgresql/*/lib/postgres_fdw.so >/dev/null 2>&1 \
-	  || { echo "dprl: FAILED: PostgreSQL has no postgres_fdw (package postgresql-contrib)"; exit 1; }
+	@$(INSTALL) pg
 
 duckdb-deps:
-	@if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then \
-	  echo "dprl: installing nodejs npm"; \
-	  [ "$$(id -u)" = 0 ] || { echo "dprl: cannot install Node.js: run as root, or: sudo apt-get install -y nodejs npm"; exit 1; }; \
-	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm) >/dev/null \
-	    || { echo "dprl: FAILED to install Node.js (apt-get install nodejs npm)"; exit 1; }; \
-	fi
-	@grep -qs '"version": "$(DUCKDB_NODE)"' $(DUCKDB_DIR)/node_modules/@duckdb/node-api/package.json || { \
-	  echo "dprl: installing @duckdb/node-api@$(DUCKDB_NODE) into $(DUCKDB_DIR)"; \
-	  mkdir -p $(DUCKDB_DIR) && cd $(DUCKDB_DIR) && \
-	  npm install --no-audit --no-fund --loglevel=error @duckdb/node-api@$(DUCKDB_NODE) >/dev/null \
-	    || { echo "dprl: FAILED to install DuckDB (npm install @duckdb/node-api@$(DUCKDB_NODE))"; exit 1; }; }
+	@DUCKDB_NODE=$(DUCKDB_NODE) $(INSTALL) duckdb
 
 # Ends with its own "N passed, M failed".
 test-engines: deps engines-deps
@@ -324,9 +275,7 @@ FUZZ_CC = clang
 FUZZ_FLAGS = -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
              -fno-sanitize-recover=undefined
 fuzz: deps
-	@command -v $(FUZZ_CC) >/dev/null && [ -n "$$(ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a 2>/dev/null)" ] || \
-	  { [ "$$(id -u)" = 0 ] && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clang libclang-rt-dev >/dev/null; } || \
-	  { echo "make fuzz: needs clang and libclang-rt-dev (apt-get install -y clang libclang-rt-dev)"; exit 1; }
+	@$(INSTALL) fuzz
 	@$(MAKE) --no-print-directory B=build/fuzz CC=$(FUZZ_CC) \
 	  CFLAGS="$(FUZZ_FLAGS) -fsanitize=fuzzer-no-link" LDFLAGS="-fsanitize=address,undefined" build/fuzz/dprl.so
 	@for h in $(FUZZ_NAMES); do \
@@ -380,26 +329,13 @@ paper-full: deps
 	@$(MAKE) --no-print-directory -C samples/paper
 
 # better-sqlite3 for the npm package's test (tests/packaging/test_node.sh),
-# installed once into build/node-deps and built there from source: its
-# install script would fetch a prebuilt binary from GitHub, which this
-# machine does not reach, and node-gyp would fetch Node's headers, so it
-# takes them from the system (NODEDIR/include/node: nodejs ships them).
-# A few minutes, once; make test does it.
+# built once from source into build/node-deps (scripts/install-deps.sh node).
 NODEDIR ?= /usr
 BETTER_SQLITE3 ?= better-sqlite3@12.11.1
 NODE_DEPS = build/node-deps/node_modules/better-sqlite3/build/Release/better_sqlite3.node
 node-deps: $(NODE_DEPS)
 $(NODE_DEPS):
-	@command -v npm >/dev/null || { echo "make node-deps: needs node (>= 20) and npm"; exit 1; }
-	@[ -f $(NODEDIR)/include/node/common.gypi ] || \
-	  { echo "make node-deps: no Node headers in $(NODEDIR)/include/node (set NODEDIR)"; exit 1; }
-	@mkdir -p build/node-deps
-	@echo "make node-deps: building $(BETTER_SQLITE3) from source into build/node-deps (once)"
-	@cd build/node-deps && echo '{"name": "dprl-test-deps", "private": true}' > package.json && \
-	  npm_config_build_from_source=true npm_config_nodedir=$(NODEDIR) \
-	  npm install --no-audit --no-fund --no-save $(BETTER_SQLITE3) > install.log 2>&1 || \
-	  { tail -30 install.log; exit 1; }
-	@[ -f $@ ] || { echo "make node-deps: $@ was not built:"; tail -30 build/node-deps/install.log; exit 1; }
+	@NODEDIR=$(NODEDIR) BETTER_SQLITE3=$(BETTER_SQLITE3) $(INSTALL) node
 
 # The Python package (bindings/python, docs/bindings.md, "Python") into dist/, offline:
 # Debian's python3-build, python3-setuptools and python3-wheel, no build
