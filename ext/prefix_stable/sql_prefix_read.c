@@ -1,12 +1,34 @@
 /*
 ** sql_prefix_read.c: which of the caller's trajectories dp_prefix_stable
-** reads (ALGORITHMS.md section 7.1); the rest of the call is in
-** sql_prefix_stable.c.
+** reads (ALGORITHMS.md section 7.1), and how their ids are checked; the
+** rest of the call is in sql_prefix_stable.c, which calls into this file
+** (never the other way).
 */
 #include <stdio.h>
 #include <string.h>
 
 #include "prefix_stable/sql_prefix_stable.h"
+
+/* An integer id (state or action) as a key. */
+int ps_int_key(sqlite3_value *v, const char *what, dprl_key *k, dprl_error *err) {
+  int64_t x;
+  int rc = dprl_sql_int(v, what, &x, err);
+  *k = (dprl_key){0, x, NULL, 0};
+  return rc;
+}
+
+/* A trajectory's state or action must be one the policies describe. */
+int ps_lookup(dprl_episode_index *x, sqlite3_value *v, const char *what, uint32_t *out,
+              dprl_error *err) {
+  dprl_key k;
+  int rc = ps_int_key(v, what, &k, err);
+  if (rc) return rc;
+  if (!dprl_key_find(x, &k, out))
+    return dprl_fail(err, DPRL_EINVAL,
+                     "trajectories_sql: %s %lld is not in the policy table (policies_sql)",
+                     what, (long long)k.ival);
+  return DPRL_OK;
+}
 
 /* ---- which trajectories are read (ALGORITHMS.md section 7.1) ------------
 ** Each of the T runs examines a trajectory drawn uniformly with

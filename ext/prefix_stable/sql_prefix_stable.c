@@ -69,14 +69,6 @@ static int ps_parse(const char *fn, sqlite3_value *v, ps_opts *o, dprl_error *er
   return rc;
 }
 
-/* An integer id (state or action) as a key. */
-static int int_key(sqlite3_value *v, const char *what, dprl_key *k, dprl_error *err) {
-  int64_t x;
-  int rc = dprl_sql_int(v, what, &x, err);
-  *k = (dprl_key){0, x, NULL, 0};
-  return rc;
-}
-
 /* Messages about the policies name the caller's ids (dprl_id_namer). */
 static void ps_name_id(void *ctx, dprl_id_kind kind, int64_t index, char *out, size_t n) {
   ps_state *ps = ctx;
@@ -118,8 +110,8 @@ static int ps_read_policies(sqlite3 *db, sqlite3_value *sql, ps_state *ps, char 
       rows = nr;
     }
     if (dprl_sql_key(sqlite3_column_value(q.stmt, 0), "policies_sql: expert", &ek, &ps->err) ||
-        int_key(sqlite3_column_value(q.stmt, 1), "policies_sql: state", &sk, &ps->err) ||
-        int_key(sqlite3_column_value(q.stmt, 2), "policies_sql: action", &ak, &ps->err) ||
+        ps_int_key(sqlite3_column_value(q.stmt, 1), "policies_sql: state", &sk, &ps->err) ||
+        ps_int_key(sqlite3_column_value(q.stmt, 2), "policies_sql: action", &ak, &ps->err) ||
         dprl_sql_real(sqlite3_column_value(q.stmt, 3), "policies_sql: prob", &r.p, &ps->err) ||
         dprl_key_intern(&ps->experts, &ek, &r.e, &ps->err) ||
         dprl_key_intern(&ps->states, &sk, &r.s, &ps->err) ||
@@ -148,19 +140,6 @@ static int ps_read_policies(sqlite3 *db, sqlite3_value *sql, ps_state *ps, char 
   }
   dprl_free(rows);
   return rc;
-}
-
-/* A trajectory's state or action must be one the policies describe. */
-int ps_lookup(dprl_episode_index *x, sqlite3_value *v, const char *what,
-                     uint32_t *out, dprl_error *err) {
-  dprl_key k;
-  int rc = int_key(v, what, &k, err);
-  if (rc) return rc;
-  if (!dprl_key_find(x, &k, out))
-    return dprl_fail(err, DPRL_EINVAL,
-                     "trajectories_sql: %s %lld is not in the policy table (policies_sql)",
-                     what, (long long)k.ival);
-  return DPRL_OK;
 }
 
 static void put_key(dprl_rows *out, int col, const dprl_key *k) {

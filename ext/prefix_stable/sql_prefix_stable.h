@@ -65,7 +65,9 @@ void ps_key_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv);
 /* Registered by the table in dprl.c. */
 extern const dprl_tvf_spec dprl_prefix_stable_tvf;
 void dprl_sql_prefix_calibrate(sqlite3_context *ctx, int argc, sqlite3_value **argv);
-int ps_lookup(dprl_episode_index *x, sqlite3_value *v, const char *what,
-                     uint32_t *out, dprl_error *err);
+/* sql_prefix_read.c: ids as keys, and a trajectory's id looked up. */
+int ps_int_key(sqlite3_value *v, const char *what, dprl_key *k, dprl_error *err);
+int ps_lookup(dprl_episode_index *x, sqlite3_value *v, const char *what, uint32_t *out,
+              dprl_error *err);
 
 #endif
