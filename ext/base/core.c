@@ -106,6 +106,60 @@ double dprl_strtod(const char *s, char **end) {
   return c ? strtod_l(s, end, c) : strtod(s, end);
 }
 
+/* ---- caller's text in messages ---------------------------------------- */
+
+size_t dprl_utf8_seq(const unsigned char *s, size_t len, uint32_t *cp) {
+  if (!len) return 0;
+  unsigned c = s[0];
+  size_t n = c < 0x80 ? 1 : c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3
+           : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+  if (!n || n > len) return 0;
+  uint32_t v = n == 1 ? c : c & (0x7F >> n);
+  for (size_t i = 1; i < n; i++) {
+    if ((s[i] & 0xC0) != 0x80) return 0;
+    v = v << 6 | (s[i] & 0x3F);
+  }
+  static const uint32_t least[5] = {0, 0, 0x80, 0x800, 0x10000};
+  if (v < least[n] || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF)) return 0;
+  *cp = v;
+  return n;
+}
+
+const char *dprl_char_shown(const unsigned char *s, size_t len, char *out) {
+  uint32_t cp = 0;
+  size_t n = dprl_utf8_seq(s, len, &cp);
+  if (n == 1 && cp >= 0x20 && cp < 0x7F) dprl_snprintf(out, 16, "'%c'", (char)cp);
+  else if (n) dprl_snprintf(out, 16, "U+%04X", (unsigned)cp);
+  else dprl_snprintf(out, 16, "\\x%02X", len ? s[0] : 0);
+  return out;
+}
+
+/* msg (capacity n) rewritten as valid UTF-8 without control characters:
+** each other byte becomes \xNN, and what no longer fits is cut at a
+** character's boundary. */
+static void text_valid(char *msg, size_t n) {
+  char in[sizeof ((dprl_error *)0)->msg];
+  size_t len = strlen(msg), o = 0;
+  if (len >= sizeof in || n > sizeof in) return;
+  memcpy(in, msg, len + 1);
+  for (size_t i = 0; i < len;) {
+    uint32_t cp = 0;
+    size_t k = dprl_utf8_seq((const unsigned char *)in + i, len - i, &cp);
+    int bad = !k || cp < 0x20 || cp == 0x7F || (cp >= 0x80 && cp < 0xA0);
+    size_t w = bad ? 4 : k;
+    if (o + w + 1 > n) break;
+    if (bad) {
+      dprl_snprintf(msg + o, 5, "\\x%02X", (unsigned char)in[i]);
+      k = k ? k : 1;
+    } else {
+      memcpy(msg + o, in + i, k);
+    }
+    o += w;
+    i += k;
+  }
+  msg[o] = 0;
+}
+
 int dprl_fail(dprl_error *err, int code, const char *fmt, ...) {
   if (err && err->code == DPRL_OK) {
     err->code = code;
@@ -113,6 +167,7 @@ int dprl_fail(dprl_error *err, int code, const char *fmt, ...) {
     va_start(ap, fmt);
     dprl_vsnprintf(err->msg, sizeof err->msg, fmt, ap);
     va_end(ap);
+    text_valid(err->msg, sizeof err->msg);
   }
   return err ? err->code : code;
 }

@@ -38,7 +38,21 @@ int dprl_snprintf(char *out, size_t n, const char *fmt, ...)
 int dprl_vsnprintf(char *out, size_t n, const char *fmt, va_list ap);
 double dprl_strtod(const char *s, char **end);
 
-/* Record an error (first one wins) and return its code. printf-style. */
+/* Caller's text in messages: the length of the valid UTF-8 sequence at s
+** (of at most len bytes) and its code point, or 0 when the byte at s does
+** not begin one (overlong forms, surrogates and values past U+10FFFF are
+** not valid). */
+size_t dprl_utf8_seq(const unsigned char *s, size_t len, uint32_t *cp);
+/* The character at s as a message shows it: 'c' for printable ASCII, U+XXXX
+** for any other valid code point (a NUL, a BOM, a curly quote), \xNN for a
+** byte that begins no valid sequence.  out holds at least 16 bytes. */
+const char *dprl_char_shown(const unsigned char *s, size_t len, char *out);
+
+/* Record an error (first one wins) and return its code. printf-style.
+** The message is made valid UTF-8 with no control character: a byte of an
+** invalid sequence, or a control character, becomes \xNN (a caller's text
+** may hold anything, and a message that does not decode escapes a host's
+** error handling: Python's UnicodeDecodeError). */
 int dprl_fail(dprl_error *err, int code, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))

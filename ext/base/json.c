@@ -32,9 +32,11 @@ static void skip_ws(parser *p) {
 static dprl_json *syntax(parser *p, const char *what) {
   if (p->pos >= p->len)
     dprl_fail(p->err, DPRL_EINVAL, "malformed JSON: %s, got end of text", what);
-  else
-    dprl_fail(p->err, DPRL_EINVAL, "malformed JSON at offset %zu: %s, got '%c'",
-              p->pos, what, p->s[p->pos]);
+  else {
+    char got[16];
+    dprl_fail(p->err, DPRL_EINVAL, "malformed JSON at offset %zu: %s, got %s", p->pos, what,
+              dprl_char_shown((const unsigned char *)p->s + p->pos, p->len - p->pos, got));
+  }
   return NULL;
 }
 
