@@ -195,7 +195,7 @@ static int ledger_write(sqlite3 *c, const char *where, const char *shown, const 
     if (w->interrupted || rc == SQLITE_INTERRUPT) return dprl_fail(err, DPRL_EINTR, "interrupted");
     if (rc != SQLITE_BUSY && dprl_ledger_tables_check(c, where, s->fn, "option budget", shown, s->budget, err))
       return err->code;
-    return dprl_ledger_db_error(c, s->fn, "reading it", err);
+    return dprl_ledger_db_error(c, rc, s->fn, "reading it", err);
   }
   sqlite3_bind_text(st, 1, at->name, -1, SQLITE_STATIC);
   sqlite3_bind_text(st, 2, s->fn, -1, SQLITE_STATIC);
@@ -221,7 +221,7 @@ static int ledger_write(sqlite3 *c, const char *where, const char *shown, const 
                      : "another connection writes, and this statement reads the ledger's "
                        "database in rollback-journal mode, so it cannot wait for it; WAL "
                        "(PRAGMA journal_mode = WAL) lets releases wait as the busy timeout says");
-  if (rc != SQLITE_DONE) return dprl_ledger_db_error(c, s->fn, "appending to dprl_ledger", err);
+  if (rc != SQLITE_DONE) return dprl_ledger_db_error(c, rc, s->fn, "appending to dprl_ledger", err);
   if (stored == 1) return DPRL_OK;
   /* Nothing stored: say why (the same checks, one at a time). */
   if (dprl_ledger_tables_check(c, where, s->fn, "option budget", shown, s->budget, err)) return err->code;
@@ -243,7 +243,7 @@ static int ledger_write(sqlite3 *c, const char *where, const char *shown, const 
                      s->fn, s->budget);
   char unit[64] = "", acct[64] = "";
   if (rc == SQLITE_OK) rc = dprl_budget_texts(c, where, at->name, unit, sizeof unit, acct, sizeof acct);
-  if (rc != SQLITE_OK) return dprl_ledger_db_error(c, s->fn, "reading it", err);
+  if (rc != SQLITE_OK) return dprl_ledger_db_error(c, rc, s->fn, "reading it", err);
   if (!unit[0])
     return dprl_fail(err, DPRL_EINVAL,
                      "%s: option budget \"%s\": the budget was declared by an older dprl, "
@@ -263,8 +263,8 @@ static int ledger_write(sqlite3 *c, const char *where, const char *shown, const 
   sp.zcdp = strcmp(acct, DPRL_ACCT_ZCDP) == 0;
   sp.eps_b = have[0];
   sp.delta_b = have[1];
-  if (dprl_spent_read(c, where, at->name, &sp) != SQLITE_OK)
-    return dprl_ledger_db_error(c, s->fn, "reading it", err);
+  int rs = dprl_spent_read(c, where, at->name, &sp);
+  if (rs != SQLITE_OK) return dprl_ledger_db_error(c, rs, s->fn, "reading it", err);
   return exceeded(s, &sp, err);
 }
 
@@ -289,9 +289,14 @@ static int ledger_open(sqlite3 *db, const char *fn, const char *schema, ledger_w
     return err->code;
   }
   sqlite3_busy_handler(*out, ledger_busy, w);
-  sqlite3_create_function_v2(*out, "dprl_ledger_fits", 6,
-                             SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS, NULL,
-                             dprl_sql_ledger_fits, NULL, NULL, NULL);
+  if (sqlite3_create_function_v2(*out, "dprl_ledger_fits", 6,
+                                 SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS, NULL,
+                                 dprl_sql_ledger_fits, NULL, NULL, NULL) != SQLITE_OK) {
+    /* the only way it fails for a valid name and arity: no memory */
+    sqlite3_close(*out);
+    *out = NULL;
+    return dprl_nomem(err);
+  }
   sqlite3_db_config(*out, SQLITE_DBCONFIG_DEFENSIVE, 1, (int *)0);
   sqlite3_db_config(*out, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, (int *)0);
   /* Durable at commit, whatever the caller's connection chose. */

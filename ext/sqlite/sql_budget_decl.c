@@ -62,12 +62,12 @@ static int declare(sqlite3 *db, const ledger_at *at, const budget_decl *d, dprl_
   if (!sql) return dprl_nomem(err);
   int rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
   sqlite3_free(sql);
-  if (rc != SQLITE_OK) return dprl_ledger_db_error(db, fn, "creating its tables", err);
+  if (rc != SQLITE_OK) return dprl_ledger_db_error(db, rc, fn, "creating its tables", err);
   if (dprl_ledger_upgrade(db, at->schema, fn, err)) return err->code;
   if (dprl_ledger_tables_check(db, at->schema, fn, "budget", at->schema, at->name, err)) return err->code;
   rc = dprl_ledger_query(db, at->schema, "SELECT epsilon, delta FROM \"%w\".dprl_budgets WHERE name = ?1",
                      at->name, have, 2, &found);
-  if (rc != SQLITE_OK) return dprl_ledger_db_error(db, fn, "reading it", err);
+  if (rc != SQLITE_OK) return dprl_ledger_db_error(db, rc, fn, "reading it", err);
   if (found) { /* declared again: only with the same parameters */
     double same = 0;
     char *q = sqlite3_mprintf("SELECT count(*) FROM \"%%w\".dprl_budgets WHERE name = ?1 AND "
@@ -75,7 +75,7 @@ static int declare(sqlite3 *db, const ledger_at *at, const budget_decl *d, dprl_
     if (!q) return dprl_nomem(err);
     rc = dprl_ledger_query(db, at->schema, q, at->name, &same, 1, &found);
     sqlite3_free(q);
-    if (rc != SQLITE_OK) return dprl_ledger_db_error(db, fn, "reading it", err);
+    if (rc != SQLITE_OK) return dprl_ledger_db_error(db, rc, fn, "reading it", err);
     if (have[0] != d->eps || have[1] != d->delta)
       return dprl_fail(err, DPRL_EINVAL,
                        "budget \"%s\" is already declared with epsilon %.17g, delta %.17g; a "
@@ -101,10 +101,11 @@ static int declare(sqlite3 *db, const ledger_at *at, const budget_decl *d, dprl_
     sqlite3_bind_int(st, 4, d->in_memory && at->ephemeral);
     sqlite3_bind_text(st, 5, d->accountant, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 6, d->unit, -1, SQLITE_STATIC);
-    rc = sqlite3_step(st) == SQLITE_DONE ? SQLITE_OK : SQLITE_ERROR;
+    rc = sqlite3_step(st);
+    rc = rc == SQLITE_DONE ? SQLITE_OK : rc;
   }
   sqlite3_finalize(st);
-  return rc == SQLITE_OK ? DPRL_OK : dprl_ledger_db_error(db, fn, "declaring the budget", err);
+  return rc == SQLITE_OK ? DPRL_OK : dprl_ledger_db_error(db, rc, fn, "declaring the budget", err);
 }
 
 /* The options: unit (required), accountant, in_memory. */
@@ -192,8 +193,9 @@ int dprl_budget_lookup(sqlite3 *db, sqlite3_value *name, const char *fn, ledger_
   int rc = read_name(db, name, fn, at, err);
   if (!rc) {
     const char *type;
-    char *sql = dprl_ledger_table_sql(db, at->schema, "dprl_budgets", &type);
-    if (!sql) rc = dprl_nomem(err);
+    int rt;
+    char *sql = dprl_ledger_table_sql(db, at->schema, "dprl_budgets", &type, &rt);
+    if (!sql) rc = dprl_ledger_db_error(db, rt, fn, "reading its tables", err);
     else if (!type[0])
       rc = dprl_fail(err, DPRL_EINVAL, "no budget named \"%s\" (no dprl_budgets table in %s)",
                      at->name, at->schema);
@@ -201,19 +203,20 @@ int dprl_budget_lookup(sqlite3 *db, sqlite3_value *name, const char *fn, ledger_
   }
   if (!rc && dprl_ledger_tables_check(db, at->schema, fn, "budget", at->schema, at->name, err))
     rc = err->code;
-  if (!rc && dprl_ledger_query(db, at->schema,
-                               "SELECT epsilon, delta FROM \"%w\".dprl_budgets WHERE name = ?1",
-                               at->name, have, 2, &found) != SQLITE_OK)
-    rc = dprl_ledger_db_error(db, fn, "reading it", err);
+  int rq = SQLITE_OK;
+  if (!rc && (rq = dprl_ledger_query(db, at->schema,
+                                     "SELECT epsilon, delta FROM \"%w\".dprl_budgets WHERE name = ?1",
+                                     at->name, have, 2, &found)) != SQLITE_OK)
+    rc = dprl_ledger_db_error(db, rq, fn, "reading it", err);
   if (!rc && !found) rc = dprl_fail(err, DPRL_EINVAL, "no budget named \"%s\"", at->name);
-  if (!rc && dprl_budget_texts(db, at->schema, at->name, unit, unit_size, acct, acct_size))
-    rc = dprl_ledger_db_error(db, fn, "reading it", err);
+  if (!rc && (rq = dprl_budget_texts(db, at->schema, at->name, unit, unit_size, acct, acct_size)))
+    rc = dprl_ledger_db_error(db, rq, fn, "reading it", err);
   if (rc) return rc;
   sp->zcdp = strcmp(acct, DPRL_ACCT_ZCDP) == 0;
   sp->eps_b = have[0];
   sp->delta_b = have[1];
-  if (dprl_spent_read(db, at->schema, at->name, sp) != SQLITE_OK)
-    return dprl_ledger_db_error(db, fn, "reading it", err);
+  if ((rq = dprl_spent_read(db, at->schema, at->name, sp)) != SQLITE_OK)
+    return dprl_ledger_db_error(db, rq, fn, "reading it", err);
   return DPRL_OK;
 }
 

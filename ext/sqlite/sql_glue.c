@@ -232,17 +232,33 @@ static int probe_check(void *ctx) {
   return rc == SQLITE_INTERRUPT;
 }
 
-int dprl_sql_db_error(sqlite3 *db, dprl_error *err, const char *fmt, ...) {
-  int code = sqlite3_errcode(db);
-  if (code == SQLITE_NOMEM) return dprl_nomem(err);
-  if (code == SQLITE_INTERRUPT) return dprl_fail(err, DPRL_EINTR, "interrupted");
+static int rc_error(sqlite3 *db, int rc, dprl_error *err, const char *fmt, va_list ap) {
+  /* The code the failing call returned wins: the connection's may be older
+  ** (a failed allocation of our own leaves it at SQLITE_OK, "not an error"). */
+  int code = rc != SQLITE_OK ? rc : sqlite3_errcode(db);
+  if ((code & 0xFF) == SQLITE_NOMEM || code == SQLITE_OK) return dprl_nomem(err);
+  if ((code & 0xFF) == SQLITE_INTERRUPT) return dprl_fail(err, DPRL_EINTR, "interrupted");
   char prefix[256];
+  dprl_vsnprintf(prefix, sizeof prefix, fmt, ap);
+  const char *why = sqlite3_errcode(db) == code ? sqlite3_errmsg(db) : sqlite3_errstr(code);
+  return dprl_fail(err, (code & 0xFF) == SQLITE_BUSY ? DPRL_EBUSY : DPRL_EINVAL, "%s: %s", prefix,
+                   why);
+}
+
+int dprl_sql_db_error(sqlite3 *db, dprl_error *err, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  dprl_vsnprintf(prefix, sizeof prefix, fmt, ap);
+  int r = rc_error(db, SQLITE_OK, err, fmt, ap);
   va_end(ap);
-  return dprl_fail(err, code == SQLITE_BUSY ? DPRL_EBUSY : DPRL_EINVAL, "%s: %s", prefix,
-                   sqlite3_errmsg(db));
+  return r;
+}
+
+int dprl_sql_rc_error(sqlite3 *db, int rc, dprl_error *err, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int r = rc_error(db, rc, err, fmt, ap);
+  va_end(ap);
+  return r;
 }
 
 int dprl_sql_cancel_open(dprl_sql_cancel *c, sqlite3 *db, dprl_error *err) {

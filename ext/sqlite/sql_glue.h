@@ -45,6 +45,15 @@ int dprl_sql_db_error(sqlite3 *db, dprl_error *err, const char *fmt, ...)
 #endif
     ;
 
+/* The same for the code rc that the failing call returned (the
+** connection's code may be older: a failed allocation of dprl's own leaves
+** it at SQLITE_OK); rc = SQLITE_OK reads the connection's. */
+int dprl_sql_rc_error(sqlite3 *db, int rc, dprl_error *err, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+
 /* Describe a value for messages: NULL, 2.5, 'text', a blob. */
 void dprl_sql_describe(sqlite3_value *v, char *out, size_t n);
 

@@ -80,29 +80,45 @@ int dprl_ledger_query(sqlite3 *db, const char *schema, const char *fmt, const ch
   return rc == SQLITE_ROW || rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
-int dprl_ledger_db_error(sqlite3 *db, const char *fn, const char *what, dprl_error *err) {
-  return dprl_sql_db_error(db, err, "%s: privacy ledger: %s", fn, what);
+int dprl_ledger_db_error(sqlite3 *db, int rc, const char *fn, const char *what, dprl_error *err) {
+  return dprl_sql_rc_error(db, rc, err, "%s: privacy ledger: %s", fn, what);
 }
 
 /* The text of table t in the schema ("" if none; NULL only out of memory). */
-char *dprl_ledger_table_sql(sqlite3 *db, const char *schema, const char *t, const char **type) {
+char *dprl_ledger_table_sql(sqlite3 *db, const char *schema, const char *t, const char **type,
+                            int *rc) {
   sqlite3_stmt *st = NULL;
   char *sql = sqlite3_mprintf("SELECT type, sql FROM \"%w\".sqlite_schema WHERE name = ?1 "
                               "COLLATE NOCASE", schema);
   char *out = NULL;
   *type = "";
-  if (sql && sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK) {
+  *rc = sql ? sqlite3_prepare_v2(db, sql, -1, &st, NULL) : SQLITE_NOMEM;
+  if (*rc == SQLITE_OK) {
     sqlite3_bind_text(st, 1, t, -1, SQLITE_STATIC);
-    if (sqlite3_step(st) == SQLITE_ROW) {
+    int step = sqlite3_step(st);
+    if (step != SQLITE_ROW && step != SQLITE_DONE) *rc = step;
+    if (step == SQLITE_ROW) {
       const char *ty = (const char *)sqlite3_column_text(st, 0);
       *type = ty && strcmp(ty, "table") == 0 ? "table" : ty && strcmp(ty, "view") == 0 ? "view"
                                                                                        : "other";
-      out = sqlite3_mprintf("%s", sqlite3_column_text(st, 1) ? (const char *)sqlite3_column_text(st, 1) : "");
+      const char *text = (const char *)sqlite3_column_text(st, 1);
+      /* NULL for a NULL sql, or when its conversion to text ran out of memory */
+      if ((!ty && sqlite3_column_type(st, 0) != SQLITE_NULL) ||
+          (!text && sqlite3_column_type(st, 1) != SQLITE_NULL))
+        *rc = SQLITE_NOMEM;
+      else if (!(out = sqlite3_mprintf("%s", text ? text : "")))
+        *rc = SQLITE_NOMEM;
     }
   }
   sqlite3_free(sql);
   sqlite3_finalize(st);
-  return out ? out : sqlite3_mprintf("%s", "");
+  if (*rc != SQLITE_OK) {
+    sqlite3_free(out);
+    return NULL;
+  }
+  out = out ? out : sqlite3_mprintf("%s", "");
+  if (!out) *rc = SQLITE_NOMEM;
+  return out;
 }
 
 /* Why the tables of the ledger cannot be used, or DPRL_OK.  `where` is the
@@ -114,8 +130,9 @@ int dprl_ledger_tables_check(sqlite3 *c, const char *where, const char *fn, cons
   static const char *const older[] = {BUDGETS_SQL_0 ")", BUDGETS_SQL_1 ")", LEDGER_SQL_0 ")"};
   for (int i = 0; i < 2; i++) {
     const char *type;
-    char *sql = dprl_ledger_table_sql(c, where, names[i], &type);
-    if (!sql) return dprl_nomem(err);
+    int rc;
+    char *sql = dprl_ledger_table_sql(c, where, names[i], &type, &rc);
+    if (!sql) return dprl_ledger_db_error(c, rc, fn, "reading its tables", err);
     int missing = sql[0] == 0 && type[0] == 0, differs = !missing && strcmp(sql, want[i]) != 0;
     int old = 0;
     for (int k = 0; k < 3; k++) old |= strcmp(sql, older[k]) == 0;
@@ -148,7 +165,7 @@ int dprl_ledger_tables_check(sqlite3 *c, const char *where, const char *fn, cons
                            "SELECT count(*) FROM \"%w\".sqlite_schema WHERE type = 'trigger' "
                            "AND lower(tbl_name) IN ('dprl_budgets', 'dprl_ledger')", NULL, &n, 1, &found);
     if (rc == SQLITE_NOMEM) return dprl_nomem(err);
-    if (rc != SQLITE_OK) return dprl_ledger_db_error(c, fn, "reading its triggers", err);
+    if (rc != SQLITE_OK) return dprl_ledger_db_error(c, rc, fn, "reading its triggers", err);
     if (n > 0)
       return dprl_fail(err, DPRL_EINVAL,
                        "%s: %s \"%s\": %s on dprl_budgets or dprl_ledger: a trigger "
@@ -170,9 +187,10 @@ static int add_column(sqlite3 *db, const char *schema, const char *table, const 
 int dprl_ledger_upgrade(sqlite3 *db, const char *schema, const char *fn, dprl_error *err) {
   const char *type;
   int rc = SQLITE_OK;
-  char *b = dprl_ledger_table_sql(db, schema, "dprl_budgets", &type);
-  char *l = dprl_ledger_table_sql(db, schema, "dprl_ledger", &type);
-  if (!b || !l) rc = SQLITE_NOMEM;
+  int rb, rl;
+  char *b = dprl_ledger_table_sql(db, schema, "dprl_budgets", &type, &rb);
+  char *l = dprl_ledger_table_sql(db, schema, "dprl_ledger", &type, &rl);
+  if (!b || !l) rc = rb != SQLITE_OK ? rb : rl;
   if (rc == SQLITE_OK && strcmp(b, BUDGETS_SQL_0 ")") == 0)
     rc = add_column(db, schema, "dprl_budgets", BUDGETS_COLUMN_1);
   if (rc == SQLITE_OK && (strcmp(b, BUDGETS_SQL_0 ")") == 0 || strcmp(b, BUDGETS_SQL_1 ")") == 0))
@@ -182,7 +200,7 @@ int dprl_ledger_upgrade(sqlite3 *db, const char *schema, const char *fn, dprl_er
   sqlite3_free(b);
   sqlite3_free(l);
   if (rc == SQLITE_NOMEM) return dprl_nomem(err);
-  return rc == SQLITE_OK ? DPRL_OK : dprl_ledger_db_error(db, fn, "upgrading its tables", err);
+  return rc == SQLITE_OK ? DPRL_OK : dprl_ledger_db_error(db, rc, fn, "upgrading its tables", err);
 }
 
 /* ---- what a budget has spent (ALGORITHMS.md §12, §12.1) ------------------ */

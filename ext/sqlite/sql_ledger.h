@@ -45,10 +45,12 @@ int dprl_ledger_locate(sqlite3 *db, const char *fn, const char *what, const char
 int dprl_ledger_query(sqlite3 *db, const char *schema, const char *fmt, const char *p,
                       double *out, int n, int *found);
 /* A SQLite error of db as a dprl error (BUSY, INTERRUPT, NOMEM kept). */
-int dprl_ledger_db_error(sqlite3 *db, const char *fn, const char *what, dprl_error *err);
-/* The text of table t in the schema ("" if none; NULL only out of memory),
-** *type "table", "view", "other" or "" (none). */
-char *dprl_ledger_table_sql(sqlite3 *db, const char *schema, const char *t, const char **type);
+int dprl_ledger_db_error(sqlite3 *db, int rc, const char *fn, const char *what, dprl_error *err);
+/* The text of table t in the schema ("" if none), *type "table", "view",
+** "other" or "" (none); NULL when it could not be read, with *rc the
+** SQLite code why (SQLITE_NOMEM among them: never read as "no table"). */
+char *dprl_ledger_table_sql(sqlite3 *db, const char *schema, const char *t, const char **type,
+                            int *rc);
 /* Why the ledger's tables in `where` (on connection c) cannot be used:
 ** missing, of another definition, or with triggers; DPRL_OK if they can. */
 int dprl_ledger_tables_check(sqlite3 *c, const char *where, const char *fn, const char *what,
