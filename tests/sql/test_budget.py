@@ -37,7 +37,8 @@ def database(journal=None, groups=1):
         con.execute(f"PRAGMA journal_mode = {journal}")
     con.execute("CREATE TABLE steps(episode, t, state, reward, action, g)")
     con.executemany("INSERT INTO steps VALUES (?, ?, ?, ?, ?, ?)",
-                    [(e, t, (e + t) % 2, 1.0, 0, e % groups) for e in range(20) for t in range(3)])
+                    [(e, t, (e + t) % 2, 1.0 - e / 100, 0, e % groups)  # each episode its own rows
+                     for e in range(20) for t in range(3)])
     con.execute("CREATE TABLE policies(expert, state, action, prob)")
     con.executemany("INSERT INTO policies VALUES (?, ?, ?, ?)",
                     [(x, s, a, 0.9 if a == 0 else 0.1) for x in range(5) for s in (0, 1) for a in (0, 1)])

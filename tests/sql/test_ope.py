@@ -205,8 +205,9 @@ def test_budget_once():
     con.execute("PRAGMA journal_mode = wal")
     rows = small_log(episodes=60)
     con.execute("CREATE TABLE log(episode, t, reward, behavior, target, g)")
+    # keys of one type: groups that mix integer and text keys are refused
     con.executemany("INSERT INTO log VALUES (?, ?, ?, ?, ?, ?)",
-                    [r + (hash(str(r[0])) % 4,) for r in rows])
+                    [(str(r[0]),) + r[1:] + (hash(str(r[0])) % 4,) for r in rows])
     con.execute("SELECT dprl_budget('study', 3, 1e-5, '{\"unit\": \"episode\"}')").fetchone()
     o = json.dumps(dict(BASE, budget="study"))
     got = con.execute("SELECT g, dp_is_value(episode, t, reward, behavior, target, ?) "

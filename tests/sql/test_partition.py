@@ -5,9 +5,9 @@ are refused at the first group that brings them, before its value, with
 nothing more charged: integer 7 and text '7' (two imports of one log), the
 keys episode * 10 + k of a cross join, keys renamed from the outer row by
 a correlated subquery, dp_is_value over episode || '/' || rule.  A
-partition of distinct episodes (a hospital split) is still charged once,
-for dp_lsw (rows in any order and grouped), dp_mdp, dp_is_value and, per
-expert, dp_expert_policy."""
+partition (a hospital split) is still charged once, for dp_lsw (rows in any
+order and grouped), dp_mdp, dp_is_value and, per expert, dp_expert_policy,
+also when some of a group's episodes have the rows of another group's."""
 import json
 import os
 import sqlite3
@@ -33,7 +33,7 @@ def database():
     con.isolation_level = None
     con.execute("PRAGMA journal_mode = wal")
     con.execute("CREATE TABLE steps(episode, t, state, action, reward, behavior, hospital)")
-    rows = [(e, t, (e + t) % 3, (e * t) % 2, ((e * 7 + t * 3) % 11) / 10, 0.5, e % 4)
+    rows = [(e, t, (e + t) % 3, (e >> t) % 2, ((e * 7 + t * 3) % 11) / 10 + e / 1000, 0.5, e % 4)
             for e in range(20) for t in range(3)]
     con.executemany("INSERT INTO steps VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
     con.execute("CREATE TABLE steps2 AS SELECT CAST(episode AS TEXT) AS episode, t, state, "
@@ -78,7 +78,7 @@ def refused(con, f, sql, params, says, name, budget="b"):
     return msg
 
 
-SAME = "the rows of an episode of this group are those of an episode of an earlier group"
+SAME = "the rows of every episode of this group are those of an episode of an earlier group"
 MIXED = "mix integer and text"
 
 
@@ -104,6 +104,24 @@ def test_partition_charged_once():
                       "FROM steps GROUP BY hospital", (json.dumps(dict(EXP, budget="x")),)).fetchall()
     check(len(got) == 4 and ledger(f, "x") == 1, "dp_expert_policy by hospital: one row",
           ledger(f, "x"))
+
+
+def test_alike_episodes():
+    # distinct patients with the same rows (short stays over few states are
+    # often alike): a group that shares some of its episodes' rows with an
+    # earlier group is still a partition's; one made only of such is a copy
+    con, f = database()
+    con.executemany("INSERT INTO steps VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    [(100 + h, 0, 1, 0, 1.0, 0.5, h) for h in range(4)])
+    o = json.dumps(dict(LSW, budget="b"))
+    got = con.execute("SELECT hospital, dp_lsw(episode, t, state, reward, ?) FROM steps "
+                      "GROUP BY hospital", (o,)).fetchall()
+    check(len(got) == 4 and ledger(f) == 1,
+          "a patient in each hospital with the same single step: still one row", ledger(f))
+    con.execute("INSERT INTO steps VALUES (200, 0, 1, 0, 1.0, 0.5, 9)")
+    refused(con, f, "SELECT hospital, dp_lsw(episode, t, state, reward, ?) FROM steps "
+            "WHERE hospital IN (0, 9) GROUP BY hospital", (o,), SAME,
+            "a group whose only episode has the rows of an earlier group's")
 
 
 def test_two_imports():
@@ -145,7 +163,7 @@ def test_cross_join():
     sql = (f"SELECT k, dp_expert_policy(episode * 10 + k, t * 100 + k, t, state, action, ?) "
            f"FROM steps, {KS} GROUP BY k")
     msg = refused(con, f, sql, (json.dumps(dict(EXP, budget="x")),),
-                  "the rows of an expert of this group are those of an expert of an earlier group",
+                  "the rows of every expert of this group are those of an expert of an earlier group",
                   "dp_expert_policy over expert * 10 + k, episodes renamed", budget="x")
 
 
@@ -165,5 +183,5 @@ def test_is_value_per_rule():
             "dp_is_value over episode || '/' || rule (each rule a target policy)")
 
 
-run([test_partition_charged_once, test_two_imports, test_cross_join, test_correlated_subquery,
+run([test_partition_charged_once, test_alike_episodes, test_two_imports, test_cross_join, test_correlated_subquery,
      test_is_value_per_rule])
