@@ -73,7 +73,8 @@ int dprl_ope_rows_collect(dprl_ope_rows *r, const dprl_ope_config *c, const dprl
       }
       j++;
     }
-    if (c->budget) rc = dprl_key_set_print(&r->keys, r->v[i].episode, episode_print(r->v + i, j - i), err);
+    if (c->budget)
+      rc = dprl_key_set_print(&r->keys, r->v[i].episode, episode_print(r->v + i, j - i), err);
     if (rc) break;
     double w, g;
     int clipped = dprl_ope_episode(c, r->v + i, j - i, &w, &g);

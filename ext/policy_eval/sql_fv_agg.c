@@ -59,8 +59,9 @@ int dprl_fv_agg_collect(dprl_fv_agg *a, dprl_cancel *cancel, dprl_error *err) {
     rc = dprl_step_buffer_episode(&a->buf, e, &steps, &n, err);
     if (!rc) rc = dprl_cancel_poll(cancel, 20 * (uint64_t)n + 50, err);
     if (!rc) rc = dprl_fv_add_episode(&a->st, &a->sc, &a->rule, steps, n, NULL, NULL, err);
-    if (!rc && a->keep_keys)
-      rc = dprl_key_set_print(&a->buf.ep, dprl_step_buffer_entry(&a->buf, e), dprl_print_steps(steps, n), err);
+    if (!rc && a->keep_keys) /* the episode's content, beside its key */
+      rc = dprl_key_set_print(&a->buf.ep, dprl_step_buffer_entry(&a->buf, e),
+                              dprl_print_steps(steps, n), err);
   }
   a->buf.cancel = NULL;
   if (!rc && a->keep_keys) { /* the keys outlive the buffer */

@@ -46,7 +46,9 @@ static inline uint64_t dprl_print_double(uint64_t h, double x) {
 }
 
 /* The start of a print over n items (the count is part of the content). */
-static inline uint64_t dprl_print_start(uint64_t n) { return dprl_print_word(0x2545F4914F6CDD1Dull, n); }
+static inline uint64_t dprl_print_start(uint64_t n) {
+  return dprl_print_word(0x2545F4914F6CDD1Dull, n);
+}
 
 /* An episode's steps, sorted by t: (t, state, reward) each, folded into h
 ** (dprl_print_steps starts from the count). */
