@@ -256,6 +256,26 @@ def spent(path, budget):
     return r
 
 
+def test_sum_at_the_boundary():
+    # basic composition adds the epsilons exactly as they are (doubles): two
+    # at 0.5 spend a budget of 1 to its end; the double 0.1 is above 1/10, so
+    # ten at 0.1 exceed it (rounded to nearest their sum is 0.9999999999999999)
+    con, _ = database()
+    budget(con, "halves", 1, 1e-4)
+    o = dict(O, perturb="output", budget="halves", epsilon=0.5)
+    for _ in range(2):
+        con.execute(LSW, (json.dumps(o),)).fetchall()
+    rem = remaining(con, "halves")
+    check(rem["releases"] == 2 and rem["epsilon_remaining"] == 0, "two halves fit a budget of 1", rem)
+    budget(con, "tenths", 1, 1e-4)
+    o = dict(O, perturb="output", budget="tenths", epsilon=0.1)
+    for _ in range(9):
+        con.execute(LSW, (json.dumps(o),)).fetchall()
+    msg = sql_error(con, LSW, (json.dumps(o),))
+    check(msg is not None and "exceeded" in msg and remaining(con, "tenths")["releases"] == 9,
+          "the tenth release at epsilon 0.1 exceeds a budget of 1: refused", msg)
+
+
 def test_group_by_charged_once():
     # Six hospitals, a partition of the episodes: one statement, one row, one
     # epsilon (parallel composition, ALGORITHMS.md section 12).
@@ -954,6 +974,7 @@ def test_study_plan():
 run([test_spend_and_refuse, test_not_private_refused, test_statement_fails_after_release,
      test_wal_store_releases, test_group_by_returning_interrupted, test_kill_after_first_row,
      test_triggers_and_shape, test_schemas, test_name_polish, test_errors, test_waits,
-     test_concurrent_spenders, test_review_findings, test_group_by_charged_once,
+     test_concurrent_spenders, test_review_findings, test_sum_at_the_boundary,
+     test_group_by_charged_once,
      test_group_by_not_a_partition, test_group_by_per_group_charges, test_zcdp_accountant,
      test_zcdp_concurrent_spenders, test_older_tables, test_study_plan])
