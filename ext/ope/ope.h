@@ -51,7 +51,8 @@ typedef struct dprl_ope_noise {
   double sens;       /* W B: the l2 sensitivity of v in value units */
   double sigma1;     /* analytic Gaussian scale for sensitivity 1 at (eps, delta) */
   double grid;       /* the power-of-two grid of every entry */
-  double sens_steps; /* (sens + sqrt(3) grid) / grid: with the rounding, in grid steps */
+  double sens_steps; /* (sens + sqrt(3) grid) / grid: with the rounding, in grid steps
+                        (times grid: the reported "sensitivity") */
   uint64_t steps;    /* s = ceil(sens_steps sigma1): the noise scale in grid steps */
   double sigma;      /* s grid: the applied noise scale of every entry (value units) */
   double rho;        /* sens_steps^2 / (2 s^2): the zCDP cost */
