@@ -154,9 +154,9 @@ def test_seeded():
     q = release(con, CALL, dict(BASE, weighted=False, seed=7))
     check(q["value"] == q["values"]["ordinary"] and q["values"] == a["values"],
           "weighted false: the ordinary estimate, from the same draw")
-    g = (p["sensitivity"] - 20) / math.sqrt(3)  # the grid: a power of two, 2^20 below 20 sigma1
+    g = (p["sensitivity"] - 20) / math.sqrt(3)  # the grid: a power of two, about 2^20 below sigma
     check(g > 0 and abs(math.log2(g) - round(math.log2(g))) < 1e-6
-          and p["sigma"] / 2 ** 22 < g <= p["sigma"] / 2 ** 20,
+          and p["sigma"] / 2 ** 21 < g <= p["sigma"] / 2 ** 19,
           "sensitivity W B + sqrt(3) g = 10 x 2 + the rounding to the grid", p["sensitivity"])
     r = release(con, CALL, dict(BASE, ratio_max=1.05, horizon=10, weight_max=2))
     check(r["bias_bound"] == 0, "ratio_max^H <= W: bias bound 0", r["bias_bound"])
