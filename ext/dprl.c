@@ -141,6 +141,8 @@ static const struct function {
     SCALAR("dprl_budget_remaining", 1, NOISY_JSON, dprl_sql_budget_remaining),
     /* the budget check inside the ledger's INSERT (sqlite/sql_ledger.c) */
     SCALAR("dprl_ledger_fits", 6, PURE, dprl_sql_ledger_fits),
+    {"dprl_ledger_total", 1, PURE, NULL, NULL, dprl_sql_ledger_total_step,
+     dprl_sql_ledger_total_final},
     /* policy evaluation (policy_eval/): episode, t, state, reward, options */
     AGGREGATE("dp_lsw", 5, NOISY_JSON, dprl_lsw_agg),
     AGGREGATE("dp_lsl", 5, NOISY_JSON, dprl_lsl_agg),

@@ -175,8 +175,25 @@ double dprl_spent_epsilon(const dprl_spent *s) {
   return isnan(e) ? INFINITY : e;
 }
 
+/* ---- sums rounded up ---------------------------------------------------- */
+
+double dprl_add_up(double a, double b) {
+  double s = a + b;
+  if (!isfinite(s)) return s;
+  double bb = s - a, e = (a - (s - bb)) + (b - bb); /* a + b = s + e exactly */
+  return e > 0 ? up(s) : s;
+}
+
+double dprl_mul_up(double a, double b) {
+  double p = a * b;
+  if (!isfinite(p)) return p;
+  return fma(a, b, -p) > 0 ? up(p) : p;
+}
+
 int dprl_spent_fits(const dprl_spent *s) {
-  if (!s->zcdp || s->rho <= 0) /* sums, with the slack of their floating-point addition */
-    return s->eps_plain <= s->eps_b * (1 + 1e-12) && s->delta_plain <= s->delta_b * (1 + 1e-12);
+  /* the sums are upper bounds (added up rounded up), compared exactly: a
+  ** total above the budget by any amount does not fit */
+  if (!s->zcdp || s->rho <= 0)
+    return s->eps_plain <= s->eps_b && s->delta_plain <= s->delta_b;
   return dprl_zcdp_fits(s->rho, s->eps_plain, s->delta_plain, s->eps_b, s->delta_b) == 1;
 }

@@ -92,5 +92,16 @@ typedef struct dprl_spent {
 } dprl_spent;
 /* The total epsilon at the budget's delta (+inf when it cannot be met). */
 double dprl_spent_epsilon(const dprl_spent *s);
+/* Whether s is within its budget.  The sums must be upper bounds on the
+** exact sums of the releases' values (dprl_add_up, dprl_mul_up): under
+** basic composition they are compared with the budget exactly, so a total
+** above it by any amount does not fit, and one equal to it does. */
 int dprl_spent_fits(const dprl_spent *s);
+
+/* a + b and a b rounded up (to the next double when the exact value is not
+** one): the exact value when it is a double, never below it otherwise.
+** A sum of n terms added with dprl_add_up is an upper bound on their exact
+** sum, and is that sum whenever every partial sum is a double. */
+double dprl_add_up(double a, double b);
+double dprl_mul_up(double a, double b);
 #endif

@@ -118,10 +118,12 @@ typedef struct dprl_ep_dup {
 /* Sorts the rows (they are reordered), refuses a duplicate (expert,
 ** episode, t) (DPRL_EINVAL, *dup says where), then adds every expert's
 ** contribution at its k most visited states.  want_exact: also fill
-** t->exact.  Polls cancel.  Free with dprl_ep_tally_free. */
+** t->exact.  prints: NULL, or one entry per expert index, set to the print
+** of the expert's rows (rows/print.h).  Polls cancel.  Free with
+** dprl_ep_tally_free. */
 int dprl_ep_tally_rows(dprl_ep_rows *rows, int64_t n_states, int64_t n_actions, int64_t k,
                        int bits, int want_exact, dprl_ep_tally *t, dprl_ep_dup *dup,
-                       dprl_cancel *cancel, dprl_error *err);
+                       uint64_t *prints, dprl_cancel *cancel, dprl_error *err);
 void dprl_ep_tally_free(dprl_ep_tally *t);
 
 /* ---- the release --------------------------------------------------------- */

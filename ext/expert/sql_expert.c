@@ -130,8 +130,11 @@ static int ex_final(dprl_agg *a, dprl_buf *out, dprl_spend *spend, dprl_error *e
   const dprl_ep_config *c = &g->cfg;
   dprl_ep_tally t;
   dprl_ep_dup dup = {UINT32_MAX, 0, 0};
-  int rc = dprl_ep_tally_rows(&g->rows, c->n_states, c->n_actions, c->nz.k, c->nz.bits,
-                              c->diagnostic, &t, &dup, &a->cancel.base, err);
+  /* under a budget, each expert's content beside its key (sql_agg.c) */
+  int rc = c->budget ? dprl_key_set_print(&g->experts, 0, 0, err) : DPRL_OK;
+  if (!rc)
+    rc = dprl_ep_tally_rows(&g->rows, c->n_states, c->n_actions, c->nz.k, c->nz.bits,
+                            c->diagnostic, &t, &dup, g->experts.print, &a->cancel.base, err);
   if (rc == DPRL_EINVAL && dup.expert != UINT32_MAX) name_duplicate(g, &dup, err);
   dprl_ep_rows_free(&g->rows); /* the tallies are all that is needed now */
   if (!rc) rc = dprl_ep_release_json(c, &t, out, &a->cancel.base, err);

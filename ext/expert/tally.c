@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "expert/expert_policy.h"
+#include "rows/print.h"
 
 int dprl_ep_rows_push(dprl_ep_rows *r, const dprl_ep_row *row, dprl_error *err) {
   if (r->n == r->cap) {
@@ -115,9 +116,29 @@ static int add_expert(const dprl_ep_row *v, size_t n, int64_t n_actions, int64_t
   return dprl_cancel_poll(cancel, 8 * (uint64_t)n, err);
 }
 
+/* The print of one expert's rows v[0..n), sorted by (episode, t): its
+** episodes' prints over (t, state, action), as a multiset, so that neither
+** the episodes' keys nor their order count. */
+static uint64_t expert_print(const dprl_ep_row *v, size_t n) {
+  uint64_t sum = 0, episodes = 0;
+  for (size_t i = 0; i < n;) {
+    size_t j = i;
+    while (j < n && v[j].episode == v[i].episode) j++;
+    uint64_t h = dprl_print_start(j - i);
+    for (; i < j; i++) {
+      h = dprl_print_int(h, v[i].t);
+      h = dprl_print_word(h, v[i].state);
+      h = dprl_print_word(h, v[i].action);
+    }
+    sum = dprl_print_add(sum, h);
+    episodes++;
+  }
+  return dprl_print_end(sum, episodes);
+}
+
 int dprl_ep_tally_rows(dprl_ep_rows *rows, int64_t n_states, int64_t n_actions, int64_t k,
                        int bits, int want_exact, dprl_ep_tally *t, dprl_ep_dup *dup,
-                       dprl_cancel *cancel, dprl_error *err) {
+                       uint64_t *prints, dprl_cancel *cancel, dprl_error *err) {
   memset(t, 0, sizeof *t);
   if (!(n_states >= 1 && n_actions >= 1 && n_states * n_actions <= DPRL_EP_MAX_CELLS &&
         k >= 1 && bits >= 0 && bits <= 25))
@@ -148,6 +169,7 @@ int dprl_ep_tally_rows(dprl_ep_rows *rows, int64_t n_states, int64_t n_actions, 
   for (size_t i = 0; !rc && i < n;) {
     size_t j = i;
     while (j < n && rows->v[j].expert == rows->v[i].expert) j++;
+    if (prints) prints[rows->v[i].expert] = expert_print(rows->v + i, j - i);
     rc = dprl_sort(rows->v + i, j - i, sizeof *rows->v, by_state_action, cancel, err);
     if (!rc)
       rc = add_expert(rows->v + i, j - i, n_actions, k, bits, ++mark, chosen, scratch, t,

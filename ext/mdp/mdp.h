@@ -136,7 +136,8 @@ int dprl_mdp_add_episode(dprl_mdp_stats *st, const dprl_mdp_config *c, const dpr
                          const dprl_step *xs, size_t n, dprl_error *err);
 /* Every episode of the buffers (xbuf: tent only), grouped here; the
 ** buffers are read, then freed but for buf's episode keys, which move to
-** *keys when keys is not NULL (the release's units). */
+** *keys when keys is not NULL (the release's units), each with the print
+** of its steps as read (rows/print.h). */
 int dprl_mdp_collect(dprl_mdp_stats *st, const dprl_mdp_config *c, dprl_step_buffer *buf,
                      dprl_step_buffer *xbuf, dprl_episode_index *keys, dprl_cancel *cancel,
                      dprl_error *err);

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "mdp/mdp.h"
+#include "rows/print.h"
 
 #define TICKS ((int64_t)1 << DPRL_MDP_TICK_BITS)
 
@@ -172,6 +173,9 @@ int dprl_mdp_collect(dprl_mdp_stats *st, const dprl_mdp_config *c, dprl_step_buf
     if (!rc && xbuf) rc = dprl_step_buffer_episode(xbuf, e, &xs, &nx, err);
     if (!rc) rc = dprl_cancel_poll(cancel, 8 * (uint64_t)n + 50, err);
     if (!rc) rc = dprl_mdp_add_episode(st, c, steps, xs, n, err);
+    if (!rc && keys) /* what the release read of the episode, beside its key */
+      rc = dprl_key_set_print(&buf->ep, dprl_step_buffer_entry(buf, e),
+                              dprl_print_steps_from(dprl_print_steps(steps, n), xs, nx), err);
   }
   buf->cancel = NULL;
   if (xbuf) xbuf->cancel = NULL;

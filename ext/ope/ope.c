@@ -225,7 +225,8 @@ static void put_json(const dprl_ope_config *c, const dprl_ope_noise *nz, const d
   dprl_json_put_num(b, "gmax", c->gmax);
   dprl_json_put_int(b, "horizon", c->horizon);
   dprl_json_put_num(b, "weight_max", c->weight_max);
-  dprl_json_put_num(b, "sensitivity", nz->sens);
+  /* the calibrated figure, rounding included: the one sigma and rho are of */
+  dprl_json_put_num(b, "sensitivity", nz->sens_steps * nz->grid);
   dprl_json_put_num(b, "sigma", nz->sigma);
   dprl_json_put_num(b, "sigma_weight_sum", nz->sigma / nz->kw);
   dprl_json_put_num(b, "sigma_episodes", nz->sigma / nz->kn);

@@ -51,7 +51,8 @@ typedef struct dprl_ope_noise {
   double sens;       /* W B: the l2 sensitivity of v in value units */
   double sigma1;     /* analytic Gaussian scale for sensitivity 1 at (eps, delta) */
   double grid;       /* the power-of-two grid of every entry */
-  double sens_steps; /* (sens + sqrt(3) grid) / grid: with the rounding, in grid steps */
+  double sens_steps; /* (sens + sqrt(3) grid) / grid: with the rounding, in grid steps
+                        (times grid: the reported "sensitivity") */
   uint64_t steps;    /* s = ceil(sens_steps sigma1): the noise scale in grid steps */
   double sigma;      /* s grid: the applied noise scale of every entry (value units) */
   double rho;        /* sens_steps^2 / (2 s^2): the zCDP cost */
@@ -74,6 +75,7 @@ typedef struct dprl_ope_step {
   int64_t t;
   double reward;
   double log_ratio; /* log target_prob - log behavior_prob; -inf when target_prob = 0 */
+  double behavior;  /* behavior_prob: with t and reward, the episode's content (its print) */
   uint32_t episode; /* dense index of the episode key */
   uint32_t pad;
 } dprl_ope_step;
@@ -114,7 +116,10 @@ typedef struct dprl_ope_rows {
 int dprl_ope_rows_push(dprl_ope_rows *r, const dprl_key *episode, int64_t t, double reward,
                        double behavior_prob, double target_prob, dprl_error *err);
 /* All rows seen: sort by (episode, t), refuse a duplicate (episode, t), and
-** sum the episodes.  The rows are freed; the keys stay. */
+** sum the episodes.  The rows are freed; the keys stay, and under a budget
+** each has the print of its episode's logged rows (t, reward,
+** behavior_prob; not target_prob, the analyst's policy), so that one log
+** evaluated under several policies is seen as one set of episodes. */
 int dprl_ope_rows_collect(dprl_ope_rows *r, const dprl_ope_config *c, const dprl_ope_noise *nz,
                           dprl_ope_sums *sums, dprl_cancel *cancel, dprl_error *err);
 void dprl_ope_rows_free(dprl_ope_rows *r);

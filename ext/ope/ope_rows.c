@@ -1,5 +1,6 @@
 /* ope_rows.c: dp_is_value's rows, in any order, into per-episode sums (ope.h). */
 #include "ope/ope.h"
+#include "rows/print.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -31,6 +32,7 @@ int dprl_ope_rows_push(dprl_ope_rows *r, const dprl_key *episode, int64_t t, dou
   s->reward = reward;
   /* a ratio as a difference of logs: a product of many never overflows */
   s->log_ratio = target_prob > 0 ? log(target_prob) - log(behavior_prob) : -INFINITY;
+  s->behavior = behavior_prob;
   s->episode = e;
   s->pad = 0;
   return DPRL_OK;
@@ -40,6 +42,17 @@ static int by_episode_t(const void *a, const void *b) {
   const dprl_ope_step *x = a, *y = b;
   if (x->episode != y->episode) return x->episode < y->episode ? -1 : 1;
   return (x->t > y->t) - (x->t < y->t);
+}
+
+/* The logged rows of one episode, sorted by t. */
+static uint64_t episode_print(const dprl_ope_step *v, size_t n) {
+  uint64_t h = dprl_print_start(n);
+  for (size_t i = 0; i < n; i++) {
+    h = dprl_print_int(h, v[i].t);
+    h = dprl_print_double(h, v[i].reward);
+    h = dprl_print_double(h, v[i].behavior);
+  }
+  return h;
 }
 
 int dprl_ope_rows_collect(dprl_ope_rows *r, const dprl_ope_config *c, const dprl_ope_noise *nz,
@@ -60,6 +73,9 @@ int dprl_ope_rows_collect(dprl_ope_rows *r, const dprl_ope_config *c, const dprl
       }
       j++;
     }
+    if (c->budget)
+      rc = dprl_key_set_print(&r->keys, r->v[i].episode, episode_print(r->v + i, j - i), err);
+    if (rc) break;
     double w, g;
     int clipped = dprl_ope_episode(c, r->v + i, j - i, &w, &g);
     dprl_ope_sums_add(c, nz, sums, w, g, clipped);

@@ -67,7 +67,7 @@ int dprl_ope_plan(const char *text, size_t len, int64_t length_limit, dprl_cance
   dprl_json_put_num(out, "gmax", c.gmax);
   dprl_json_put_int(out, "horizon", c.horizon);
   dprl_json_put_num(out, "weight_max", W);
-  dprl_json_put_num(out, "sensitivity", nz.sens);
+  dprl_json_put_num(out, "sensitivity", nz.sens_steps * nz.grid);
   dprl_json_put_num(out, "sigma", nz.sigma);
   dprl_json_put_num(out, "rho", nz.rho);
   dprl_json_put_num(out, "predicted_error", predicted);

@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include "rows/print.h"
+
 int dprl_fv_agg_start(dprl_fv_agg *a, int64_t n_states, const dprl_return_rule *rule,
                       int grouped, dprl_cancel *cancel, dprl_error *err) {
   memset(a, 0, sizeof *a);
@@ -27,10 +29,11 @@ int dprl_fv_agg_row(dprl_fv_agg *a, sqlite3_value **argv, dprl_error *err) {
   size_t n;
   rc = dprl_episode_stream_push(&a->stream, &ep, t, state, reward, &finished, &steps, &n,
                                 err);
-  if (!rc && a->keep_keys && (finished || a->rows == 1)) { /* a new episode starts */
-    uint32_t id;
-    rc = dprl_key_intern(&a->keys, &ep, &id, err);
-  }
+  /* the episode that ends gets its content's print, the one that starts its key */
+  if (!rc && a->keep_keys && finished)
+    rc = dprl_key_set_print(&a->keys, a->cur, dprl_print_steps(steps, n), err);
+  if (!rc && a->keep_keys && (finished || a->rows == 1))
+    rc = dprl_key_intern(&a->keys, &ep, &a->cur, err);
   if (!rc && finished)
     rc = dprl_fv_add_episode(&a->st, &a->sc, &a->rule, steps, n, NULL, NULL, err);
   return rc;
@@ -42,6 +45,8 @@ int dprl_fv_agg_collect(dprl_fv_agg *a, dprl_cancel *cancel, dprl_error *err) {
     const dprl_step *steps;
     size_t n;
     rc = dprl_episode_stream_finish(&a->stream, &steps, &n, err);
+    if (!rc && n && a->keep_keys)
+      rc = dprl_key_set_print(&a->keys, a->cur, dprl_print_steps(steps, n), err);
     if (!rc && n) rc = dprl_fv_add_episode(&a->st, &a->sc, &a->rule, steps, n, NULL, NULL, err);
     return rc;
   }
@@ -54,6 +59,9 @@ int dprl_fv_agg_collect(dprl_fv_agg *a, dprl_cancel *cancel, dprl_error *err) {
     rc = dprl_step_buffer_episode(&a->buf, e, &steps, &n, err);
     if (!rc) rc = dprl_cancel_poll(cancel, 20 * (uint64_t)n + 50, err);
     if (!rc) rc = dprl_fv_add_episode(&a->st, &a->sc, &a->rule, steps, n, NULL, NULL, err);
+    if (!rc && a->keep_keys) /* the episode's content, beside its key */
+      rc = dprl_key_set_print(&a->buf.ep, dprl_step_buffer_entry(&a->buf, e),
+                              dprl_print_steps(steps, n), err);
   }
   a->buf.cancel = NULL;
   if (!rc && a->keep_keys) { /* the keys outlive the buffer */

@@ -25,7 +25,8 @@ typedef struct dprl_fv_agg {
   /* keep_keys: the episode keys are kept in keys after collect (the units
   ** of a release, for the check that groups of one statement are disjoint) */
   int keep_keys;
-  dprl_episode_index keys;
+  dprl_episode_index keys; /* grouped: true: the keys and their contents' prints */
+  uint32_t cur;            /* grouped: true: the current episode's entry in keys */
 } dprl_fv_agg;
 
 /* The per-state arrays, zeroed (polls cancel; a is zeroed first). */

@@ -74,6 +74,12 @@ static int index_grow_arrays(dprl_episode_index *x) {
   uint32_t *ct = tl ? dprl_realloc(x->count, nc * sizeof *ct) : NULL;
   if (ct) x->count = ct;
   if (!ct) return 0;
+  if (x->print) {
+    uint64_t *pr = dprl_realloc(x->print, nc * sizeof *pr);
+    if (!pr) return 0;
+    memset(pr + x->cap, 0, (nc - x->cap) * sizeof *pr);
+    x->print = pr;
+  }
   x->cap = nc;
   return 1;
 }
@@ -193,12 +199,27 @@ void dprl_key_get(const dprl_episode_index *x, uint32_t i, dprl_key *out) {
 
 void dprl_key_index_free(dprl_episode_index *x) { index_free(x); }
 
+int dprl_key_set_print(dprl_episode_index *x, uint32_t i, uint64_t print, dprl_error *err) {
+  if (!x->print && !(x->print = dprl_calloc(x->cap ? x->cap : 1, sizeof *x->print)))
+    return dprl_nomem(err);
+  if (i < x->n) x->print[i] = print;
+  return DPRL_OK;
+}
+
+unsigned dprl_key_kinds(const dprl_episode_index *x) {
+  unsigned k = 0;
+  for (size_t i = 0; i < x->n && k != (DPRL_KEY_INT | DPRL_KEY_TEXT); i++)
+    k |= x->tlen[i] == UINT32_MAX ? DPRL_KEY_INT : DPRL_KEY_TEXT;
+  return k;
+}
+
 static void index_free(dprl_episode_index *x) {
   dprl_free(x->slots);
   dprl_free(x->dmap);
   dprl_free(x->ikey);
   dprl_free(x->tlen);
   dprl_free(x->count);
+  dprl_free(x->print);
   dprl_buf_free(&x->text);
   memset(x, 0, sizeof *x);
 }

@@ -387,8 +387,12 @@ void dprl_step_buffer_done_before(dprl_step_buffer *b, size_t e) {
   }
 }
 
+uint32_t dprl_step_buffer_entry(const dprl_step_buffer *b, size_t e) {
+  return b->order ? b->order[e] : (uint32_t)e;
+}
+
 void dprl_step_buffer_episode_key(const dprl_step_buffer *b, size_t e, dprl_key *out) {
-  dprl_key_get(&b->ep, b->order ? b->order[e] : (uint32_t)e, out);
+  dprl_key_get(&b->ep, dprl_step_buffer_entry(b, e), out);
 }
 
 static int duplicate_t(const dprl_step_buffer *b, size_t e, int64_t t, dprl_error *err) {

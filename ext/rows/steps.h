@@ -51,6 +51,7 @@ typedef struct dprl_episode_index {
   int64_t *ikey;        /* per episode: integer key, or offset into text */
   uint32_t *tlen;       /* per episode: text length; UINT32_MAX = integer key */
   uint32_t *count;      /* per episode: number of steps */
+  uint64_t *print;      /* per episode: its content's print (rows/print.h), or NULL */
   size_t n, cap;
   dprl_buf text;        /* text keys, back to back */
   uint32_t last;        /* cache: index of the last key seen (+1, 0 = none) */
@@ -71,6 +72,13 @@ int dprl_key_intern(dprl_episode_index *x, const dprl_key *k, uint32_t *out,
 int dprl_key_find(dprl_episode_index *x, const dprl_key *k, uint32_t *out);
 void dprl_key_get(const dprl_episode_index *x, uint32_t i, dprl_key *out);
 void dprl_key_index_free(dprl_episode_index *x);
+/* The print of entry i's content, beside its key: a release that names
+** its units sets one for every entry (x->print is NULL until the first). */
+int dprl_key_set_print(dprl_episode_index *x, uint32_t i, uint64_t print, dprl_error *err);
+/* Which kinds of key the index holds: DPRL_KEY_INT | DPRL_KEY_TEXT. */
+#define DPRL_KEY_INT 1u
+#define DPRL_KEY_TEXT 2u
+unsigned dprl_key_kinds(const dprl_episode_index *x);
 
 /* Steps live in fixed chunks of 2^16 (1.5 MB): no realloc slack, no copy
 ** when the buffer grows. */
@@ -142,6 +150,8 @@ int dprl_step_buffer_group(dprl_step_buffer *b, dprl_error *err);
 size_t dprl_step_buffer_episodes(const dprl_step_buffer *b);
 void dprl_step_buffer_episode_key(const dprl_step_buffer *b, size_t e,
                                   dprl_key *out);
+/* Episode e's (after grouping) entry in the key index b->ep. */
+uint32_t dprl_step_buffer_entry(const dprl_step_buffer *b, size_t e);
 /* Episode e (after grouping) sorted by t, valid until the next call;
 ** fails on duplicate (episode, t). */
 int dprl_step_buffer_episode(dprl_step_buffer *b, size_t e,

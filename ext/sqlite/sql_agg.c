@@ -3,7 +3,10 @@
 */
 #include "sqlite/sql_agg.h"
 
+#include <stdio.h>
 #include <string.h>
+
+#include "rows/print.h"
 
 /* ---- one charge for the groups of a statement (sql_agg.h) ----------------
 ** The record lives as the auxiliary data of the options argument at this
@@ -16,6 +19,9 @@ struct dprl_agg_stmt {
   int charged;               /* the shared ledger row is committed */
   dprl_sql_pinned options;   /* ... for releases with this options text */
   dprl_episode_index seen;   /* the units of the groups released so far */
+  unsigned kinds;            /* ... the kinds of their keys (DPRL_KEY_INT, _TEXT) */
+  dprl_print_set prints;     /* ... their contents, from the second group on */
+  int printed;               /* prints holds the first group's */
 };
 
 static void stmt_unref(void *p) {
@@ -23,6 +29,7 @@ static void stmt_unref(void *p) {
   if (!st || --st->refs > 0) return;
   dprl_sql_unpin(&st->options);
   dprl_key_index_free(&st->seen);
+  dprl_print_set_free(&st->prints);
   dprl_free(st);
 }
 
@@ -41,34 +48,73 @@ static dprl_agg_stmt *stmt_get(sqlite3_context *ctx, int arg) {
   return st;
 }
 
-/* Every unit of this group must be new to the statement; then they join
-** the statement's.  The message names no unit (ALGORITHMS.md §6.2); `unit`
-** says what they are ("episode", "expert"). */
+/* The refusals of a group that is not a partition's (ALGORITHMS.md §12).
+** They name no unit and no value (§6.2); `unit` says what the units are
+** ("episode", "expert"). */
+static int not_a_partition(dprl_error *err, int why, const char *unit) {
+  static const char *const what[] = {
+      "an %s appears in two groups of this statement",
+      "the groups of this statement mix integer and text %s keys (7 and '7' are two keys "
+      "for what may be one %s, e.g. a log imported twice: give the keys one type)",
+      "the rows of every %s of this group are those of an %s of an earlier group under "
+      "another key (the same %ss under two keys: a log imported twice, keys renamed "
+      "by a join or per group)"};
+  char head[320];
+  snprintf(head, sizeof head, what[why], unit, unit, unit);
+  return dprl_fail(err, DPRL_EINVAL,
+                   "%s: groups charged once to a budget (parallel composition) must be a "
+                   "partition of the %ss (GROUP BY a column that is the same in every row "
+                   "of an %s); this group is not released", head, unit, unit);
+}
+
+/* The earlier groups' contents, kept from the second group on (a single
+** group, the usual case, never builds the set). */
+static int stmt_prints(dprl_agg_stmt *st, dprl_error *err) {
+  if (st->printed) return DPRL_OK;
+  st->printed = 1;
+  for (size_t i = 0; st->seen.print && i < st->seen.n; i++)
+    if (dprl_print_set_add(&st->prints, st->seen.print[i], err)) return err->code;
+  return DPRL_OK;
+}
+
+/* Every unit of this group must be new to the statement under its key,
+** the group must not be a copy of earlier groups' units under other keys,
+** and the keys must be of one kind; then the units join the statement's. */
 static int stmt_add_units(dprl_agg_stmt *st, dprl_episode_index *units, const char *unit,
                           dprl_cancel *cancel, dprl_error *err) {
+  unsigned kinds = dprl_key_kinds(units);
   if (st->seen.n == 0) { /* the first group: take its index over */
     dprl_key_index_free(&st->seen);
     st->seen = *units;
+    st->kinds = kinds;
     memset(units, 0, sizeof *units);
     return DPRL_OK;
   }
+  if ((st->kinds | kinds) == (DPRL_KEY_INT | DPRL_KEY_TEXT)) return not_a_partition(err, 1, unit);
   dprl_key k;
   uint32_t id;
   for (size_t i = 0; i < units->n; i++) {
     if (dprl_cancel_poll(cancel, 8, err)) return err->code;
     dprl_key_get(units, (uint32_t)i, &k);
-    if (dprl_key_find(&st->seen, &k, &id))
-      return dprl_fail(err, DPRL_EINVAL,
-                       "an %s appears in two groups of this statement: groups charged "
-                       "once to a budget (parallel composition) must be a partition of the "
-                       "%ss (GROUP BY a column that is the same in every row of an "
-                       "%s); this group is not released", unit, unit, unit);
+    if (dprl_key_find(&st->seen, &k, &id)) return not_a_partition(err, 0, unit);
   }
+  /* A group all of whose units' contents earlier groups hold is a copy:
+  ** refused.  A group that shares only some is not: distinct short
+  ** episodes are often alike (half of the clinical sample's are another's). */
+  if (stmt_prints(st, err)) return err->code;
+  size_t held = 0;
+  for (size_t i = 0; units->print && i < units->n && held == i; i++) {
+    if (dprl_cancel_poll(cancel, 4, err)) return err->code;
+    held += (size_t)dprl_print_set_has(&st->prints, units->print[i]);
+  }
+  if (units->print && units->n && held == units->n) return not_a_partition(err, 2, unit);
   for (size_t i = 0; i < units->n; i++) {
     if (dprl_cancel_poll(cancel, 8, err)) return err->code;
     dprl_key_get(units, (uint32_t)i, &k);
     if (dprl_key_intern(&st->seen, &k, &id, err)) return err->code;
+    if (units->print && dprl_print_set_add(&st->prints, units->print[i], err)) return err->code;
   }
+  st->kinds |= kinds;
   return DPRL_OK;
 }
 

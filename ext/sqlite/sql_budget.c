@@ -139,10 +139,10 @@ static int exceeded(const dprl_spend *s, const dprl_spent *sp, dprl_error *err) 
                      s->fn, s->budget, s->epsilon, s->delta, sp->eps_plain, sp->eps_b,
                      sp->delta_plain, sp->delta_b);
   dprl_spent with = *sp;
-  if (s->gaussian) with.rho += s->rho;
+  if (s->gaussian) with.rho = dprl_add_up(with.rho, s->rho);
   else {
-    with.eps_plain += s->epsilon;
-    with.delta_plain += s->delta;
+    with.eps_plain = dprl_add_up(with.eps_plain, s->epsilon);
+    with.delta_plain = dprl_add_up(with.delta_plain, s->delta);
   }
   char need[64];
   if (s->gaussian) dprl_snprintf(need, sizeof need, "rho %.6g", s->rho);
@@ -176,15 +176,19 @@ static int ledger_write(sqlite3 *c, const char *where, const char *shown, const 
       "lower(tbl_name) IN ('dprl_budgets', 'dprl_ledger')) "
       "AND b.unit = ?10 AND (b.in_memory = 1 OR ?8 = 0) "
       /* the total with this release, in the budget's accountant's terms */
+      /* (sums rounded up over the ledger's rows and this release's values) */
       "AND dprl_ledger_fits(b.accountant, b.epsilon, b.delta, "
-      "(SELECT total(epsilon) FILTER (WHERE b.accountant <> '" DPRL_ACCT_ZCDP "' OR rho IS NULL) "
-      "FROM \"%w\".dprl_ledger WHERE budget = ?1 AND spent = 1) + "
-      "CASE WHEN b.accountant = '" DPRL_ACCT_ZCDP "' AND ?9 IS NOT NULL THEN 0 ELSE ?3 END, "
-      "(SELECT total(delta) FILTER (WHERE b.accountant <> '" DPRL_ACCT_ZCDP "' OR rho IS NULL) "
-      "FROM \"%w\".dprl_ledger WHERE budget = ?1 AND spent = 1) + "
-      "CASE WHEN b.accountant = '" DPRL_ACCT_ZCDP "' AND ?9 IS NOT NULL THEN 0 ELSE ?4 END, "
-      "CASE WHEN b.accountant = '" DPRL_ACCT_ZCDP "' THEN (SELECT total(rho) FROM \"%w\".dprl_ledger "
-      "WHERE budget = ?1 AND spent = 1) + coalesce(?9, 0) ELSE 0 END)",
+      "(SELECT dprl_ledger_total(x) FROM (SELECT epsilon AS x FROM \"%w\".dprl_ledger "
+      "WHERE budget = ?1 AND spent = 1 AND (b.accountant <> '" DPRL_ACCT_ZCDP "' OR rho IS NULL) "
+      "UNION ALL SELECT CASE WHEN b.accountant = '" DPRL_ACCT_ZCDP "' AND ?9 IS NOT NULL "
+      "THEN 0 ELSE ?3 END)), "
+      "(SELECT dprl_ledger_total(x) FROM (SELECT delta AS x FROM \"%w\".dprl_ledger "
+      "WHERE budget = ?1 AND spent = 1 AND (b.accountant <> '" DPRL_ACCT_ZCDP "' OR rho IS NULL) "
+      "UNION ALL SELECT CASE WHEN b.accountant = '" DPRL_ACCT_ZCDP "' AND ?9 IS NOT NULL "
+      "THEN 0 ELSE ?4 END)), "
+      "CASE WHEN b.accountant = '" DPRL_ACCT_ZCDP "' THEN (SELECT dprl_ledger_total(x) FROM "
+      "(SELECT rho AS x FROM \"%w\".dprl_ledger WHERE budget = ?1 AND spent = 1 "
+      "UNION ALL SELECT coalesce(?9, 0))) ELSE 0 END)",
       where, where, where, where, where, where, where, where);
   if (!sql) return dprl_nomem(err);
   sqlite3_stmt *st = NULL;
@@ -291,8 +295,12 @@ static int ledger_open(sqlite3 *db, const char *fn, const char *schema, ledger_w
   sqlite3_busy_handler(*out, ledger_busy, w);
   if (sqlite3_create_function_v2(*out, "dprl_ledger_fits", 6,
                                  SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS, NULL,
-                                 dprl_sql_ledger_fits, NULL, NULL, NULL) != SQLITE_OK) {
-    /* the only way it fails for a valid name and arity: no memory */
+                                 dprl_sql_ledger_fits, NULL, NULL, NULL) != SQLITE_OK ||
+      sqlite3_create_function_v2(*out, "dprl_ledger_total", 1,
+                                 SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS, NULL, NULL,
+                                 dprl_sql_ledger_total_step, dprl_sql_ledger_total_final,
+                                 NULL) != SQLITE_OK) {
+    /* the only way they fail for a valid name and arity: no memory */
     sqlite3_close(*out);
     *out = NULL;
     return dprl_nomem(err);

@@ -210,11 +210,11 @@ int dprl_spent_read(sqlite3 *db, const char *schema, const char *name, dprl_spen
   int found;
   int rc = dprl_ledger_query(
       db, schema,
-      s->zcdp ? "SELECT total(epsilon) FILTER (WHERE rho IS NULL), total(delta) FILTER (WHERE rho "
-                "IS NULL), total(rho), count(*), count(rho) FROM \"%w\".dprl_ledger WHERE budget "
-                "= ?1 AND spent = 1"
-              : "SELECT total(epsilon), total(delta), 0, count(*), 0 FROM \"%w\".dprl_ledger "
-                "WHERE budget = ?1 AND spent = 1",
+      s->zcdp ? "SELECT dprl_ledger_total(epsilon) FILTER (WHERE rho IS NULL), "
+                "dprl_ledger_total(delta) FILTER (WHERE rho IS NULL), dprl_ledger_total(rho), "
+                "count(*), count(rho) FROM \"%w\".dprl_ledger WHERE budget = ?1 AND spent = 1"
+              : "SELECT dprl_ledger_total(epsilon), dprl_ledger_total(delta), 0, count(*), 0 "
+                "FROM \"%w\".dprl_ledger WHERE budget = ?1 AND spent = 1",
       name, v, 5, &found);
   if (rc != SQLITE_OK) return rc;
   s->eps_plain = v[0];
@@ -223,6 +223,25 @@ int dprl_spent_read(sqlite3 *db, const char *schema, const char *name, dprl_spen
   s->releases = (int64_t)v[3];
   s->gaussian = (int64_t)v[4];
   return SQLITE_OK;
+}
+
+/* The sum rounded up at every addition (dprl_add_up): an upper bound on
+** the exact sum of the ledger's values, equal to it when it is a double
+** (total() rounds to nearest, which may fall below it). */
+void dprl_sql_ledger_total_step(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+  double *sum = sqlite3_aggregate_context(ctx, sizeof *sum);
+  (void)argc;
+  if (!sum) {
+    sqlite3_result_error_nomem(ctx);
+    return;
+  }
+  if (sqlite3_value_type(argv[0]) != SQLITE_NULL)
+    *sum = dprl_add_up(*sum, sqlite3_value_double(argv[0]));
+}
+
+void dprl_sql_ledger_total_final(sqlite3_context *ctx) {
+  double *sum = sqlite3_aggregate_context(ctx, 0);
+  sqlite3_result_double(ctx, sum ? *sum : 0.0);
 }
 
 void dprl_sql_ledger_fits(sqlite3_context *ctx, int argc, sqlite3_value **argv) {

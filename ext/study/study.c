@@ -198,12 +198,12 @@ static int plan_one(const char *fn, const char *where, const dprl_json *o, const
 /* A planned release's charge added to s (k times when per group). */
 static void charge(dprl_spent *s, const dprl_plan_cost *c, int64_t k) {
   double n = c->per_group ? (double)k : 1.0;
-  if (s->zcdp && c->gaussian) {
-    s->rho += n * c->rho;
+  if (s->zcdp && c->gaussian) { /* rounded up, as the ledger adds (zcdp.h) */
+    s->rho = dprl_add_up(s->rho, dprl_mul_up(n, c->rho));
     s->gaussian += (int64_t)n;
   } else {
-    s->eps_plain += n * c->epsilon;
-    s->delta_plain += n * c->delta;
+    s->eps_plain = dprl_add_up(s->eps_plain, dprl_mul_up(n, c->epsilon));
+    s->delta_plain = dprl_add_up(s->delta_plain, dprl_mul_up(n, c->delta));
   }
   s->releases += (int64_t)n;
 }

@@ -37,7 +37,8 @@ def database(journal=None, groups=1):
         con.execute(f"PRAGMA journal_mode = {journal}")
     con.execute("CREATE TABLE steps(episode, t, state, reward, action, g)")
     con.executemany("INSERT INTO steps VALUES (?, ?, ?, ?, ?, ?)",
-                    [(e, t, (e + t) % 2, 1.0, 0, e % groups) for e in range(20) for t in range(3)])
+                    [(e, t, (e + t) % 2, 1.0 - e / 100, 0, e % groups)  # each episode its own rows
+                     for e in range(20) for t in range(3)])
     con.execute("CREATE TABLE policies(expert, state, action, prob)")
     con.executemany("INSERT INTO policies VALUES (?, ?, ?, ?)",
                     [(x, s, a, 0.9 if a == 0 else 0.1) for x in range(5) for s in (0, 1) for a in (0, 1)])
@@ -253,6 +254,26 @@ def spent(path, budget):
                   (budget,)).fetchone()
     c.close()
     return r
+
+
+def test_sum_at_the_boundary():
+    # basic composition adds the epsilons exactly as they are (doubles): two
+    # at 0.5 spend a budget of 1 to its end; the double 0.1 is above 1/10, so
+    # ten at 0.1 exceed it (rounded to nearest their sum is 0.9999999999999999)
+    con, _ = database()
+    budget(con, "halves", 1, 1e-4)
+    o = dict(O, perturb="output", budget="halves", epsilon=0.5)
+    for _ in range(2):
+        con.execute(LSW, (json.dumps(o),)).fetchall()
+    rem = remaining(con, "halves")
+    check(rem["releases"] == 2 and rem["epsilon_remaining"] == 0, "two halves fit a budget of 1", rem)
+    budget(con, "tenths", 1, 1e-4)
+    o = dict(O, perturb="output", budget="tenths", epsilon=0.1)
+    for _ in range(9):
+        con.execute(LSW, (json.dumps(o),)).fetchall()
+    msg = sql_error(con, LSW, (json.dumps(o),))
+    check(msg is not None and "exceeded" in msg and remaining(con, "tenths")["releases"] == 9,
+          "the tenth release at epsilon 0.1 exceeds a budget of 1: refused", msg)
 
 
 def test_group_by_charged_once():
@@ -953,6 +974,7 @@ def test_study_plan():
 run([test_spend_and_refuse, test_not_private_refused, test_statement_fails_after_release,
      test_wal_store_releases, test_group_by_returning_interrupted, test_kill_after_first_row,
      test_triggers_and_shape, test_schemas, test_name_polish, test_errors, test_waits,
-     test_concurrent_spenders, test_review_findings, test_group_by_charged_once,
+     test_concurrent_spenders, test_review_findings, test_sum_at_the_boundary,
+     test_group_by_charged_once,
      test_group_by_not_a_partition, test_group_by_per_group_charges, test_zcdp_accountant,
      test_zcdp_concurrent_spenders, test_older_tables, test_study_plan])

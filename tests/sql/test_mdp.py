@@ -275,7 +275,8 @@ def test_budget():
     con = connect(f)
     con.isolation_level = None
     con.execute("PRAGMA journal_mode = wal")
-    rows = [(e, t, (e + t) % 2, t % 2, 1.0, e % 4) for e in range(40) for t in range(3)]
+    rows = [(e, t, (e + t) % 2, t % 2, 1.0 + e / 100, e % 4)  # each episode its own rows
+            for e in range(40) for t in range(3)]
     table(con, rows, extra=", g")
     budget(con, "icu", 3, 1e-4)
     r = release(con, dict(BASE, budget="icu"))

@@ -154,7 +154,10 @@ def test_seeded():
     q = release(con, CALL, dict(BASE, weighted=False, seed=7))
     check(q["value"] == q["values"]["ordinary"] and q["values"] == a["values"],
           "weighted false: the ordinary estimate, from the same draw")
-    check(abs(p["sensitivity"] - 20) < 1e-12, "sensitivity W B = 10 x 2")
+    g = (p["sensitivity"] - 20) / math.sqrt(3)  # the grid: a power of two, about 2^20 below sigma
+    check(g > 0 and abs(math.log2(g) - round(math.log2(g))) < 1e-6
+          and p["sigma"] / 2 ** 21 < g <= p["sigma"] / 2 ** 19,
+          "sensitivity W B + sqrt(3) g = 10 x 2 + the rounding to the grid", p["sensitivity"])
     r = release(con, CALL, dict(BASE, ratio_max=1.05, horizon=10, weight_max=2))
     check(r["bias_bound"] == 0, "ratio_max^H <= W: bias bound 0", r["bias_bound"])
     check(p["bias_bound"] is None, "no ratio_max: no bias bound")
@@ -205,8 +208,9 @@ def test_budget_once():
     con.execute("PRAGMA journal_mode = wal")
     rows = small_log(episodes=60)
     con.execute("CREATE TABLE log(episode, t, reward, behavior, target, g)")
+    # keys of one type: groups that mix integer and text keys are refused
     con.executemany("INSERT INTO log VALUES (?, ?, ?, ?, ?, ?)",
-                    [r + (hash(str(r[0])) % 4,) for r in rows])
+                    [(str(r[0]),) + r[1:] + (hash(str(r[0])) % 4,) for r in rows])
     con.execute("SELECT dprl_budget('study', 3, 1e-5, '{\"unit\": \"episode\"}')").fetchone()
     o = json.dumps(dict(BASE, budget="study"))
     got = con.execute("SELECT g, dp_is_value(episode, t, reward, behavior, target, ?) "
@@ -262,8 +266,8 @@ def test_attack():
     norm = math.sqrt(sum(x * x for x in d))
     claim = release(cx, CALL, dict(o, seed=0))
     mu_claimed = claim["sensitivity"] / claim["sigma"]
-    check(abs(norm - claim["sensitivity"]) < 1e-9 * norm,
-          "the intruder moves the vector by exactly the sensitivity", f"{norm} {claim['sensitivity']}")
+    check(abs(norm - o["weight_max"] * 2) < 1e-9 * norm,
+          "the intruder moves the exact vector by W B", f"{norm}")
     n = 300
     zs = {}
     for name, con, base in (("x", cx, 0), ("y", cy, 100000)):
@@ -284,5 +288,32 @@ def test_attack():
     check(abs(sd - 1) < 5 / math.sqrt(2 * n), "the noise along the difference has sd sigma", sd)
 
 
+def test_sensitivity_reported():
+    # The reported sensitivity is the calibrated one: W B plus the rounding
+    # to the grid (sqrt(3) g), the figure sigma and rho are computed from.
+    # Two logs apart by the worst episode, released with one seed, differ by
+    # exactly the movement of their rounded vectors: over base logs it goes
+    # past W B, and never past the reported figure.
+    o = dict(BASE, epsilon=4, weight_max=5)
+    worst = [("intruder", t, 1.0, 0.1, 1.0) for t in (0, 1)]
+    most, claim = 0.0, None
+    for seed in range(40):
+        rows = small_log(seed=100 + seed, episodes=20)
+        cx, cy = log_con(rows), log_con(rows + worst)
+        rx, ry = (release(c, CALL, dict(o, seed=7)) for c in (cx, cy))
+        claim = rx
+        most = max(most, math.sqrt(sum((b - a) ** 2 for a, b in zip(rx["released"], ry["released"]))))
+    wb = o["weight_max"] * 2
+    sens = claim["sensitivity"]
+    check(most > wb and most <= sens,
+          "the rounded vectors move past W B, within the reported sensitivity", f"{most} {wb} {sens}")
+    check(abs(claim["rho"] - (sens / claim["sigma"]) ** 2 / 2) <= 1e-12 * claim["rho"],
+          "rho = (sensitivity / sigma)^2 / 2: the reported figure is the calibrated one",
+          f"{claim['rho']} {sens} {claim['sigma']}")
+    plan = json.loads(connect().execute("SELECT dp_plan(?)", (json.dumps(
+        {"mechanism": "dp_is_value", "episodes": 1000, **{k: v for k, v in o.items()}}),)).fetchone()[0])
+    check(plan.get("sensitivity") == sens, "dp_plan reports the same figure", plan)
+
+
 run([test_exact_on_clinical, test_exact_small_log, test_seeded, test_errors, test_budget_once,
-     test_attack])
+     test_attack, test_sensitivity_reported])

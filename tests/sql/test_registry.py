@@ -32,6 +32,7 @@ FUNCTIONS = {  # name: (number of arguments, deterministic?)
     "dprl_budget_remaining": (1, False),
     "dprl_budget_plan": (2, False),  # reads the ledger
     "dprl_ledger_fits": (6, True),  # the budget check inside the ledger's INSERT
+    "dprl_ledger_total": (1, True),  # ... and its sums, rounded up
     "dp_q_learn": (5, False),
     "dp_q_value": (3, True),
     "dp_is_value": (6, False),

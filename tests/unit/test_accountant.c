@@ -248,7 +248,36 @@ static void test_bad_inputs(void) {
   CHECK(tiny > 0 && tiny < 1e-140, "tiny rho, tiny delta: small positive eps");
 }
 
+/* Basic composition at the boundary: a total equal to the budget fits, one
+** above it by any amount does not, and the sums are rounded up, never to
+** nearest below the exact sum. */
+static void test_plain_boundary(void) {
+  dprl_spent s = {0, 1.0, 1e-5, 1.0, 1e-5, 0, 2, 0};
+  CHECK(dprl_spent_fits(&s), "basic: a total equal to the budget fits");
+  s.eps_plain = nextafter(1.0, 2.0);
+  CHECK(!dprl_spent_fits(&s), "basic: a total one ulp above the budget's epsilon does not fit");
+  s.eps_plain = 1.0;
+  s.delta_plain = nextafter(1e-5, 1.0);
+  CHECK(!dprl_spent_fits(&s), "basic: a total one ulp above the budget's delta does not fit");
+  s.zcdp = 1; /* zCDP without Gaussian releases: the same sums */
+  CHECK(!dprl_spent_fits(&s), "zcdp, no rho: one ulp above the budget's delta does not fit");
+  CHECK(dprl_add_up(1.0, 1.0) == 2.0 && dprl_add_up(0.5, 0.25) == 0.75,
+        "add_up: an exact sum is itself");
+  CHECK(dprl_add_up(1.0, 0x1p-60) == nextafter(1.0, 2.0) && dprl_add_up(1.0, -0x1p-60) == 1.0,
+        "add_up: rounded up to the next double, never down");
+  /* ten releases at 0.1: the double 0.1 is above 1/10, their exact sum
+  ** above 1 (to nearest, the sum is 0.9999999999999999) */
+  double sum = 0, near = 0;
+  for (int i = 0; i < 10; i++) sum = dprl_add_up(sum, 0.1), near += 0.1;
+  s = (dprl_spent){0, 1.0, 1e-5, sum, 1e-5, 0, 10, 0};
+  CHECK(near < 1.0 && sum > 1.0 && !dprl_spent_fits(&s),
+        "ten releases at epsilon 0.1 exceed a budget of 1 (their exact sum is above 1)");
+  CHECK(dprl_mul_up(3.0, 0.5) == 1.5 && dprl_mul_up(10.0, 0.1) > 1.0 && 10.0 * 0.1 == 1.0,
+        "mul_up: exact products are themselves, 10 x 0.1 is above 1");
+}
+
 int main(void) {
+  test_plain_boundary();
   test_eps_reference();
   test_delta_reference();
   test_ten_releases();

@@ -94,7 +94,7 @@ static int tally(const dprl_ep_row *rows, size_t n, int64_t S, int64_t A, int64_
   dprl_ep_dup dup;
   dprl_error err = {0};
   for (size_t i = 0; i < n; i++) dprl_ep_rows_push(&r, &rows[i], &err);
-  int rc = dprl_ep_tally_rows(&r, S, A, k, bits, 0, &t, &dup, NULL, &err);
+  int rc = dprl_ep_tally_rows(&r, S, A, k, bits, 0, &t, &dup, NULL, NULL, &err);
   if (!rc) {
     memcpy(out->votes, t.votes, (size_t)(S * A) * sizeof *t.votes);
     memcpy(out->experts, t.experts, (size_t)S * sizeof *t.experts);
@@ -198,12 +198,12 @@ static void test_max_states(void) {
   dprl_ep_rows_push(&r, &a, &err);
   dprl_ep_rows_push(&r, &c, &err);
   dprl_ep_rows_push(&r, &b, &err);
-  CHECK(dprl_ep_tally_rows(&r, 2, 2, 2, 3, 0, &tl, &dup, NULL, &err) == DPRL_EINVAL &&
+  CHECK(dprl_ep_tally_rows(&r, 2, 2, 2, 3, 0, &tl, &dup, NULL, NULL, &err) == DPRL_EINVAL &&
             dup.expert == 3 && dup.episode == 7 && dup.t == 4,
         "a duplicate (expert, episode, t) is refused and located");
   dprl_ep_rows_free(&r);
   /* no rows: zero tallies (a release over no experts) */
-  CHECK(dprl_ep_tally_rows(&r, 2, 2, 2, 3, 1, &tl, &dup, NULL, &err) == DPRL_OK &&
+  CHECK(dprl_ep_tally_rows(&r, 2, 2, 2, 3, 1, &tl, &dup, NULL, NULL, &err) == DPRL_OK &&
             tl.n_experts == 0 && tl.votes[3] == 0 && tl.experts[1] == 0 && tl.exact[0] == 0,
         "no rows: every tally is 0");
   dprl_ep_tally_free(&tl);
@@ -284,7 +284,7 @@ static void test_release_noise(void) {
   dprl_ep_rows rows = {0};
   dprl_ep_tally t;
   dprl_ep_dup dup;
-  CHECK(dprl_ep_tally_rows(&rows, c.n_states, 1, 1, c.nz.bits, 0, &t, &dup, NULL, &err) == 0,
+  CHECK(dprl_ep_tally_rows(&rows, c.n_states, 1, 1, c.nz.bits, 0, &t, &dup, NULL, NULL, &err) == 0,
         "tally of no rows");
   dprl_buf out = {0};
   CHECK(dprl_ep_release_json(&c, &t, &out, NULL, &err) == DPRL_OK, "release");
