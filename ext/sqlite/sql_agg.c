@@ -60,7 +60,7 @@ static int not_a_partition(dprl_error *err, int why, const char *unit) {
       "another key (the same %ss under two keys: a log imported twice, keys renamed "
       "by a join or per group)"};
   char head[320];
-  snprintf(head, sizeof head, what[why], unit, unit, unit);
+  dprl_snprintf(head, sizeof head, what[why], unit, unit, unit);
   return dprl_fail(err, DPRL_EINVAL,
                    "%s: groups charged once to a budget (parallel composition) must be a "
                    "partition of the %ss (GROUP BY a column that is the same in every row "
