@@ -55,10 +55,14 @@ static int declare(sqlite3 *db, const ledger_at *at, const budget_decl *d, dprl_
   const char *fn = "dprl_budget";
   double have[2];
   int found;
+  /* The index: a release reads its budget's rows under the write lock, not
+  ** every budget's (a ledger made before it gets it at the next dprl_budget). */
   char *sql = sqlite3_mprintf("CREATE TABLE IF NOT EXISTS \"%w\".dprl_budgets%s;"
-                              "CREATE TABLE IF NOT EXISTS \"%w\".dprl_ledger%s",
+                              "CREATE TABLE IF NOT EXISTS \"%w\".dprl_ledger%s;"
+                              "CREATE INDEX IF NOT EXISTS \"%w\".dprl_ledger_budget "
+                              "ON dprl_ledger(budget, spent)",
                               at->schema, strchr(BUDGETS_SQL, '('), at->schema,
-                              strchr(LEDGER_SQL, '('));
+                              strchr(LEDGER_SQL, '('), at->schema);
   if (!sql) return dprl_nomem(err);
   int rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
   sqlite3_free(sql);

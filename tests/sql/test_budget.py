@@ -971,10 +971,30 @@ def test_study_plan():
           "a plan that would return noise says so before anything is spent", p["why"])
 
 
+def test_ledger_index():
+    """A release reads its own budget's rows through an index, not a scan of
+    every budget's; a ledger made without the index gets it at dprl_budget."""
+    with tempfile.TemporaryDirectory() as d:
+        con = connect(os.path.join(d, "l.db"))
+        con.isolation_level = None
+        con.execute("SELECT dprl_budget('b', 3, 1e-5, '{\"unit\": \"episode\"}')")
+        plan = " ".join(r[3] for r in con.execute(
+            "EXPLAIN QUERY PLAN SELECT dprl_ledger_total(epsilon) FROM dprl_ledger "
+            "WHERE budget = 'b' AND spent = 1"))
+        check("USING INDEX dprl_ledger_budget" in plan or "USING COVERING INDEX dprl_ledger_budget" in plan,
+              "the spent sum of one budget reads the index dprl_ledger_budget", plan)
+        con.execute("DROP INDEX dprl_ledger_budget")
+        con.execute("SELECT dprl_budget('b', 3, 1e-5, '{\"unit\": \"episode\"}')")
+        n = con.execute("SELECT count(*) FROM sqlite_schema WHERE type = 'index' "
+                        "AND name = 'dprl_ledger_budget'").fetchone()[0]
+        check(n == 1, "dprl_budget adds the index to a ledger made without it", n)
+        con.close()
+
+
 run([test_spend_and_refuse, test_not_private_refused, test_statement_fails_after_release,
      test_wal_store_releases, test_group_by_returning_interrupted, test_kill_after_first_row,
      test_triggers_and_shape, test_schemas, test_name_polish, test_errors, test_waits,
      test_concurrent_spenders, test_review_findings, test_sum_at_the_boundary,
      test_group_by_charged_once,
      test_group_by_not_a_partition, test_group_by_per_group_charges, test_zcdp_accountant,
-     test_zcdp_concurrent_spenders, test_older_tables, test_study_plan])
+     test_zcdp_concurrent_spenders, test_older_tables, test_study_plan, test_ledger_index])
