@@ -89,8 +89,8 @@ void dprl_sql_unpin(dprl_sql_pinned *p);
 int dprl_sql_options_as_bytes(sqlite3_value *v);
 
 /* The cancellation hook of core.h for a call on db: every millisecond of
-** work or so it steps a trivial statement ("SELECT 1") on the same
-** connection, which fails with SQLITE_INTERRUPT once sqlite3_interrupt()
+** work or so (counted in the core's units, not timed) it steps a probe
+** statement of about 1,500 instructions on the same connection, which fails with SQLITE_INTERRUPT once sqlite3_interrupt()
 ** has been called and runs the progress handler (sqlite3_is_interrupted()
 ** needs SQLite 3.41; Debian 12 ships 3.40).  Open once per call, pass
 ** &c->base to the core, close when done.  A DPRL_EINTR error then becomes
@@ -99,7 +99,7 @@ int dprl_sql_options_as_bytes(sqlite3_value *v);
 typedef struct dprl_sql_cancel {
   dprl_cancel base;
   sqlite3_stmt *probe;
-  int64_t last_ns; /* monotonic time of the last probe */
+  unsigned checks; /* the core's checks since the probe was opened */
 } dprl_sql_cancel;
 int dprl_sql_cancel_open(dprl_sql_cancel *c, sqlite3 *db, dprl_error *err);
 void dprl_sql_cancel_close(dprl_sql_cancel *c);

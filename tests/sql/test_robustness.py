@@ -250,4 +250,34 @@ def test_interrupts():
               (err, late))
 
 
-run([test_messages_name_the_value, test_json_subtype, test_interrupts, test_result_size_limits, test_options_parser, test_trailing_comments, test_numbers_as_text])
+def test_progress_handler_counts():
+    """A progress handler set every N = 10^5 instructions is called during
+    dprl's long loops: a probe of about 1,500 instructions about every
+    millisecond of work, so about every 67 ms, and a handler that says stop
+    at its fifth call stops a dense 30,000 x 1 dp_plan (seconds of work in
+    C, a few instructions of SQL), where a probe of 4 instructions once a
+    millisecond called it every 25 s."""
+    con = connect()
+    n_dense = 30000
+    dense = json.dumps({"n_states": n_dense, "gamma": 0.9, "rmin": 0, "rmax": 1, "fmax": 9,
+                        "epsilon": 1, "delta": 1e-5, "episodes": 20000,
+                        "features": [[1 + (s % 7) / 7] for s in range(n_dense)],
+                        "visits": [3] * n_dense})
+    calls = [0]
+
+    def handler():
+        calls[0] += 1
+        return 1 if calls[0] >= 5 else 0
+    con.set_progress_handler(handler, 100000)
+    try:
+        con.execute("SELECT length(dp_plan(?))", (dense,)).fetchone()
+        err = None
+    except Exception as e:  # noqa: BLE001 - the kind of error is what is checked
+        err = str(e)
+    con.set_progress_handler(None, 0)
+    check(err == "interrupted" and calls[0] == 5,
+          "a progress handler every 10^5 instructions stops dp_plan's dense matrix at its 5th call",
+          (err, calls[0]))
+
+
+run([test_progress_handler_counts, test_messages_name_the_value, test_json_subtype, test_interrupts, test_result_size_limits, test_options_parser, test_trailing_comments, test_numbers_as_text])
