@@ -166,7 +166,7 @@ def test_absurd_numbers():
     m["sigma"] = m["reward_sigma"] = 1e149
     got = json.loads(con.execute("SELECT dp_mdp_value(?, '[0, 0, 0, 0, 0]', "
                                  "'{\"bootstrap\": 20}')", (json.dumps(m),)).fetchone()[0])
-    check(all(isinstance(got[k], float) for k in ("value", "stderr", "error_bound")),
+    check(all(isinstance(got[k], (int, float)) for k in ("value", "stderr", "error_bound")),
           "sigma 1e149, just within: finite value, stderr and bound", got)
 
 
@@ -191,9 +191,10 @@ def test_many_policies_memory():
     peak = lib.sqlite3_memory_highwater(0) - base
     check(len(got["policies"]) == 400 and got["policies"]["p3"]["values"] == [0.5] * S,
           "400 named policies: evaluated", str(got)[:200])
-    # the model's own arrays (its numbers, the estimate) are ~8 bytes per
-    # count; the policies add O(their text)
-    limit = 8 * (len(text) + 40 * len(pols))
+    # the model's own arrays (its numbers, the estimate, SQLite's copies of
+    # the text) are a few bytes per byte of its text; the policies add
+    # O(their text), where they were 400 x S x A doubles (697 MB)
+    limit = 16 * len(text) + 100 * len(pols)
     check(peak < limit, "400 named policies: memory O(the texts), not 400 x S x A doubles",
           f"peak {peak} bytes, limit {limit}")
 
@@ -228,8 +229,8 @@ def test_sqlite_flags():
     m = json.dumps(model(COUNTS, RSUMS, START))
     con.execute("CREATE TABLE t(m, p)")
     con.execute("INSERT INTO t VALUES (?, '[0, 0, 0, 0, 0]')", (m,))
-    for expr in ("dp_mdp_value(m, p)", "dp_mdp_plan(m)", "dp_plan(m)"):
-        msg = sql_error(con, f"CREATE INDEX i_{expr[:9]} ON t({expr})")
+    for i, expr in enumerate(("dp_mdp_value(m, p)", "dp_mdp_plan(m)", "dp_plan(m)")):
+        msg = sql_error(con, f"CREATE INDEX i{i} ON t({expr})")
         check(msg == "non-deterministic functions prohibited in index expressions",
               f"{expr.split('(')[0]}: refused in an index expression", msg)
     for expr in ("dp_mdp_value(m, p)", "dp_mdp_plan(m)"):
