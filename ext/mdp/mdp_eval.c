@@ -50,14 +50,14 @@ static double sweeps_for(double gamma, double tol, double r) {
 static int sweep_limit(const char *fn, const dprl_mdpv_opts *o, double r, dprl_error *err) {
   double k = sweeps_for(o->gamma, o->tolerance, r);
   if (k <= DPRL_MDPV_SWEEPS_MAX) return DPRL_OK;
-  char g[32], t[32];
+  char g[32], t[32], n[32];
   return dprl_fail(err, DPRL_EINVAL,
-                   "%s: gamma = %s with tolerance %s can need %.3g value-iteration sweeps, "
+                   "%s: gamma = %s with tolerance %s can need %s value-iteration sweeps, "
                    "more than the 10^8 allowed (about 20 / (1 - gamma) at the default "
                    "tolerance): a smaller gamma, a larger tolerance, or gamma 1 with option "
                    "horizon",
                    fn, dprl_json_num(o->gamma, g, sizeof g), dprl_json_num(o->tolerance, t, sizeof t),
-                   k);
+                   dprl_json_num(ceil(k), n, sizeof n));
 }
 
 int dprl_mdpv_options(const char *fn, const char *text, size_t len, int plan,
@@ -231,7 +231,8 @@ static int64_t sweeps_needed(const dprl_mdpv_est *e, const dprl_mdpv_opts *o) {
 static double rounding(const dprl_mdpv_est *e, double gamma, const double *x) {
   double xn = 0, K = 2 * (double)e->most_next + 2 * (double)e->A + 10;
   for (int64_t s = 0; s < e->S; s++) xn = fmax(xn, fabs(x[s]));
-  return 2.01 * K * 0x1p-53 * (e->rabs + gamma * xn) + e->reward_err;
+  /* the rewards' error is weighed by the rounded policy: 1.001 covers it */
+  return 2.01 * K * 0x1p-53 * (e->rabs + gamma * xn) + 1.001 * e->reward_err;
 }
 
 /* The bound on ||y - V|| for y = fl(T x), V the fixed point of T, d the
