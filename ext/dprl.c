@@ -111,6 +111,11 @@ static void debug_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
 /* Every SQL function dprl registers, with its arguments and flags.
 ** PURE: deterministic, reads nothing but its arguments (usable in views,
 **   indexes and CHECKs).
+** EXACT: as PURE, but its result goes through LAPACK/BLAS, whose last bits
+**   change with the machine, the library and its thread count: not
+**   deterministic (never in an index, where a lookup would miss the row).
+** LONG: as EXACT, and it can run long on a public input: direct-only too,
+**   so a view or trigger in a file someone else wrote cannot start it.
 ** NOISY: draws fresh noise (never deterministic: two calls in a statement
 **   are independent) or touches the database, and may write the privacy
 **   ledger; direct-only (top-level statements, never a view or trigger).
@@ -118,6 +123,8 @@ static void debug_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
 ** tests/sql/test_registry.py checks these flags from SQL. */
 #define PURE (SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS)
 #define PURE_JSON (DPRL_JSON_FLAGS | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS)
+#define EXACT_JSON (DPRL_JSON_FLAGS | SQLITE_INNOCUOUS)
+#define LONG_JSON (DPRL_JSON_FLAGS | SQLITE_DIRECTONLY)
 #define NOISY (SQLITE_UTF8 | SQLITE_DIRECTONLY)
 #define NOISY_JSON (DPRL_JSON_FLAGS | SQLITE_DIRECTONLY)
 
@@ -176,14 +183,15 @@ static const struct function {
     AGGREGATE("dp_expert_policy", 6, NOISY_JSON, dprl_expert_policy_agg),
     /* planning before spending (study/): one release of any mechanism, or a
     ** study's releases against a budget described or declared */
-    SCALAR("dp_plan", 1, PURE_JSON, dprl_sql_plan),
+    SCALAR("dp_plan", 1, EXACT_JSON, dprl_sql_plan), /* dense features: dgesdd, dpotri */
     SCALAR("dprl_budget_plan", 2, NOISY_JSON, dprl_sql_budget_plan),
-    /* evaluating and planning on a released MDP model (mdp/): post-processing,
-    ** deterministic; the options argument is optional */
-    SCALAR("dp_mdp_value", 2, PURE_JSON, dprl_sql_mdp_value_fn),
-    SCALAR("dp_mdp_value", 3, PURE_JSON, dprl_sql_mdp_value_fn),
-    SCALAR("dp_mdp_plan", 1, PURE_JSON, dprl_sql_mdp_plan_fn),
-    SCALAR("dp_mdp_plan", 2, PURE_JSON, dprl_sql_mdp_plan_fn),
+    /* evaluating and planning on a released MDP model (mdp/): post-processing
+    ** (dgesv solves; up to 10^8 sweeps, 10^5 bootstrap draws); the options
+    ** argument is optional */
+    SCALAR("dp_mdp_value", 2, LONG_JSON, dprl_sql_mdp_value_fn),
+    SCALAR("dp_mdp_value", 3, LONG_JSON, dprl_sql_mdp_value_fn),
+    SCALAR("dp_mdp_plan", 1, LONG_JSON, dprl_sql_mdp_plan_fn),
+    SCALAR("dp_mdp_plan", 2, LONG_JSON, dprl_sql_mdp_plan_fn),
     /* the rows of a caller's query, for the readers of sqlite/sql_tvf.c */
     SCALAR(DPRL_ROW_FN, -1, NOISY, dprl_sql_row),
 #undef SCALAR

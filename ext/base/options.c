@@ -211,10 +211,12 @@ int dprl_opt_seed(const dprl_options *o, int *has_seed, uint64_t *seed) {
   const dprl_json *v = dprl_opt_get(o, "seed");
   *has_seed = v != NULL;
   *seed = 0;
+  /* Below 2^53 every integer is a double: from 2^53 on, neighbouring
+  ** integers read as one double, so two seeds would give one release. */
   if (v && !(v->type == DPRL_JSON_NUMBER && v->num == floor(v->num) && v->num >= 0 &&
-             v->num <= 9007199254740992.0))
-    return bad(o, "seed", "an integer in [0, 2^53]", v);
-  int rc = dprl_opt_int(o, "seed", 0, 0, DPRL_CLOSED(0, 9007199254740992.0), &s);
+             v->num < 9007199254740992.0))
+    return bad(o, "seed", "an integer in [0, 2^53 - 1]", v);
+  int rc = dprl_opt_int(o, "seed", 0, 0, DPRL_CLOSED(0, 9007199254740991.0), &s);
   *seed = (uint64_t)s;
   return rc;
 }

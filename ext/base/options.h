@@ -71,7 +71,8 @@ int dprl_opt_name(const dprl_options *o, const char *key, char **out);
 ** default, never read from the data), with a message that says what they
 ** are and why they must be public. */
 int dprl_opt_reward_bounds(const dprl_options *o, double *rmin, double *rmax);
-/* The optional "seed": an integer in [0, 2^53]. */
+/* The optional "seed": an integer in [0, 2^53 - 1] (the integers a double
+** holds apart). */
 int dprl_opt_seed(const dprl_options *o, int *has_seed, uint64_t *seed);
 
 /* "must be > 0", "must be in (0, 1)", ... for messages elsewhere. */

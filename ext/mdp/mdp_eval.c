@@ -16,9 +16,8 @@ int dprl_mdpv_work_init(dprl_mdpv_work *w, int64_t S, int64_t A, dprl_error *err
   w->S = S;
   w->A = A;
   w->v2 = dprl_malloc_array((size_t)S, sizeof *w->v2);
-  w->pi = dprl_calloc((size_t)(S * A), sizeof *w->pi);
   w->act = dprl_malloc_array((size_t)S, sizeof *w->act);
-  if (!w->v2 || !w->pi || !w->act) return dprl_nomem(err);
+  if (!w->v2 || !w->act) return dprl_nomem(err);
   return DPRL_OK;
 }
 
@@ -32,12 +31,34 @@ static int need_matrix(dprl_mdpv_work *w, dprl_error *err) {
 void dprl_mdpv_work_free(dprl_mdpv_work *w) {
   dprl_free(w->mat);
   dprl_free(w->v2);
-  dprl_free(w->pi);
   dprl_free(w->act);
   memset(w, 0, sizeof *w);
 }
 
 /* ---- options --------------------------------------------------------------------- */
+
+/* Value-iteration sweeps from V = 0 after which the stop
+** gamma ||V_k+1 - V_k|| / (1 - gamma) <= tol is met in exact arithmetic:
+** ||V_k+1 - V_k|| <= gamma^k r with r = max|reward| (ALGORITHMS.md §14.2). */
+static double sweeps_for(double gamma, double tol, double r) {
+  if (gamma == 0 || r == 0) return 2;
+  double k = log(tol * (1 - gamma) / r) / log(gamma);
+  return k < 1 ? 2 : k + 2;
+}
+
+/* gamma so close to 1 that the sweeps would pass DPRL_MDPV_SWEEPS_MAX: refused. */
+static int sweep_limit(const char *fn, const dprl_mdpv_opts *o, double r, dprl_error *err) {
+  double k = sweeps_for(o->gamma, o->tolerance, r);
+  if (k <= DPRL_MDPV_SWEEPS_MAX) return DPRL_OK;
+  char g[32], t[32], n[32];
+  return dprl_fail(err, DPRL_EINVAL,
+                   "%s: gamma = %s with tolerance %s can need %s value-iteration sweeps, "
+                   "more than the 10^8 allowed (about 20 / (1 - gamma) at the default "
+                   "tolerance): a smaller gamma, a larger tolerance, or gamma 1 with option "
+                   "horizon",
+                   fn, dprl_json_num(o->gamma, g, sizeof g), dprl_json_num(o->tolerance, t, sizeof t),
+                   dprl_json_num(ceil(k), n, sizeof n));
+}
 
 int dprl_mdpv_options(const char *fn, const char *text, size_t len, int plan,
                       const dprl_mdpv_model *m, dprl_mdpv_opts *o, dprl_error *err) {
@@ -65,9 +86,9 @@ int dprl_mdpv_options(const char *fn, const char *text, size_t len, int plan,
                           DPRL_CLOSED(0, DPRL_MDPV_BOOTSTRAP_MAX), &o->bootstrap)) ||
        (rc = dprl_opt_int(&opt, "bootstrap_seed", 0, 0, DPRL_ANY, &seed))))
     goto done;
-  if (seed < 0 || seed > (INT64_C(1) << 53)) {
+  if (seed < 0 || seed >= (INT64_C(1) << 53)) { /* from 2^53 on, two texts read as one */
     rc = dprl_fail(err, DPRL_EINVAL,
-                   "%s: option bootstrap_seed must be an integer in [0, 2^53], got %lld", fn,
+                   "%s: option bootstrap_seed must be an integer in [0, 2^53 - 1], got %lld", fn,
                    (long long)seed);
     goto done;
   }
@@ -92,6 +113,7 @@ int dprl_mdpv_options(const char *fn, const char *text, size_t len, int plan,
   double scale = fmax(fabs(m->rmin), fabs(m->rmax)) / (o->horizon ? 1 : 1 - o->gamma);
   rc = dprl_opt_number(&opt, "tolerance", 0, DPRL_MDPV_TOLERANCE * scale, DPRL_POSITIVE,
                        &o->tolerance);
+  if (!rc && !o->horizon) rc = sweep_limit(fn, o, fmax(fabs(m->rmin), fabs(m->rmax)), err);
 done:
   dprl_options_close(&opt);
   return rc;
@@ -106,15 +128,27 @@ static inline double expect(const dprl_mdpv_est *e, int64_t sa, const double *V)
   return q;
 }
 
+/* The actions of state s that policy p uses: [*lo, *hi), each with weight(). */
+static inline void actions(const dprl_mdpv_policy *p, int64_t s, int64_t A, int64_t *lo,
+                           int64_t *hi) {
+  *lo = p->act ? p->act[s] : 0;
+  *hi = p->act ? p->act[s] + 1 : A;
+}
+static inline double weight(const dprl_mdpv_policy *p, int64_t sa) {
+  return p->act ? 1 : p->pi[sa];
+}
+
 /* out = T_pi V; max_s |out(s) - V(s)| into *diff. */
-static int backup_policy(const dprl_mdpv_est *e, const double *pi, double gamma, const double *V,
-                         double *out, double *diff, dprl_cancel *cancel, dprl_error *err) {
-  int64_t S = e->S, A = e->A;
+static int backup_policy(const dprl_mdpv_est *e, const dprl_mdpv_policy *p, double gamma,
+                         const double *V, double *out, double *diff, dprl_cancel *cancel,
+                         dprl_error *err) {
+  int64_t S = e->S, A = e->A, lo, hi;
   double d = 0;
   for (int64_t s = 0; s < S; s++) {
     double acc = 0;
-    for (int64_t a = 0; a < A; a++) {
-      double w = pi[s * A + a];
+    actions(p, s, A, &lo, &hi);
+    for (int64_t a = lo; a < hi; a++) {
+      double w = weight(p, s * A + a);
       if (w != 0) acc += w * (e->reward[s * A + a] + gamma * expect(e, s * A + a, V));
     }
     out[s] = acc;
@@ -148,15 +182,16 @@ static int backup_optimal(const dprl_mdpv_est *e, double gamma, const double *V,
 }
 
 /* V = (I - gamma P_pi)^-1 r_pi by LU. */
-static int solve_policy(const dprl_mdpv_est *e, const double *pi, double gamma, double *mat,
-                        double *V, dprl_cancel *cancel, dprl_error *err) {
-  int64_t S = e->S, A = e->A;
+static int solve_policy(const dprl_mdpv_est *e, const dprl_mdpv_policy *p, double gamma,
+                        double *mat, double *V, dprl_cancel *cancel, dprl_error *err) {
+  int64_t S = e->S, A = e->A, lo, hi;
   for (int64_t s = 0; s < S; s++) {
     double *row = mat + s * S, rhs = 0;
     memset(row, 0, (size_t)S * sizeof *row);
     row[s] = 1;
-    for (int64_t a = 0; a < A; a++) {
-      double w = pi[s * A + a];
+    actions(p, s, A, &lo, &hi);
+    for (int64_t a = lo; a < hi; a++) {
+      double w = weight(p, s * A + a);
       if (w == 0) continue;
       int64_t sa = s * A + a;
       rhs += w * e->reward[sa];
@@ -181,24 +216,52 @@ static double value_scale(const dprl_mdpv_est *e, const dprl_mdpv_opts *o) {
   return r / (1 - o->gamma);
 }
 
-/* Sweeps after which value iteration from 0 has met the tolerance for
-** certain: ||V_k+1 - V_k|| <= gamma^k max|r|, and the stop needs
-** gamma ||V_k+1 - V_k|| / (1 - gamma) <= tol. */
 static int64_t sweeps_needed(const dprl_mdpv_est *e, const dprl_mdpv_opts *o) {
-  double r = 0;
-  for (int64_t i = 0; i < e->S * e->A; i++) r = fmax(r, fabs(e->reward[i]));
-  if (o->gamma == 0 || r == 0) return 2;
-  double k = log(o->tolerance * (1 - o->gamma) / r) / log(o->gamma);
-  return k < 1 ? 2 : k > 1e12 ? (int64_t)1e12 : (int64_t)k + 2;
+  double k = sweeps_for(o->gamma, o->tolerance, e->rabs);
+  return k > DPRL_MDPV_SWEEPS_MAX ? (int64_t)DPRL_MDPV_SWEEPS_MAX : (int64_t)k;
 }
 
-static double stop_bound(double gamma, double diff) { return gamma * diff / (1 - gamma); }
+/* E: a bound on max_s |fl(T x)(s) - (T x)(s)|, T the backup (T_pi or T*) of
+** the exact-arithmetic model, for a backup computed here from x
+** (ALGORITHMS.md §14.2): with m the most next states of a pair, every
+** term of a backup carries at most K = 2m + 2A + 10 relative roundings
+** (the dot product and the sum over actions, and P's and the policy's own
+** rounding), so E = 2.01 K u (max|r| + gamma ||x||) plus the rewards'
+** rounding. */
+static double rounding(const dprl_mdpv_est *e, double gamma, const double *x) {
+  double xn = 0, K = 2 * (double)e->most_next + 2 * (double)e->A + 10;
+  for (int64_t s = 0; s < e->S; s++) xn = fmax(xn, fabs(x[s]));
+  /* the rewards' error is weighed by the rounded policy: 1.001 covers it */
+  return 2.01 * K * 0x1p-53 * (e->rabs + gamma * xn) + 1.001 * e->reward_err;
+}
+
+/* The bound on ||y - V|| for y = fl(T x), V the fixed point of T, d the
+** computed max |y - x|, E = rounding(x): ||T x - x|| <= d (1 + 2u) + E and
+** ||y - V|| <= E + gamma ||T x - x|| / (1 - gamma).  The few roundings of
+** this formula (non-negative terms) are covered by 2^-47. */
+static double stop_bound(double gamma, double d, double E) {
+  return (E + gamma * (d + E) / (1 - gamma)) * (1 + 0x1p-47);
+}
+
+/* Backward induction: b_h = gamma b_h-1 + E_h bounds ||V_h - V_h exact||
+** (T is a gamma-contraction of the exact model, gamma <= 1); the 2H
+** roundings of the recursion itself are covered at the end. */
+static double horizon_bound(double b, int64_t H) {
+  return b * (1 + (2 * (double)H + 8) * 0x1p-52);
+}
 
 int dprl_mdpv_evaluate(const dprl_mdpv_est *e, const dprl_mdpv_opts *o, const double *pi,
                        dprl_mdpv_work *w, double *V, dprl_mdpv_solved *how,
                        dprl_cancel *cancel, dprl_error *err) {
+  dprl_mdpv_policy p = {pi, NULL};
+  return dprl_mdpv_evaluate_policy(e, o, &p, w, V, how, cancel, err);
+}
+
+int dprl_mdpv_evaluate_policy(const dprl_mdpv_est *e, const dprl_mdpv_opts *o,
+                              const dprl_mdpv_policy *pi, dprl_mdpv_work *w, double *V,
+                              dprl_mdpv_solved *how, dprl_cancel *cancel, dprl_error *err) {
   int64_t S = e->S;
-  double d = 0;
+  double d = 0, E;
   int rc;
   how->bound = 0;
   how->iterations = 0;
@@ -206,9 +269,12 @@ int dprl_mdpv_evaluate(const dprl_mdpv_est *e, const dprl_mdpv_opts *o, const do
     how->method = "backward induction";
     memset(V, 0, (size_t)S * sizeof *V);
     for (int64_t h = 0; h < o->horizon; h++) {
+      E = rounding(e, o->gamma, V);
       if ((rc = backup_policy(e, pi, o->gamma, V, w->v2, &d, cancel, err))) return rc;
       memcpy(V, w->v2, (size_t)S * sizeof *V);
+      how->bound = o->gamma * how->bound + E;
     }
+    how->bound = horizon_bound(how->bound, o->horizon);
     how->iterations = o->horizon;
     return DPRL_OK;
   }
@@ -221,13 +287,15 @@ int dprl_mdpv_evaluate(const dprl_mdpv_est *e, const dprl_mdpv_opts *o, const do
     how->method = "iteration";
     memset(V, 0, (size_t)S * sizeof *V);
   }
-  /* One more backup: the bound from its change holds whatever V is. */
+  /* One more backup: the bound from its change holds whatever V is.  Once
+  ** the change is within the rounding E, more sweeps only trade rounding. */
   int64_t most = sweeps_needed(e, o);
   for (;;) {
+    E = rounding(e, o->gamma, V);
     if ((rc = backup_policy(e, pi, o->gamma, V, w->v2, &d, cancel, err))) return rc;
     memcpy(V, w->v2, (size_t)S * sizeof *V);
-    how->bound = stop_bound(o->gamma, d);
-    if (how->bound <= o->tolerance || ++how->iterations >= most) break;
+    how->bound = stop_bound(o->gamma, d, E);
+    if (how->bound <= o->tolerance || d <= E || ++how->iterations >= most) break;
   }
   return DPRL_OK;
 }
@@ -245,7 +313,7 @@ int dprl_mdpv_optimize(const dprl_mdpv_est *e, const dprl_mdpv_opts *o, dprl_mdp
                        double *Q, double *V, int32_t *policy, dprl_mdpv_solved *how,
                        dprl_cancel *cancel, dprl_error *err) {
   int64_t S = e->S, A = e->A;
-  double d = 0, tie = DPRL_MDPV_TIE * value_scale(e, o);
+  double d = 0, E, tie = DPRL_MDPV_TIE * value_scale(e, o);
   int rc;
   how->bound = 0;
   how->iterations = 0;
@@ -253,9 +321,12 @@ int dprl_mdpv_optimize(const dprl_mdpv_est *e, const dprl_mdpv_opts *o, dprl_mdp
   if (o->horizon) { /* Q_h = r + gamma P V_h-1, V_h = max_a Q_h */
     how->method = "backward induction";
     for (int64_t h = 0; h < o->horizon; h++) {
+      E = rounding(e, o->gamma, V);
       if ((rc = backup_optimal(e, o->gamma, V, Q, w->v2, &d, cancel, err))) return rc;
       memcpy(V, w->v2, (size_t)S * sizeof *V);
+      how->bound = o->gamma * how->bound + E; /* Q of the last step too */
     }
+    how->bound = horizon_bound(how->bound, o->horizon);
     how->iterations = o->horizon;
   } else {
     how->method = "iteration";
@@ -266,10 +337,9 @@ int dprl_mdpv_optimize(const dprl_mdpv_est *e, const dprl_mdpv_opts *o, dprl_mdp
       how->method = "direct";
       if ((rc = need_matrix(w, err))) return rc;
       for (int64_t s = 0; s < S; s++) w->act[s] = greedy(e->reward + s * A, A, tie);
+      dprl_mdpv_policy cur = {NULL, w->act};
       for (int64_t step = 0; step < 100; step++) {
-        memset(w->pi, 0, (size_t)(S * A) * sizeof *w->pi);
-        for (int64_t s = 0; s < S; s++) w->pi[s * A + w->act[s]] = 1;
-        if ((rc = solve_policy(e, w->pi, o->gamma, w->mat, V, cancel, err))) return rc;
+        if ((rc = solve_policy(e, &cur, o->gamma, w->mat, V, cancel, err))) return rc;
         how->iterations++;
         if ((rc = backup_optimal(e, o->gamma, V, Q, w->v2, &d, cancel, err))) return rc;
         int changed = 0;
@@ -284,15 +354,16 @@ int dprl_mdpv_optimize(const dprl_mdpv_est *e, const dprl_mdpv_opts *o, dprl_mdp
       }
     }
     /* Value iteration (from policy iteration's values when there are
-    ** any) until gamma ||V_k+1 - V_k|| / (1 - gamma) <= tolerance: then
-    ** max_s |V_k+1(s) - V*(s)| and max |Q - Q*| are at most that. */
+    ** any) until the bound is within the tolerance or the change within
+    ** the rounding: it bounds max_s |V_k+1(s) - V*(s)| and max |Q - Q*|. */
     int64_t most = sweeps_needed(e, o);
     for (int64_t k = 0;; k++) {
+      E = rounding(e, o->gamma, V);
       if ((rc = backup_optimal(e, o->gamma, V, Q, w->v2, &d, cancel, err))) return rc;
       memcpy(V, w->v2, (size_t)S * sizeof *V);
-      how->bound = stop_bound(o->gamma, d);
+      how->bound = stop_bound(o->gamma, d, E);
       if (S > DPRL_MDPV_DIRECT_MAX) how->iterations++;
-      if (how->bound <= o->tolerance || k + 1 >= most) break;
+      if (how->bound <= o->tolerance || d <= E || k + 1 >= most) break;
     }
   }
   for (int64_t s = 0; s < S; s++) policy[s] = greedy(Q + s * A, A, tie);
@@ -342,7 +413,7 @@ static int bootstrap(const dprl_mdpv_model *m, const dprl_mdpv_opts *o,
   for (int64_t b = 1; b <= o->bootstrap && !rc; b++) {
     rc = dprl_mdpv_estimate(m, &o->est, &rng, scratch, &eb, cancel, err);
     for (size_t i = 0; i < p->n && !rc; i++) {
-      rc = dprl_mdpv_evaluate(&eb, o, p->pi[i], w, V, &how, cancel, err);
+      rc = dprl_mdpv_evaluate_policy(&eb, o, &p->pol[i], w, V, &how, cancel, err);
       if (!rc) moments_add(&mo[i], dot(eb.start, V, S), V, S, b);
     }
   }
@@ -420,7 +491,8 @@ int dprl_mdpv_value(const dprl_mdpv_model *m, const dprl_mdpv_opts *o,
   for (size_t i = 0; i < n && !rc; i++) {
     mo[i].means = mem + 2 * i * (size_t)S;
     mo[i].m2s = mo[i].means + S;
-    rc = dprl_mdpv_evaluate(&e, o, p->pi[i], &w, V + i * (size_t)S, &hows[i], cancel, err);
+    rc = dprl_mdpv_evaluate_policy(&e, o, &p->pol[i], &w, V + i * (size_t)S, &hows[i], cancel,
+                                   err);
     if (!rc) how = hows[i];
   }
   /* A model without noise resamples to itself: no draws needed. */

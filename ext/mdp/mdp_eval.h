@@ -18,6 +18,9 @@
 #define DPRL_MDPV_BOOTSTRAP_MAX 100000
 #define DPRL_MDPV_TOLERANCE 1e-9     /* default tolerance, relative to max|r| / (1 - gamma) */
 #define DPRL_MDPV_TIE 1e-12          /* Q values this close (relative) are tied */
+/* The most value-iteration sweeps: a gamma that can need more (about
+** 20 / (1 - gamma) at the default tolerance) is refused. */
+#define DPRL_MDPV_SWEEPS_MAX 1e8
 
 typedef struct dprl_mdpv_opts {
   double gamma;          /* the model's, or option gamma */
@@ -47,14 +50,14 @@ typedef struct dprl_mdpv_work {
   int64_t S, A;
   double *mat;  /* S x S: I - gamma P_pi (direct solves only, allocated on first use) */
   double *v2;   /* S */
-  double *pi;   /* S x A: the policy of a policy-iteration step */
   int32_t *act; /* S */
 } dprl_mdpv_work;
 int dprl_mdpv_work_init(dprl_mdpv_work *w, int64_t S, int64_t A, dprl_error *err);
 void dprl_mdpv_work_free(dprl_mdpv_work *w);
 
 /* How a solve went: "direct", "iteration" or "backward induction"; the
-** proven bound on max_s |V(s) - V_exact(s)| (0 for backward induction);
+** proven bound on max_s |V(s) - V_exact(s)|, rounding included, V_exact
+** the exact-arithmetic value on the model of ALGORITHMS.md §14.1;
 ** sweeps or policy-iteration steps. */
 typedef struct dprl_mdpv_solved {
   const char *method;
@@ -64,6 +67,10 @@ typedef struct dprl_mdpv_solved {
 
 /* V[S] = V^pi on e: discounted (o->horizon 0, gamma < 1) or over
 ** o->horizon steps. */
+int dprl_mdpv_evaluate_policy(const dprl_mdpv_est *e, const dprl_mdpv_opts *o,
+                              const dprl_mdpv_policy *pi, dprl_mdpv_work *w, double *V,
+                              dprl_mdpv_solved *how, dprl_cancel *cancel, dprl_error *err);
+/* The same for pi[S*A] = pi(a|s). */
 int dprl_mdpv_evaluate(const dprl_mdpv_est *e, const dprl_mdpv_opts *o, const double *pi,
                        dprl_mdpv_work *w, double *V, dprl_mdpv_solved *how,
                        dprl_cancel *cancel, dprl_error *err);

@@ -40,10 +40,12 @@ static int number(const dprl_json *root, const char *key, dprl_range r, double *
   if (!v) return DPRL_EINVAL;
   char g[96], want[64];
   dprl_range_describe(r, want, sizeof want);
-  if (v->type != DPRL_JSON_NUMBER || !isfinite(v->num) || !dprl_range_contains(r, v->num)) {
+  if (v->type != DPRL_JSON_NUMBER || !(fabs(v->num) <= DPRL_MDPV_NUMBER_MAX) ||
+      !dprl_range_contains(r, v->num)) {
     got(v, g, sizeof g);
-    return dprl_fail(err, DPRL_EINVAL, "model: %s must be a finite number and %s, got %s", key,
-                     want, g);
+    return dprl_fail(err, DPRL_EINVAL,
+                     "model: %s must be a finite number and %s, of magnitude at most 10^150, "
+                     "got %s", key, want, g);
   }
   *out = v->num;
   return DPRL_OK;
@@ -93,10 +95,13 @@ static const double *numbers(const dprl_json *v, const char *what, size_t n, con
   }
   for (size_t i = 0; i < n; i++) {
     const dprl_json *item = v->nums ? NULL : v->items[i];
-    if (item ? item->type != DPRL_JSON_NUMBER || !isfinite(item->num) : !isfinite(v->nums[i])) {
+    if (item ? item->type != DPRL_JSON_NUMBER || !(fabs(item->num) <= DPRL_MDPV_NUMBER_MAX)
+             : !(fabs(v->nums[i]) <= DPRL_MDPV_NUMBER_MAX)) {
       if (item) dprl_json_describe(item, g, sizeof g);
-      else dprl_snprintf(g, sizeof g, "%g", v->nums[i]);
-      dprl_fail(err, DPRL_EINVAL, "model: %s[%zu] must be a finite number, got %s", what, i, g);
+      else dprl_json_num(v->nums[i], g, sizeof g);
+      dprl_fail(err, DPRL_EINVAL,
+                "model: %s[%zu] must be a finite number of magnitude at most 10^150, got %s",
+                what, i, g);
       return NULL;
     }
   }
@@ -278,9 +283,10 @@ void dprl_mdpv_model_free(dprl_mdpv_model *m) {
 
 /* ---- policies ------------------------------------------------------------------ */
 
-/* One policy into pi[S*A]; who is "policy" or "policy \"name\"". */
-static int policy_one(const dprl_json *v, const char *who, int64_t S, int64_t A, double *pi,
-                      dprl_error *err) {
+/* One policy into q (pi[S*A] or act[S], allocated here); who is "policy" or
+** "policy \"name\"". */
+static int policy_one(const dprl_json *v, const char *who, int64_t S, int64_t A,
+                      dprl_mdpv_policy *q, dprl_error *err) {
   char g[96];
   if (v->type != DPRL_JSON_ARRAY || v->n != (size_t)S) {
     if (v->type == DPRL_JSON_ARRAY) plural(g, sizeof g, v->n, "item");
@@ -291,7 +297,11 @@ static int policy_one(const dprl_json *v, const char *who, int64_t S, int64_t A,
                      who, (long long)S, (long long)A, g);
   }
   int actions = v->items[0]->type == DPRL_JSON_NUMBER;
-  memset(pi, 0, (size_t)(S * A) * sizeof *pi);
+  int32_t *act = actions ? dprl_malloc_array((size_t)S, sizeof *act) : NULL;
+  double *pi = actions ? NULL : dprl_calloc((size_t)(S * A), sizeof *pi);
+  if (!act && !pi) return dprl_nomem(err);
+  q->act = act;
+  q->pi = pi;
   for (int64_t s = 0; s < S; s++) {
     const dprl_json *x = v->items[s];
     if (actions) {
@@ -303,7 +313,7 @@ static int policy_one(const dprl_json *v, const char *who, int64_t S, int64_t A,
                          "got %s",
                          who, (long long)s, (long long)(A - 1), g);
       }
-      pi[s * A + (int64_t)x->num] = 1;
+      act[s] = (int32_t)x->num;
       continue;
     }
     if (x->type != DPRL_JSON_ARRAY || x->n != (size_t)A) {
@@ -316,15 +326,15 @@ static int policy_one(const dprl_json *v, const char *who, int64_t S, int64_t A,
     }
     double sum = 0;
     for (int64_t a = 0; a < A; a++) {
-      const dprl_json *q = x->items[a];
-      if (q->type != DPRL_JSON_NUMBER || !(q->num >= 0) || !isfinite(q->num)) {
-        dprl_json_describe(q, g, sizeof g);
+      const dprl_json *p = x->items[a];
+      if (p->type != DPRL_JSON_NUMBER || !(p->num >= 0) || !isfinite(p->num)) {
+        dprl_json_describe(p, g, sizeof g);
         return dprl_fail(err, DPRL_EINVAL,
                          "%s[%lld][%lld] must be a probability (a finite number >= 0), got %s",
                          who, (long long)s, (long long)a, g);
       }
-      pi[s * A + a] = q->num;
-      sum += q->num;
+      pi[s * A + a] = p->num;
+      sum += p->num;
     }
     if (!(fabs(sum - 1) <= 1e-9)) {
       dprl_json_num(sum, g, sizeof g);
@@ -333,6 +343,8 @@ static int policy_one(const dprl_json *v, const char *who, int64_t S, int64_t A,
                        "(within 1e-9)",
                        who, (long long)s, g);
     }
+    /* a distribution, so that gamma P_pi is a gamma-contraction (§14.2) */
+    for (int64_t a = 0; a < A; a++) pi[s * A + a] /= sum;
   }
   return DPRL_OK;
 }
@@ -356,18 +368,14 @@ int dprl_mdpv_policies_read(const char *text, size_t len, const dprl_mdpv_model 
     rc = dprl_fail(err, DPRL_EINVAL, "policy: an object of named policies needs at least one");
     goto done;
   }
-  p->pi = dprl_calloc(p->n, sizeof *p->pi);
+  p->pol = dprl_calloc(p->n, sizeof *p->pol);
   p->names = named ? dprl_calloc(p->n, sizeof *p->names) : NULL;
-  if (!p->pi || (named && !p->names)) {
+  if (!p->pol || (named && !p->names)) {
     rc = dprl_nomem(err);
     goto done;
   }
   for (size_t i = 0; i < p->n && !rc; i++) {
     char who[96];
-    if (!(p->pi[i] = dprl_malloc_array((size_t)(m->S * m->A), sizeof **p->pi))) {
-      rc = dprl_nomem(err);
-      break;
-    }
     if (named) {
       size_t k = strlen(root->keys[i]);
       if (!(p->names[i] = dprl_malloc(k + 1))) {
@@ -379,7 +387,7 @@ int dprl_mdpv_policies_read(const char *text, size_t len, const dprl_mdpv_model 
     } else {
       dprl_snprintf(who, sizeof who, "policy");
     }
-    rc = policy_one(named ? root->items[i] : root, who, m->S, m->A, p->pi[i], err);
+    rc = policy_one(named ? root->items[i] : root, who, m->S, m->A, &p->pol[i], err);
   }
 done:
   dprl_json_free(root);
@@ -389,10 +397,13 @@ done:
 
 void dprl_mdpv_policies_free(dprl_mdpv_policies *p) {
   for (size_t i = 0; i < p->n; i++) {
-    if (p->pi) dprl_free(p->pi[i]);
+    if (p->pol) {
+      dprl_free((void *)p->pol[i].pi);
+      dprl_free((void *)p->pol[i].act);
+    }
     if (p->names) dprl_free(p->names[i]);
   }
-  dprl_free(p->pi);
+  dprl_free(p->pol);
   dprl_free(p->names);
   memset(p, 0, sizeof *p);
 }
@@ -423,6 +434,17 @@ static int grow(dprl_mdpv_est *e, size_t need, size_t most, dprl_error *err) {
   return DPRL_OK;
 }
 
+/* A bound on |clamp(x) - clamp(c0 + R/N_exact)| for x = fl(c0 + q), q =
+** fl(R / N) and N a sum of n positive doubles (ALGORITHMS.md §14.2):
+** N = N_exact (1 + theta_n-1), so |q - R/N_exact| <= 1.01 n u |q|, and the
+** addition adds u |x|.  Clamped on the same side either way: 0.  An
+** infinite x stands for |R/N_exact| > 10^300, clamped exactly too. */
+static double reward_rounding(const dprl_mdpv_model *m, int64_t n, double q, double x) {
+  if (!isfinite(x)) return 0;
+  double u = 0x1p-53, er = 2 * ((double)n + 2) * u * fabs(q) + 2 * u * fabs(x);
+  return x - er >= m->rmax || x + er <= m->rmin ? 0 : er;
+}
+
 int dprl_mdpv_estimate(const dprl_mdpv_model *m, const dprl_mdpv_est_opts *o, dprl_rng *redraw,
                        double *scratch, dprl_mdpv_est *e, dprl_cancel *cancel, dprl_error *err) {
   int64_t S = m->S, A = m->A, SA = S * A;
@@ -438,6 +460,8 @@ int dprl_mdpv_estimate(const dprl_mdpv_model *m, const dprl_mdpv_est_opts *o, dp
   }
   size_t nnz = 0, most = (size_t)SA * (size_t)S;
   e->pessimistic = 0;
+  e->rabs = e->reward_err = 0;
+  e->most_next = 0;
   for (int64_t sa = 0; sa < SA; sa++) {
     if (dprl_cancel_poll(cancel, (uint64_t)(S + 1) * (draw_counts ? 30 : 2), err))
       return err->code;
@@ -470,11 +494,17 @@ int dprl_mdpv_estimate(const dprl_mdpv_model *m, const dprl_mdpv_est_opts *o, dp
       nnz = first;
       e->pessimistic++;
       e->reward[sa] = m->rmin;
+      e->rabs = fmax(e->rabs, fabs(m->rmin));
       continue;
     }
+    int64_t kept = (int64_t)(nnz - first);
+    if (kept > e->most_next) e->most_next = kept;
     double norm = o->censored ? NP : N;
     for (size_t j = first; j < nnz; j++) e->prob[j] /= norm;
-    e->reward[sa] = fmin(fmax(m->center + R / N, m->rmin), m->rmax);
+    double q = R / N, x = m->center + q;
+    e->reward[sa] = fmin(fmax(x, m->rmin), m->rmax);
+    e->rabs = fmax(e->rabs, fabs(e->reward[sa]));
+    e->reward_err = fmax(e->reward_err, reward_rounding(m, kept + 1, q, x));
   }
   e->row[SA] = (int64_t)nnz;
   const double *st = m->start;

@@ -16,6 +16,13 @@
 ** may have: the largest array of doubles one allocation grants. */
 #define DPRL_MDPV_MAX_ENTRIES ((int64_t)(DPRL_MAX_ALLOC / sizeof(double)))
 
+/* The largest magnitude of any number in a model.  Counts redrawn with
+** 13 sigma (the polar method's largest normal), summed over 2^31 entries,
+** and values of H or 1/(1 - gamma) <= 10^12 times the rewards stay far
+** from overflow: nothing in an estimate, a solve or a bootstrap becomes
+** infinite or NaN. */
+#define DPRL_MDPV_NUMBER_MAX 1e150
+
 typedef struct dprl_mdpv_model {
   int64_t S, A;              /* states (tent: anchors) and actions */
   double gamma, rmin, rmax;  /* as given to the release */
@@ -32,7 +39,8 @@ typedef struct dprl_mdpv_model {
 } dprl_mdpv_model;
 
 /* Parse and check a model: every key of the contract present with the
-** right type and shape, every number finite, sizes within
+** right type and shape, every number finite and at most
+** DPRL_MDPV_NUMBER_MAX in magnitude, sizes within
 ** DPRL_MDPV_MAX_ENTRIES.  Errors name "model" and the key
 ** ("model: counts[2][0] must hold n_states + 1 = 4 numbers, got 3").  The
 ** parse asks cancel (may be NULL) whether to stop. */
@@ -40,16 +48,26 @@ int dprl_mdpv_model_read(dprl_mdpv_model *m, const char *text, size_t len,
                          dprl_cancel *cancel, dprl_error *err);
 void dprl_mdpv_model_free(dprl_mdpv_model *m);
 
-/* Policies to evaluate: pi[i][s * A + a] = pi_i(a|s). */
+/* One policy: pi[s * A + a] = pi(a|s), or (pi NULL) one action act[s] per
+** state: a policy of action numbers is 2 bytes of text a state, so it is
+** kept in 4, never S * A doubles. */
+typedef struct dprl_mdpv_policy {
+  const double *pi;
+  const int32_t *act;
+} dprl_mdpv_policy;
+
+/* Policies to evaluate: memory O(their text) plus S doubles each. */
 typedef struct dprl_mdpv_policies {
   size_t n;
   char **names; /* NULL: one policy, given as an array */
-  double **pi;
+  dprl_mdpv_policy *pol;
 } dprl_mdpv_policies;
 
 /* A policy: n_states arrays of n_actions probabilities, or n_states
-** action numbers; or an object {"name": policy, ...}.  Errors name the
-** policy, the state and the value. */
+** action numbers; or an object {"name": policy, ...}.  Probabilities (a
+** distribution within 1e-9) are divided by their sum: each state's are a
+** distribution up to rounding.  Errors name the policy, the state and the
+** value. */
 int dprl_mdpv_policies_read(const char *text, size_t len, const dprl_mdpv_model *m,
                             dprl_mdpv_policies *p, dprl_error *err);
 void dprl_mdpv_policies_free(dprl_mdpv_policies *p);
@@ -73,6 +91,9 @@ typedef struct dprl_mdpv_est {
   double *reward;    /* [S*A] r(s,a) */
   double *start;     /* [S] the start distribution */
   int64_t pessimistic; /* pairs at or below min_count */
+  double rabs;       /* max |reward| */
+  int64_t most_next; /* the most next states of a pair (the length of its dot products) */
+  double reward_err; /* max |reward - the exact-arithmetic reward of §14.1| (a bound) */
   int start_uniform; /* no start count above the floor: uniform start */
 } dprl_mdpv_est;
 

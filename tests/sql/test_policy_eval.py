@@ -313,7 +313,7 @@ def test_bad_input():
         "rho out of range", ql)
     err(dict(B, calibration="x"), 'dp_lsw: option calibration must be one of "nrs", '
         '"elementary", got "x"', "calibration unknown")
-    err(dict(B, seed=-1), "dp_lsw: option seed must be an integer in [0, 2^53], got -1", "seed < 0")
+    err(dict(B, seed=-1), "dp_lsw: option seed must be an integer in [0, 2^53 - 1], got -1", "seed < 0")
 
     def row_err(row, expected, name):
         c = connect()

@@ -892,7 +892,7 @@ def test_noise_errors():
         (src, dict(o, hi=0), "dp_q_noise: option hi must be > lo = 0, got 0"),
         (src, dict(o, path=""), 'dp_q_noise: option path must be a table name, got ""'),
         (src, dict(o, path=3), "dp_q_noise: option path must be a table name, got 3"),
-        (src, dict(o, seed=-1), "dp_q_noise: option seed must be an integer in [0, 2^53], got -1"),
+        (src, dict(o, seed=-1), "dp_q_noise: option seed must be an integer in [0, 2^53 - 1], got -1"),
         (src, dict(o, sigmaa=1), 'dp_q_noise: unknown option "sigmaa" (known: n_actions, lo, hi, path, seed, '
          'sigma, beta, epsilon, delta, T, B, lr, k, L, J, accountant, K, features, rmin, rmax, neighbours, budget)'),
         (None, o, "dp_q_noise: points_sql must be the text of a SELECT, got NULL"),

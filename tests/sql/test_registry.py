@@ -6,7 +6,11 @@ refused in a view or trigger of the schema ("unsafe use of virtual table"),
 even with PRAGMA trusted_schema = ON, and working in top-level statements.
 Calls nested through the SQL text stop at a fixed depth with a message.
 Every function that can write (the privacy ledger) is SQLITE_DIRECTONLY and
-not SQLITE_INNOCUOUS, read back from pragma_function_list."""
+not SQLITE_INNOCUOUS, read back from pragma_function_list, and so are
+dp_mdp_value and dp_mdp_plan (they can run long).  Functions whose results
+go through LAPACK (dp_plan, dp_mdp_value, dp_mdp_plan: the last bits change
+with the machine and the BLAS thread count) are not deterministic: an index
+on them would miss rows.  tests/sql/test_mdp_limits.py tries the index."""
 import os
 import sqlite3
 import subprocess
@@ -27,7 +31,7 @@ FUNCTIONS = {  # name: (number of arguments, deterministic?)
     "dprl_prefix_key": (2, False),  # dp_prefix_stable's scans; NULL from SQL
     "dprl_row": (-1, False),  # how dp_q_noise and dp_first_visit read; NULL from SQL
     "dp_q_calibrate": (1, True),
-    "dp_plan": (1, True),
+    "dp_plan": (1, False),  # dense features go through LAPACK: not bit-reproducible
     "dprl_budget": (3, False),  # also 4 arguments (with options)
     "dprl_budget_remaining": (1, False),
     "dprl_budget_plan": (2, False),  # reads the ledger
@@ -37,17 +41,19 @@ FUNCTIONS = {  # name: (number of arguments, deterministic?)
     "dp_q_value": (3, True),
     "dp_is_value": (6, False),
     "dp_mdp": (6, False),
-    "dp_mdp_value": (2, True),  # also 3 arguments (with options); post-processing
-    "dp_mdp_plan": (1, True),  # also 2 arguments (with options); post-processing
+    "dp_mdp_value": (2, False),  # also 3 arguments (with options); LAPACK, can run long
+    "dp_mdp_plan": (1, False),  # also 2 arguments (with options); LAPACK, can run long
     "dp_expert_policy": (6, False),
 }
 MODULES = {"dp_first_visit", "dp_prefix_stable", "dp_q_noise"}
 DETERMINISTIC = 0x800
 DIRECTONLY = 0x80000
 INNOCUOUS = 0x200000
-# Functions that write the database (the ledger): direct-only.
+# Functions that write the database (the ledger), or that can run long on a
+# public input (up to 10^8 sweeps or 10^5 bootstrap draws): direct-only.
 WRITERS = {"dp_lsw", "dp_lsl", "dp_lsw_from_stats", "dp_lsl_from_stats", "dp_q_learn", "dp_is_value",
-           "dp_mdp", "dp_expert_policy", "dprl_budget", "dprl_budget_remaining", "dprl_budget_plan"}
+           "dp_mdp", "dp_expert_policy", "dprl_budget", "dprl_budget_remaining", "dprl_budget_plan",
+           "dp_mdp_value", "dp_mdp_plan"}
 UNSAFE = "unsafe use of virtual table"
 FV_OPTS = '{"n_states": 1, "gamma": 0.5, "rmin": 0, "rmax": 1}'
 PS_OPTS = '{"epsilon": 1, "delta": 0.1, "p_min": 0.1, "T": 1, "L": 1}'
@@ -90,7 +96,8 @@ def test_registry():
                   f"{name} is {'' if det else 'not '}SQLITE_DETERMINISTIC")
         if name in WRITERS:
             check(flags & DIRECTONLY and not flags & INNOCUOUS,
-                  f"{name}/{narg} writes the ledger: SQLITE_DIRECTONLY, not SQLITE_INNOCUOUS",
+                  f"{name}/{narg} writes the ledger or runs long: SQLITE_DIRECTONLY, not "
+                  "SQLITE_INNOCUOUS",
                   hex(flags))
     check(m1 - m0 == MODULES, "loading adds exactly the listed table-valued functions",
           f"{m1 - m0}")

@@ -332,8 +332,9 @@ static void test_hand(void) {
         "hand: plan: policy (1, 0), Q = (8.1, 9; 10, 0)");
   o.horizon = 3;
   dprl_mdpv_evaluate(&e, &o, pi, &w, V, &how, NULL, &err);
-  CHECK(fabs(V[0] - 1.71) < 1e-14 && fabs(V[1] - 2.71) < 1e-14 && how.bound == 0,
-        "hand: 3 steps: V = (0.9^2 + ... = 1.71, 2.71), exact");
+  CHECK(fabs(V[0] - 1.71) <= how.bound && fabs(V[1] - 2.71) <= how.bound && how.bound > 0 &&
+            how.bound < 1e-13,
+        LABEL("hand: 3 steps: V = (0.9^2 + ... = 1.71, 2.71) within the bound %.3g", how.bound));
   dprl_mdpv_optimize(&e, &o, &w, Q, V, pol, &how, NULL, &err);
   CHECK(pol[0] == 1 && pol[1] == 0 && fabs(V[0] - 1.71) < 1e-14, "hand: 3-step plan");
   /* H = 1: only the immediate reward counts, every action of state 0 ties at 0 */
@@ -507,7 +508,9 @@ static void sparse_est(dprl_mdpv_est *e, int64_t S, int64_t A) {
     e->prob[2 * sa] = u;
     e->prob[2 * sa + 1] = 0.97 - u;
     e->reward[sa] = unif() - 0.25;
+    e->rabs = fmax(e->rabs, fabs(e->reward[sa]));
   }
+  e->most_next = 2;
   e->row[S * A] = 2 * S * A;
   for (int64_t s = 0; s < S; s++) e->start[s] = 1.0 / (double)S;
 }
@@ -568,10 +571,11 @@ static void test_iterative(void) {
   CHECK(!strcmp(how.method, "iteration") && how.bound <= 1e-9 && d <= how.bound + 1e-12,
         LABEL("%lld states: planned V within its bound %.2g of Gauss-Seidel's V* (%.2g)",
               (long long)S, how.bound, d));
-  /* a tolerance below rounding: it stops (values fixed, or the a-priori count) */
+  /* a tolerance below rounding: it stops once the change is within the
+  ** rounding, long before the a-priori count (10^8) */
   o.tolerance = 1e-300;
   dprl_mdpv_evaluate(&e, &o, pi, &w, V, &how, NULL, &err);
-  CHECK(how.bound < 1e-12 && how.iterations > 100,
+  CHECK(how.bound < 1e-10 && how.iterations > 100 && how.iterations < 10000,
         LABEL("tolerance 1e-300 stops after %lld sweeps, bound %.2g", (long long)how.iterations,
               how.bound));
   free(pi);
@@ -831,11 +835,15 @@ static void test_errors(void) {
   model_error(t, "\"reward_center\":0.5", "\"reward_center\":0.4", "reward_center must be");
   model_error(t, "\"start\":[10,0]", "\"start\":[10]", "start must be an array of n_states = 2");
   model_error(t, "\"start\":[10,0]", "\"start\":[10,1e999]", "start[1] must be a finite number");
+  model_error(t, "\"sigma\":0,", "\"sigma\":1e308,",
+              "sigma must be a finite number and >= 0, of magnitude at most 10^150, got 1e+308");
+  model_error(t, "[10,0,0]", "[10,0,-1e151]",
+              "counts[0][0][2] must be a finite number of magnitude at most 10^150, got -1e+151");
   model_error(t, "[10,0,0]", "[10,0]", "counts[0][0] must be an array of n_states + 1 = 3");
-  model_error(t, "[10,0,0]", "[10,\"x\",0]", "counts[0][0][1] must be a finite number, got \"x\"");
+  model_error(t, "[10,0,0]", "[10,\"x\",0]", "counts[0][0][1] must be a finite number of magnitude at most 10^150, got \"x\"");
   model_error(t, "[[10,0,0],[0,10,0]]", "[[10,0,0]]", "counts[0] must be an array of n_actions");
   model_error(t, "\"reward_sums\":[[-5,-5],", "\"reward_sums\":[[-5,null],",
-              "reward_sums[0][1] must be a finite number, got null");
+              "reward_sums[0][1] must be a finite number of magnitude at most 10^150, got null");
   model_error(t, "\"tabular\"", "{\"tent\": 3, \"low\": 0, \"high\": 1}",
               "features.tent is 3 anchors but n_states is 2");
   model_error(t, "\"tabular\"", "\"linear\"", "features must be \"tabular\" or {\"tent\"");
