@@ -177,10 +177,16 @@ double dprl_spent_epsilon(const dprl_spent *s) {
 
 /* ---- sums rounded up ---------------------------------------------------- */
 
+/* TwoSum (Knuth): x + y = s + e exactly, when s is finite. */
+static double two_sum(double x, double y, double *e) {
+  double s = x + y, yy = s - x;
+  *e = (x - (s - yy)) + (y - yy);
+  return s;
+}
+
 double dprl_add_up(double a, double b) {
-  double s = a + b;
+  double e, s = two_sum(a, b, &e);
   if (!isfinite(s)) return s;
-  double bb = s - a, e = (a - (s - bb)) + (b - bb); /* a + b = s + e exactly */
   return e > 0 ? up(s) : s;
 }
 
@@ -188,6 +194,32 @@ double dprl_mul_up(double a, double b) {
   double p = a * b;
   if (!isfinite(p)) return p;
   return fma(a, b, -p) > 0 ? up(p) : p;
+}
+
+void dprl_upsum_add(dprl_upsum *u, double x) {
+  double e;
+  double s = two_sum(u->hi, x, &e);
+  if (!isfinite(s)) {
+    u->hi = s, u->lo = 0;
+    return;
+  }
+  u->hi = s;
+  u->lo = dprl_add_up(u->lo, e);
+}
+
+void dprl_upsum_add_times(dprl_upsum *u, double n, double x) {
+  double p = n * x;
+  if (!isfinite(p) || fabs(p) < 0x1p-900) { /* near underflow the error may not be a double */
+    dprl_upsum_add(u, dprl_mul_up(n, x));
+    return;
+  }
+  double e = fma(n, x, -p); /* n x = p + e exactly */
+  dprl_upsum_add(u, p);
+  u->lo = dprl_add_up(u->lo, e);
+}
+
+double dprl_upsum_total(const dprl_upsum *u) {
+  return isfinite(u->hi) ? dprl_add_up(u->hi, u->lo) : u->hi;
 }
 
 int dprl_spent_fits(const dprl_spent *s) {

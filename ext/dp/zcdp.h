@@ -93,7 +93,7 @@ typedef struct dprl_spent {
 /* The total epsilon at the budget's delta (+inf when it cannot be met). */
 double dprl_spent_epsilon(const dprl_spent *s);
 /* Whether s is within its budget.  The sums must be upper bounds on the
-** exact sums of the releases' values (dprl_add_up, dprl_mul_up): under
+** exact sums of the releases' values (dprl_upsum_total): under
 ** basic composition they are compared with the budget exactly, so a total
 ** above it by any amount does not fit, and one equal to it does. */
 int dprl_spent_fits(const dprl_spent *s);
@@ -104,4 +104,18 @@ int dprl_spent_fits(const dprl_spent *s);
 ** sum, and is that sum whenever every partial sum is a double. */
 double dprl_add_up(double a, double b);
 double dprl_mul_up(double a, double b);
+
+/* A sum of doubles kept as hi + lo, hi the sum rounded to nearest and lo
+** the rounding errors added rounded up (TwoSum: each error is exact), so
+** dprl_upsum_total is never below the exact sum and is that sum rounded up
+** to a double, but for the last bits of lo, at any number of terms: ten
+** releases at delta 1e-6 total at most the double 1e-5, where the partial
+** sums rounded up at every addition exceed it.  Start at {0, 0}, or at
+** {v, 0} from an upper bound v. */
+typedef struct dprl_upsum {
+  double hi, lo;
+} dprl_upsum;
+void dprl_upsum_add(dprl_upsum *u, double x);
+void dprl_upsum_add_times(dprl_upsum *u, double n, double x); /* adds n x */
+double dprl_upsum_total(const dprl_upsum *u);
 #endif

@@ -225,23 +225,22 @@ int dprl_spent_read(sqlite3 *db, const char *schema, const char *name, dprl_spen
   return SQLITE_OK;
 }
 
-/* The sum rounded up at every addition (dprl_add_up): an upper bound on
-** the exact sum of the ledger's values, equal to it when it is a double
-** (total() rounds to nearest, which may fall below it). */
+/* The ledger's values summed exactly and rounded up once (dprl_upsum): an
+** upper bound on their exact sum, equal to it when it is a double (total()
+** rounds to nearest, which may fall below it). */
 void dprl_sql_ledger_total_step(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
-  double *sum = sqlite3_aggregate_context(ctx, sizeof *sum);
+  dprl_upsum *sum = sqlite3_aggregate_context(ctx, sizeof *sum);
   (void)argc;
   if (!sum) {
     sqlite3_result_error_nomem(ctx);
     return;
   }
-  if (sqlite3_value_type(argv[0]) != SQLITE_NULL)
-    *sum = dprl_add_up(*sum, sqlite3_value_double(argv[0]));
+  if (sqlite3_value_type(argv[0]) != SQLITE_NULL) dprl_upsum_add(sum, sqlite3_value_double(argv[0]));
 }
 
 void dprl_sql_ledger_total_final(sqlite3_context *ctx) {
-  double *sum = sqlite3_aggregate_context(ctx, 0);
-  sqlite3_result_double(ctx, sum ? *sum : 0.0);
+  dprl_upsum *sum = sqlite3_aggregate_context(ctx, 0);
+  sqlite3_result_double(ctx, sum ? dprl_upsum_total(sum) : 0.0);
 }
 
 void dprl_sql_ledger_fits(sqlite3_context *ctx, int argc, sqlite3_value **argv) {

@@ -75,7 +75,8 @@ int dprl_budget_lookup(sqlite3 *db, sqlite3_value *name, const char *fn, ledger_
 ** connection (dprl.c) and on the ledger's own. */
 void dprl_sql_ledger_fits(sqlite3_context *ctx, int argc, sqlite3_value **argv);
 /* dprl_ledger_total(x): the aggregate that adds the ledger's values for
-** the check, rounded up (zcdp.h: dprl_add_up); 0 over no rows, as total(). */
+** the check, exactly and rounded up once (zcdp.h: dprl_upsum); 0 over no
+** rows, as total(). */
 void dprl_sql_ledger_total_step(sqlite3_context *ctx, int argc, sqlite3_value **argv);
 void dprl_sql_ledger_total_final(sqlite3_context *ctx);
 

@@ -195,17 +195,32 @@ static int plan_one(const char *fn, const char *where, const dprl_json *o, const
 }
 
 
-/* A planned release's charge added to s (k times when per group). */
-static void charge(dprl_spent *s, const dprl_plan_cost *c, int64_t k) {
+/* What the plan has charged: the budget's state with its sums kept exact
+** (dprl_upsum), as the ledger adds its rows. */
+typedef struct plan_sums {
+  dprl_spent s;
+  dprl_upsum eps, delta, rho;
+} plan_sums;
+
+static plan_sums sums_from(const dprl_spent *s) {
+  plan_sums p = {*s, {s->eps_plain, 0}, {s->delta_plain, 0}, {s->rho, 0}};
+  return p;
+}
+
+/* A planned release's charge added to p (k times when per group). */
+static void charge(plan_sums *p, const dprl_plan_cost *c, int64_t k) {
   double n = c->per_group ? (double)k : 1.0;
-  if (s->zcdp && c->gaussian) { /* rounded up, as the ledger adds (zcdp.h) */
-    s->rho = dprl_add_up(s->rho, dprl_mul_up(n, c->rho));
-    s->gaussian += (int64_t)n;
+  if (p->s.zcdp && c->gaussian) {
+    dprl_upsum_add_times(&p->rho, n, c->rho);
+    p->s.rho = dprl_upsum_total(&p->rho);
+    p->s.gaussian += (int64_t)n;
   } else {
-    s->eps_plain = dprl_add_up(s->eps_plain, dprl_mul_up(n, c->epsilon));
-    s->delta_plain = dprl_add_up(s->delta_plain, dprl_mul_up(n, c->delta));
+    dprl_upsum_add_times(&p->eps, n, c->epsilon);
+    dprl_upsum_add_times(&p->delta, n, c->delta);
+    p->s.eps_plain = dprl_upsum_total(&p->eps);
+    p->s.delta_plain = dprl_upsum_total(&p->delta);
   }
-  s->releases += (int64_t)n;
+  p->s.releases += (int64_t)n;
 }
 
 /* "groups": the number of groups of a GROUP BY (1 when absent). */
@@ -260,6 +275,7 @@ static void put_release_why(dprl_buf *b, const dprl_study_budget *bud, const dpr
 static int plan_releases(const char *fn, const dprl_json *rel, int64_t length_limit,
                          const dprl_study_budget *bud, dprl_cancel *cancel, dprl_buf *out,
                          dprl_error *err) {
+  plan_sums sums = sums_from(&bud->spent);
   dprl_spent s = bud->spent;
   int64_t fit = 0, answered = 0;
   int rc = DPRL_OK;
@@ -311,10 +327,10 @@ static int plan_releases(const char *fn, const dprl_json *rel, int64_t length_li
     dprl_json_put_key(out, "plan");
     if ((rc = plan_one(fn, where, o, NULL, 0, NULL, NULL, length_limit, cancel, out, &c, err))) break;
     int unit_ok = strcmp(c.unit, bud->unit) == 0;
-    dprl_spent after = s;
+    plan_sums after = sums;
     charge(&after, &c, k);
-    int fits = unit_ok && dprl_spent_fits(&after);
-    if (fits) s = after, fit++;
+    int fits = unit_ok && dprl_spent_fits(&after.s);
+    if (fits) sums = after, s = after.s, fit++;
     answered += fits && c.useful;
     dprl_json_put_key(out, "mechanism");
     dprl_json_put_string(out, c.mechanism);
@@ -326,7 +342,7 @@ static int plan_releases(const char *fn, const dprl_json *rel, int64_t length_li
     dprl_json_put_key(out, "useful");
     dprl_buf_puts(out, c.useful ? "true" : "false");
     dprl_json_put_num(out, "epsilon_total", dprl_spent_epsilon(&s));
-    put_release_why(out, bud, &c, unit_ok, fits, &after);
+    put_release_why(out, bud, &c, unit_ok, fits, &after.s);
     dprl_buf_puts(out, "}");
   }
   if (rc) return rc;

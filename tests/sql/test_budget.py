@@ -274,6 +274,16 @@ def test_sum_at_the_boundary():
     msg = sql_error(con, LSW, (json.dumps(o),))
     check(msg is not None and "exceeded" in msg and remaining(con, "tenths")["releases"] == 9,
           "the tenth release at epsilon 0.1 exceeds a budget of 1: refused", msg)
+    # the deltas are added exactly and rounded up once: the double 1e-6 is
+    # below 10^-6 and the double 1e-5 above 10^-5, so ten fit (rounded up at
+    # every addition their sum exceeded 1e-5)
+    budget(con, "millionths", 100, 1e-5)
+    o = dict(O, perturb="output", budget="millionths", epsilon=1, delta=1e-6)
+    for _ in range(10):
+        con.execute(LSW, (json.dumps(o),)).fetchall()
+    rem = remaining(con, "millionths")
+    check(rem["releases"] == 10 and sql_error(con, LSW, (json.dumps(o),)) is not None,
+          "ten releases at delta 1e-6 fit a delta of 1e-5, an eleventh does not", rem)
 
 
 def test_group_by_charged_once():

@@ -265,19 +265,49 @@ static void test_plain_boundary(void) {
         "add_up: an exact sum is itself");
   CHECK(dprl_add_up(1.0, 0x1p-60) == nextafter(1.0, 2.0) && dprl_add_up(1.0, -0x1p-60) == 1.0,
         "add_up: rounded up to the next double, never down");
-  /* ten releases at 0.1: the double 0.1 is above 1/10, their exact sum
-  ** above 1 (to nearest, the sum is 0.9999999999999999) */
-  double sum = 0, near = 0;
-  for (int i = 0; i < 10; i++) sum = dprl_add_up(sum, 0.1), near += 0.1;
-  s = (dprl_spent){0, 1.0, 1e-5, sum, 1e-5, 0, 10, 0};
-  CHECK(near < 1.0 && sum > 1.0 && !dprl_spent_fits(&s),
-        "ten releases at epsilon 0.1 exceed a budget of 1 (their exact sum is above 1)");
   CHECK(dprl_mul_up(3.0, 0.5) == 1.5 && dprl_mul_up(10.0, 0.1) > 1.0 && 10.0 * 0.1 == 1.0,
         "mul_up: exact products are themselves, 10 x 0.1 is above 1");
 }
 
+/* The ledger's sums (dprl_upsum): the exact sum rounded up once, where
+** rounding up at every addition drifts by an ulp per term. */
+static void test_upsum(void) {
+  /* ten at 0.1: the double 0.1 is 0.1 + 5.55e-18, so the exact sum is
+  ** 1 + 5.55e-17, whose next double is 1 + 2^-52 (to nearest, the sum is
+  ** 0.9999999999999999) */
+  dprl_upsum u = {0, 0};
+  double near = 0;
+  for (int i = 0; i < 10; i++) dprl_upsum_add(&u, 0.1), near += 0.1;
+  dprl_spent s = {0, 1.0, 1e-5, dprl_upsum_total(&u), 1e-5, 0, 10, 0};
+  CHECK(near < 1.0 && dprl_upsum_total(&u) == nextafter(1.0, 2.0) && !dprl_spent_fits(&s),
+        "ten releases at epsilon 0.1 total 1 + 2^-52 and exceed a budget of 1");
+  /* ten at 1e-6: the double 1e-6 is below 10^-6 and the double 1e-5 above
+  ** 10^-5, so they fit; rounded up at every addition they did not */
+  dprl_upsum d = {0, 0};
+  double drift = 0;
+  for (int i = 0; i < 10; i++) dprl_upsum_add(&d, 1e-6), drift = dprl_add_up(drift, 1e-6);
+  s = (dprl_spent){0, 10.0, 1e-5, 10.0, dprl_upsum_total(&d), 0, 10, 0};
+  CHECK(dprl_upsum_total(&d) == dprl_mul_up(10.0, 1e-6) && dprl_spent_fits(&s) && drift > 1e-5,
+        "ten releases at delta 1e-6 total 10 x 1e-6 rounded up and fit a delta of 1e-5");
+  /* 2^53 + 1 + 1 + 1: the exact sum 2^53 + 3 lies between the doubles
+  ** 2^53 + 2 and 2^53 + 4 (rounding up at every addition gives 2^53 + 6) */
+  dprl_upsum big = {0x1p53, 0};
+  for (int i = 0; i < 3; i++) dprl_upsum_add(&big, 1.0);
+  CHECK(dprl_upsum_total(&big) == 0x1p53 + 4, "2^53 + 3 ones: the exact sum rounded up once");
+  dprl_upsum t = {0, 0};
+  dprl_upsum_add_times(&t, 10.0, 0.1); /* 10 x 0.1 = 1 + 5.55e-17 exactly */
+  double ten = dprl_upsum_total(&t);
+  CHECK(ten == nextafter(1.0, 2.0) && 10.0 * 0.1 == 1.0, "n x: the exact product rounded up");
+  dprl_upsum_add_times(&t, 2.0, 0x1p-1070); /* near underflow: rounded up, not lost */
+  CHECK(dprl_upsum_total(&t) >= ten && t.lo > 0, "a subnormal term never moves the total down");
+  dprl_upsum inf = {1e308, 0};
+  dprl_upsum_add(&inf, 1e308);
+  CHECK(isinf(dprl_upsum_total(&inf)), "an overflowing sum is +inf");
+}
+
 int main(void) {
   test_plain_boundary();
+  test_upsum();
   test_eps_reference();
   test_delta_reference();
   test_ten_releases();
