@@ -108,6 +108,8 @@ if [ "${DPRL_NO_SAN:-0}" != 1 ]; then
   PRELOAD="LD_PRELOAD=$asan:$ubsan ASAN_OPTIONS=detect_leaks=0:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1"
   CLI_PRELOAD="LD_PRELOAD=$asan:$ubsan ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1"
   export ASAN_OPTIONS=detect_leaks=1
+  # the statistical tests take fewer draws there (tests/sql/harness.py: sized)
+  PRELOAD="$PRELOAD DPRL_TEST_SIZES=small"
   suite build/san ./build/san/dprl.so sanitized
   # ThreadSanitizer: many connections and threads at once (make tsan)
   PRELOAD=""

@@ -13,6 +13,16 @@ import traceback
 
 SO = os.environ.get("DPRL_SO", "./dprl.so")
 _failed = 0
+# tests/run.sh sets DPRL_TEST_SIZES=small for the sanitized build, where a
+# draw costs ten times more: the statistical tests then take fewer draws and
+# derive their margins from the count they took (the same assertions).
+SMALL = os.environ.get("DPRL_TEST_SIZES") == "small"
+
+
+def sized(full, small):
+    """The number of draws (or rows) of a statistical test: full, or small
+    under DPRL_TEST_SIZES=small.  Margins must be computed from it."""
+    return small if SMALL else full
 
 
 def connect(path=":memory:"):

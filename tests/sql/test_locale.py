@@ -23,7 +23,7 @@ import locale
 import os
 import sys
 
-from harness import SO, check, connect, run
+from harness import SMALL, SO, check, connect, run
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.dont_write_bytecode = True
@@ -96,6 +96,8 @@ def test_locale(name, want_ref, want):
         check(got["lsw21"] == got["lsw"], f"{name}: an epsilon of 21 digits reads as 0.5")
         check(got["error"].startswith("error: ") and "-0.75" in got["error"], f"{name}: the error shows -0.75",
               got["error"])
+        if SMALL and name != LOCALES[0]:
+            return  # the sanitized pass regenerates REFERENCE.md in one locale
         ref = reference_in(name)
         same = ref == want_ref
         detail = ""

@@ -14,7 +14,7 @@ import os
 import sqlite3
 import tempfile
 
-from harness import check, check_close, check_error, connect, interrupted, run, sql_error
+from harness import check, check_close, check_error, connect, interrupted, run, sized, sql_error
 
 MDP = "SELECT dp_mdp(episode, t, state, action, reward, ?) FROM steps"
 BASE = {"n_states": 2, "n_actions": 2, "gamma": 0.9, "rmin": 0, "rmax": 2, "epsilon": 1,
@@ -324,7 +324,7 @@ def attack(o, rows, x, y, norm2, what):
     nv = math.sqrt(sum(t * t for t in v))
     check(abs(nv - math.sqrt(norm2)) < 1e-6, f"{what}: the exact sums differ by sqrt({norm2})", nv)
     w = [t / nv for t in v]
-    N = 20000
+    N = sized(20000, 2000)  # the margins below are derived from N
     stat = lambda c, seed: sum(a * b for a, b in zip(w, flat(release(c, dict(o, seed=seed)))))
     t0 = [stat(con, s) for s in range(N)]
     t1 = [stat(con2, s) for s in range(N, 2 * N)]
