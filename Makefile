@@ -13,6 +13,9 @@
 #   make test-engines  the per-engine SQL of sql/ on SQLite, PostgreSQL,
 #                 DuckDB, ClickHouse and Spark SQL through DuckDB (installs
 #                 them), both scale-out demos, and the mutations of sql/src
+#   make test-clients  the analysts' clients of docs/clients.md (R, pandas,
+#                 SQLAlchemy, sqlite-utils, litecli: installs them), each
+#                 study of the guide run as written
 #   make scale-out-demo  a release from two PostgreSQL shards (postgres_fdw;
 #                 COPIES=30 for 10^7 steps)
 #   make scale-out-ch    a release from 10^7 steps on 3 ClickHouse nodes, timed
@@ -76,7 +79,8 @@ FUZZ_REPLAY = $(patsubst %,$(B)/tests/test_fuzz_%,$(FUZZ_NAMES))
 
 .PHONY: all check check-deps deps demo clinical test test-fast test-san unit bench utility fuzz tsan install \
         uninstall clean samples paper paper-full static tag wheel node-deps FORCE docs \
-        engines-deps pg-deps duckdb-deps clickhouse-deps test-engines scale-out-demo scale-out-ch
+        engines-deps pg-deps duckdb-deps clickhouse-deps test-engines test-clients scale-out-demo \
+        scale-out-ch
 .DEFAULT_GOAL := all
 
 all: check-deps dprl.so
@@ -234,6 +238,15 @@ test-engines: deps engines-deps
 	@$(MAKE) --no-print-directory check-deps
 	@$(MAKE) --no-print-directory dprl.so
 	@PYTHON=$(PYTHON) SQLITE3=$(SQLITE3) DUCKDB_NODE_DIR=$(CURDIR)/$(DUCKDB_DIR) sh tests/engines/run.sh
+
+# The analysts' clients (docs/clients.md), from Debian (scripts/install-deps.sh
+# clients): tests/clients/test_clients.py runs every study of the guide as
+# written against ./dprl.so.  Ends with its own "N passed, M failed".
+test-clients: deps
+	@$(INSTALL) clients
+	@$(MAKE) --no-print-directory check-deps
+	@$(MAKE) --no-print-directory dprl.so
+	@DPRL_SO=./dprl.so PYTHON=$(PYTHON) $(PYTHON) tests/clients/test_clients.py
 
 scale-out-demo: deps pg-deps
 	@$(MAKE) --no-print-directory check-deps

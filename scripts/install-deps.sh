@@ -11,6 +11,9 @@
 #   engines  PostgreSQL (with postgres_fdw), ClickHouse, and DuckDB's Node
 #            API into build/engines/duckdb (make test-engines, bench)
 #   fuzz     clang and libFuzzer's runtime (make fuzz)
+#   clients  the analysts' clients of docs/clients.md, from Debian without
+#            their recommends: R with DBI and RSQLite, pandas, SQLAlchemy,
+#            sqlite-utils, litecli (make test-clients)
 set -eu
 cd "$(dirname "$0")/.."
 
@@ -21,6 +24,8 @@ TEST_LOCALES="de_DE fr_FR"
 PG_PKGS="postgresql postgresql-contrib"
 CH_PKGS="clickhouse-server clickhouse-client"
 FUZZ_PKGS="clang libclang-rt-dev"
+CLIENT_PKGS="r-base-core r-cran-dbi r-cran-rsqlite python3-pandas python3-sqlalchemy
+  sqlite-utils litecli"
 NODE_PKGS="nodejs npm"
 DUCKDB_NODE=${DUCKDB_NODE:-1.5.6-r.1}
 DUCKDB_DIR=build/engines/duckdb
@@ -30,7 +35,9 @@ NODEDIR=${NODEDIR:-/usr}
 say() { echo "dprl: $*"; }
 die() { echo "dprl: FAILED: $*" >&2; exit 1; }
 
-# apt PKG...: install the packages that are not installed
+# apt PKG...: install the packages that are not installed (APT_OPTS: more
+# options for apt-get install, as apt_lean sets them)
+APT_OPTS=""
 apt() {
   need=""
   for p in "$@"; do
@@ -39,9 +46,14 @@ apt() {
   [ -n "$need" ] || return 0
   [ "$(id -u)" = 0 ] || die "run as root, or: sudo apt-get install -y$need"
   say "installing$need"
-  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $need; } >/dev/null \
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $APT_OPTS $need; } >/dev/null \
     || die "apt-get install$need"
 }
+
+# apt_lean PKG...: the same without the packages they only recommend (R's
+# recommends, r-base-dev and r-recommended, and pandas' matplotlib and scipy,
+# are some 730 more packages)
+apt_lean() { APT_OPTS=--no-install-recommends; apt "$@"; APT_OPTS=""; }
 
 locales_for_tests() {
   for l in $TEST_LOCALES; do
@@ -88,7 +100,7 @@ postgres() {
     || die "PostgreSQL has no postgres_fdw (package postgresql-contrib)"
 }
 
-[ $# -gt 0 ] || { sed -n '2,14p' "$0"; exit 2; }
+[ $# -gt 0 ] || { sed -n '/^set -eu/q;2,$p' "$0"; exit 2; }
 for group in "$@"; do
   case "$group" in
     base) apt $BASE_PKGS; locales_for_tests ;;
@@ -98,6 +110,7 @@ for group in "$@"; do
     clickhouse) apt $CH_PKGS ;;
     duckdb) duckdb ;;
     fuzz) apt $FUZZ_PKGS ;;
-    *) die "unknown group $group (base, node, engines, pg, clickhouse, duckdb, fuzz)" ;;
+    clients) apt_lean $CLIENT_PKGS ;;
+    *) die "unknown group $group (base, node, engines, pg, clickhouse, duckdb, fuzz, clients)" ;;
   esac
 done

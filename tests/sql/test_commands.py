@@ -70,6 +70,7 @@ RUNS = {
     # the same tests/run.sh as make test, on the plain build only
     "make check": ("in", "Makefile", "DPRL_NO_SAN=1 DPRL_NO_PACKAGING=1 T=$(T) sh tests/run.sh"),
     "make test-engines": ("in", ".ci/run", "make test-engines"),
+    "make test-clients": ("in", ".ci/run", "make test-clients"),
     "make scale-out-demo": ("in", "tests/engines/run.sh", "sql/scale_out_pg.sh"),
     "make scale-out-ch": ("in", "tests/engines/run.sh", "sh sql/scale_out_ch.sh"),
     "make docs": ("in", "tests/sql/test_reference.py", "gen_reference.py"),
