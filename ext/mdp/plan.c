@@ -9,8 +9,12 @@
 **              E ||dP||_1 <= sqrt(2/pi) sigma (S + 1 + sqrt(S + 1)) / N;
 **   r(s,a):    dr = b (z_r - m Z) / N with m = (r - c)/b in [-1, 1], so
 **              sd(dr) <= b sigma sqrt(S + 2) / N (the worst mean, |m| = 1).
-** Negative counts set to 0 and pairs below a public min_count only add a
-** bias (ALGORITHMS.md §13.3); they are not planned here.
+** Negative counts are set to 0 (ALGORITHMS.md §13.3): an empty entry
+** gains sigma/sqrt(2 pi) on average, so a row of N steps with its S other
+** entries empty gains a share M/(N + M), M = S sigma/sqrt(2 pi), of
+** spurious mass, which moves up to 2 M/(N + M) of L1.  The plan is useful
+** when the visit-weighted mean of the rows' L1 errors is within a public
+** tolerance (default 0.5, of at most 2).
 */
 #include <math.h>
 #include <stdio.h>
@@ -21,7 +25,7 @@
 
 static const char *const plan_option_names[] = {
     "mechanism", "episodes", "visits", "steps", "n_states", "n_actions", "gamma", "rmin", "rmax",
-    "epsilon", "delta", "horizon", "clip", "features", NULL};
+    "epsilon", "delta", "horizon", "clip", "features", "tolerance", NULL};
 
 /* "visits": S arrays of A numbers >= 0, into v (S A, row-major). */
 static int parse_visits(const dprl_mdp_config *c, const dprl_options *o, double *v,
@@ -57,97 +61,87 @@ static int parse_visits(const dprl_mdp_config *c, const dprl_options *o, double 
                    o->fn, (long long)c->n_states, (long long)c->n_actions, got, where);
 }
 
-static int put_pairs(dprl_buf *b, const char *key, const double *x, size_t S, size_t A,
-                     dprl_cancel *cancel, dprl_error *err) {
-  dprl_json_put_key(b, key);
-  dprl_buf_puts(b, "[");
-  for (size_t s = 0; s < S; s++) {
-    dprl_buf_puts(b, s ? ",[" : "[");
-    for (size_t a = 0; a < A; a++) {
-      if (a) dprl_buf_puts(b, ",");
-      dprl_json_put_double(b, x[s * A + a]); /* NaN (no visits): null */
-      if (dprl_cancel_poll(cancel, 150, err)) return err->code;
-    }
-    dprl_buf_puts(b, "]");
-  }
-  dprl_buf_puts(b, "]");
-  return DPRL_OK;
-}
+/* What the plan reports: first-order errors at the planned sizes. */
+typedef struct mdp_plan_errors {
+  double mean_l1, worst_l1, noise_mass, worst_rsd, tolerance;
+  size_t pairs;
+} mdp_plan_errors;
 
-/* Errors per pair, the worst over visited pairs, and whether the noise
-** swamps every pair. */
-static int plan_errors(const dprl_mdp_config *c, const double *v, double *l1, double *rsd,
-                       dprl_plan_cost *cost, double *worst_l1, double *worst_rsd,
+/* ALGORITHMS.md §13.4: per visited pair, the row's L1 error, first order
+** in the noise plus twice the share of the row's mass that the clipped
+** noise of its empty entries adds (at most S of its S + 1 entries are
+** empty), capped at 2; its mean weighted by the planned visits. */
+static int plan_errors(const dprl_mdp_config *c, const double *v, mdp_plan_errors *e,
                        dprl_cancel *cancel, dprl_error *err) {
-  size_t S = (size_t)c->n_states, A = (size_t)c->n_actions, best = 0;
-  double rows = (double)S + 1, top = 0;
-  *worst_l1 = *worst_rsd = NAN;
+  size_t S = (size_t)c->n_states, A = (size_t)c->n_actions;
+  double rows = (double)S + 1, sig = c->sigma, total = 0;
+  double spurious = sig / sqrt(2 * M_PI) * (double)S; /* E max(z, 0) over S empty entries */
+  e->mean_l1 = e->noise_mass = 0;
+  e->worst_l1 = e->worst_rsd = NAN;
+  e->pairs = 0;
   for (size_t j = 0; j < S * A; j++) {
     if (dprl_cancel_poll(cancel, 20, err)) return err->code;
-    if (!(v[j] > 0)) {
-      l1[j] = rsd[j] = NAN;
-      continue;
-    }
-    l1[j] = sqrt(2 / M_PI) * c->sigma * (rows + sqrt(rows)) / v[j];
-    rsd[j] = c->half * c->sigma * sqrt(rows + 1) / v[j];
-    if (!(l1[j] <= *worst_l1)) *worst_l1 = l1[j];
-    if (!(rsd[j] <= *worst_rsd)) *worst_rsd = rsd[j];
-    if (v[j] > top) top = v[j], best = j;
+    double n = v[j];
+    if (!(n > 0)) continue;
+    double moved = spurious / (n + spurious);
+    double l1 = fmin(2, sqrt(2 / M_PI) * sig * (rows + sqrt(rows)) / n + 2 * moved);
+    double rsd = c->half * sig * sqrt(rows + 1) / n;
+    e->pairs++;
+    total += n;
+    e->mean_l1 += n * l1;
+    e->noise_mass += n * moved;
+    if (!(l1 <= e->worst_l1)) e->worst_l1 = l1;
+    if (!(rsd <= e->worst_rsd)) e->worst_rsd = rsd;
   }
-  cost->useful = top > c->sigma;
-  if (!cost->useful && top > 0)
-    dprl_snprintf(cost->why, sizeof cost->why,
-             "the noise sigma = %.4g is at least the planned count of every (state, action) "
-             "pair (largest %.4g, state %zu action %zu): more episodes, a larger epsilon or a "
-             "smaller horizon or clip", c->sigma, top, best / A, best % A);
-  else if (!cost->useful)
-    dprl_snprintf(cost->why, sizeof cost->why, "no (state, action) pair has a planned count > 0");
+  e->mean_l1 = e->pairs ? e->mean_l1 / total : NAN;
+  e->noise_mass = e->pairs ? e->noise_mass / total : NAN;
   return DPRL_OK;
 }
 
-static int plan_json(const dprl_mdp_config *c, int64_t episodes, const double *v,
-                     dprl_plan_cost *cost, dprl_buf *out, dprl_cancel *cancel,
-                     dprl_error *err) {
-  size_t S = (size_t)c->n_states, A = (size_t)c->n_actions;
-  double *l1 = dprl_malloc_array(2 * S * A, sizeof *l1), wl1, wr;
-  if (!l1) return dprl_nomem(err);
-  double *rsd = l1 + S * A;
-  int rc = plan_errors(c, v, l1, rsd, cost, &wl1, &wr, cancel, err);
-  if (!rc) {
-    dprl_buf_puts(out, "{\"mechanism\":\"dp_mdp\",\"unit\":\"episode\"");
-    dprl_json_put_num(out, "epsilon", c->epsilon);
-    dprl_json_put_num(out, "delta", c->delta);
-    dprl_json_put_int(out, "n_states", c->n_states);
-    dprl_json_put_int(out, "n_actions", c->n_actions);
-    dprl_json_put_key(out, "horizon");
-    if (c->horizon) dprl_buf_printf(out, "%lld", (long long)c->horizon);
-    else dprl_buf_puts(out, "null");
-    dprl_json_put_key(out, "clip");
-    if (c->clip > 0) dprl_json_put_double(out, c->clip);
-    else dprl_buf_puts(out, "null");
-    dprl_json_put_int(out, "episodes", episodes);
-    dprl_json_put_num(out, "sensitivity", c->sens);
-    dprl_json_put_num(out, "sigma", c->sigma);
-    dprl_json_put_num(out, "reward_sigma", c->sigma * c->half);
-    dprl_json_put_num(out, "grid", c->grid);
-    dprl_json_put_num(out, "rho", c->rho);
-    rc = put_pairs(out, "visits", v, S, A, cancel, err);
-    if (!rc) rc = put_pairs(out, "transition_l1", l1, S, A, cancel, err);
-    if (!rc) rc = put_pairs(out, "reward_sd", rsd, S, A, cancel, err);
+static void plan_verdict(const mdp_plan_errors *e, dprl_plan_cost *cost) {
+  cost->useful = e->pairs > 0 && e->mean_l1 <= e->tolerance;
+  if (!e->pairs)
+    dprl_snprintf(cost->why, sizeof cost->why, "no (state, action) pair has a planned count > 0");
+  else if (!cost->useful)
+    dprl_snprintf(cost->why, sizeof cost->why,
+                  "the transition rows' planned L1 error, %.3g on average over the visits (of "
+                  "at most 2; noise adds %.2g of a row's mass), is above the tolerance %.3g: "
+                  "more episodes, a larger epsilon, a smaller horizon or clip, or fewer states",
+                  e->mean_l1, e->noise_mass, e->tolerance);
+}
+
+static int plan_json(const dprl_mdp_config *c, int64_t episodes, const mdp_plan_errors *e,
+                     dprl_plan_cost *cost, dprl_buf *out, dprl_error *err) {
+  dprl_buf_puts(out, "{\"mechanism\":\"dp_mdp\",\"unit\":\"episode\"");
+  dprl_json_put_num(out, "epsilon", c->epsilon);
+  dprl_json_put_num(out, "delta", c->delta);
+  dprl_json_put_int(out, "n_states", c->n_states);
+  dprl_json_put_int(out, "n_actions", c->n_actions);
+  dprl_json_put_key(out, "horizon");
+  if (c->horizon) dprl_buf_printf(out, "%lld", (long long)c->horizon);
+  else dprl_buf_puts(out, "null");
+  dprl_json_put_key(out, "clip");
+  if (c->clip > 0) dprl_json_put_double(out, c->clip);
+  else dprl_buf_puts(out, "null");
+  dprl_json_put_int(out, "episodes", episodes);
+  dprl_json_put_num(out, "sensitivity", c->sens);
+  dprl_json_put_num(out, "sigma", c->sigma);
+  dprl_json_put_num(out, "reward_sigma", c->sigma * c->half);
+  dprl_json_put_num(out, "grid", c->grid);
+  dprl_json_put_num(out, "rho", c->rho);
+  dprl_json_put_int(out, "pairs_visited", (int64_t)e->pairs);
+  dprl_json_put_num(out, "transition_l1", e->mean_l1);
+  dprl_json_put_num(out, "worst_transition_l1", e->worst_l1);
+  dprl_json_put_num(out, "noise_mass", e->noise_mass);
+  dprl_json_put_num(out, "worst_reward_sd", e->worst_rsd);
+  dprl_json_put_num(out, "tolerance", e->tolerance);
+  dprl_buf_printf(out, ",\"useful\":%s", cost->useful ? "true" : "false");
+  if (!cost->useful) {
+    dprl_json_put_key(out, "why");
+    dprl_json_put_string(out, cost->why);
   }
-  if (!rc) {
-    dprl_json_put_num(out, "worst_transition_l1", wl1);
-    dprl_json_put_num(out, "worst_reward_sd", wr);
-    dprl_buf_printf(out, ",\"useful\":%s", cost->useful ? "true" : "false");
-    if (!cost->useful) {
-      dprl_json_put_key(out, "why");
-      dprl_json_put_string(out, cost->why);
-    }
-    dprl_buf_puts(out, "}");
-    if (out->oom) rc = dprl_nomem(err);
-  }
-  dprl_free(l1);
-  return rc;
+  dprl_buf_puts(out, "}");
+  return out->oom ? dprl_nomem(err) : DPRL_OK;
 }
 
 int dprl_mdp_plan(const char *text, size_t len, int64_t length_limit, dprl_cancel *cancel,
@@ -188,7 +182,12 @@ int dprl_mdp_plan(const char *text, size_t len, int64_t length_limit, dprl_cance
       rc = dprl_cancel_poll(cancel, 2, err);
     }
   }
+  mdp_plan_errors e;
+  memset(&e, 0, sizeof e);
+  if (!rc) rc = dprl_opt_number(&o, "tolerance", 0, 0.5, DPRL_OPEN(0, 2), &e.tolerance);
+  if (!rc) rc = plan_errors(&c, v, &e, cancel, err);
   if (!rc) {
+    plan_verdict(&e, cost);
     cost->mechanism = "dp_mdp";
     cost->unit = "episode";
     cost->epsilon = c.epsilon;
@@ -196,7 +195,7 @@ int dprl_mdp_plan(const char *text, size_t len, int64_t length_limit, dprl_cance
     cost->gaussian = 1;
     cost->rho = c.rho;
     cost->per_group = 0; /* groups that partition the episodes: one release (§12) */
-    rc = plan_json(&c, episodes, v, cost, out, cancel, err);
+    rc = plan_json(&c, episodes, &e, cost, out, err);
   }
   dprl_free(v);
   dprl_options_close(&o);
