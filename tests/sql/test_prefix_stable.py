@@ -9,7 +9,7 @@ import sqlite3
 import tempfile
 from decimal import Decimal, getcontext
 
-from harness import check, check_close, check_error, connect, run, sql_error
+from harness import check, check_close, check_error, connect, run, sized, sql_error
 
 COLS = ["release", "step", "state", "action", "next_state"]
 Q = ("SELECT release, step, state, action, next_state FROM dp_prefix_stable("
@@ -452,7 +452,7 @@ def test_unexamined_not_read():
     n, T, bad = 20, 2, 7
     for read in ("twice", "once"):
         con = ident_setup(n)
-        seeds = range(1, 201)
+        seeds = range(1, sized(200, 100) + 1)
         ok_rep, want = True, {}
         for sd in seeds:
             got, e = examined(con, T, sd, read=read)
@@ -479,8 +479,8 @@ def test_unexamined_not_read():
                   errors)
             # drawn by one of T = 2 runs with p = 1 - (19/20)^2 = 0.0975: 19.5 of
             # 200 expected, 6 standard errors (4.2) either side
-            p = 1 - (1 - 1 / n) ** T
-            check(0 < errors < 200 and abs(errors - 200 * p) <= 6 * math.sqrt(200 * p * (1 - p)),
+            p, k = 1 - (1 - 1 / n) ** T, len(seeds)
+            check(0 < errors < k and abs(errors - k * p) <= 6 * math.sqrt(k * p * (1 - p)),
                   f"{read}, {what}: the bad trajectory is examined in 1 - (1 - 1/n)^T of "
                   "the runs", errors)
     con.execute("UPDATE steps SET state = 99 WHERE state = ? AND t = 9", (bad,))
@@ -494,8 +494,8 @@ def test_unexamined_not_read():
 def test_sampling_uniform():
     # T = 2 runs, n = 6: each run draws with replacement, so the pair of
     # trajectories examined is uniform over all 36 ordered pairs, repeats
-    # included; chi-square over 3000 seeds.
-    n, T, runs = 6, 2, 3000
+    # included; chi-square over 3000 seeds (1000 in the sanitized pass).
+    n, T, runs = 6, 2, sized(3000, 1000)  # at least 27 expected per cell either way
     con = ident_setup(n)
     counts = {}
     for sd in range(runs):
@@ -564,7 +564,7 @@ def test_one_pass_uniform():
     # is uniform over the 36 pairs, with every trajectory's rows together
     # and with them far apart; each examined trajectory is released whole
     # (both of its rows).
-    n, T, runs = 6, 2, 3000
+    n, T, runs = 6, 2, sized(3000, 1000)  # at least 27 expected per cell either way
     con = ident_setup(n)
     interleave(con, n)
     pairs = [(a, b) for a in range(n) for b in range(n)]
