@@ -6,8 +6,9 @@
 #   base     building and make test: SQLite, LAPACKE, OpenBLAS, Python's
 #            packaging tools, gnuplot, sqlglot, and the de_DE / fr_FR locales
 #            that the locale tests set (make deps, demo, test)
-#   node     better-sqlite3 built from source into build/node-deps, for the
-#            npm package's test (make node-deps, test)
+#   node     better-sqlite3 built from source (kept in ~/.cache/dprl, copied
+#            into build/node-deps), for the npm package's test (make
+#            node-deps, test)
 #   engines  PostgreSQL (with postgres_fdw), ClickHouse, and DuckDB's Node
 #            API into build/engines/duckdb (make test-engines, bench)
 #   fuzz     clang and libFuzzer's runtime (make fuzz)
@@ -71,18 +72,29 @@ node_tools() {
 # better-sqlite3 from source: its install script would fetch a prebuilt
 # binary from GitHub, which this machine does not reach, and node-gyp would
 # fetch Node's headers, so it takes them from the system (nodejs ships them).
+# The build (five minutes on 2 cores) is kept in the user's cache, keyed by
+# its version and Node's, like an installed package: a new checkout on the
+# same machine copies it (DPRL_CACHE, default ~/.cache/dprl).
 better_sqlite3() {
   out=build/node-deps/node_modules/better-sqlite3/build/Release/better_sqlite3.node
   [ -f "$out" ] && return 0
   node_tools
   [ -f "$NODEDIR/include/node/common.gypi" ] || die "no Node headers in $NODEDIR/include/node (set NODEDIR)"
-  mkdir -p build/node-deps
-  say "building $BETTER_SQLITE3 from source into build/node-deps (once, a few minutes)"
-  (cd build/node-deps && echo '{"name": "dprl-test-deps", "private": true}' > package.json &&
-    npm_config_build_from_source=true npm_config_nodedir="$NODEDIR" \
-      npm install --no-audit --no-fund --no-save "$BETTER_SQLITE3" > install.log 2>&1) \
-    || { tail -30 build/node-deps/install.log; die "npm install $BETTER_SQLITE3"; }
-  [ -f "$out" ] || { tail -30 build/node-deps/install.log; die "$out was not built"; }
+  cache=${DPRL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/dprl}/node-deps-$BETTER_SQLITE3-node$(node --version)
+  if [ ! -f "$cache/node_modules/better-sqlite3/build/Release/better_sqlite3.node" ]; then
+    rm -rf "$cache.tmp" && mkdir -p "$cache.tmp" || die "mkdir $cache.tmp"
+    say "building $BETTER_SQLITE3 from source into $cache (once per machine, a few minutes)"
+    (cd "$cache.tmp" && echo '{"name": "dprl-test-deps", "private": true}' > package.json &&
+      npm_config_build_from_source=true npm_config_nodedir="$NODEDIR" \
+        npm install --no-audit --no-fund --no-save "$BETTER_SQLITE3" > install.log 2>&1) \
+      || { tail -30 "$cache.tmp/install.log"; die "npm install $BETTER_SQLITE3"; }
+    [ -f "$cache.tmp/node_modules/better-sqlite3/build/Release/better_sqlite3.node" ] \
+      || { tail -30 "$cache.tmp/install.log"; die "better_sqlite3.node was not built"; }
+    rm -rf "$cache" && mv "$cache.tmp" "$cache" || die "mv $cache.tmp $cache"
+  fi
+  mkdir -p build && rm -rf build/node-deps && cp -a "$cache" build/node-deps \
+    || die "cp -a $cache build/node-deps"
+  [ -f "$out" ] || die "$out was not copied"
 }
 
 duckdb() {
