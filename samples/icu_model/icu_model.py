@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """samples/icu_model/icu_model.py: an ICU-like MDP of 1,440 states and 8
-actions with sparse transitions, its exact values, and a log sampled from it.
+actions with sparse transitions, its exact values, a log sampled from it
+and the non-private tabular model of a log.
 
 The dynamics are fixed formulas (README.md states them in prose); the log
 is deterministic from its seed.  Plain Python 3, standard library only.
@@ -60,7 +61,7 @@ def clamp(x, lo, hi):
 
 def dynamics(s, a):
     """(p_discharge, p_death, [(next_state, p), ...]) of one step from state
-    s under action a: at most three next states (better, same, worse),
+    s under action a: two or three next states (better, same, worse),
     distinct, each with p > 0; all the probabilities sum to 1."""
     sev, inf, circ, resp, frail = decode(s)
     lev = [inf, circ, resp]
@@ -273,7 +274,7 @@ def truth():
 
 # ---- a model estimated from a log (not private) -----------------------------
 
-def tabular(rows, censoring="known"):
+def tabular(rows, censoring="known", min_steps=1):
     """The tabular model of a log of rows (episode, t, state, action,
     reward), sorted by (episode, t).  N(s,a) counts every step in the pair,
     r(s,a) is the mean reward of those steps, the start distribution is the
@@ -285,8 +286,8 @@ def tabular(rows, censoring="known"):
       "as ending": every stay's last step ends it (what a dp_mdp release
         counts without noise, read with "ends": "terminal"):
         P(s' | s,a) = n(s,a,s') / N.
-    A pair never visited ends the stay with reward -1 (as dp_mdp_value's
-    pessimistic pairs)."""
+    A pair with fewer than min_steps steps (by default: never visited)
+    ends the stay with reward -1, as dp_mdp_value's pessimistic pairs."""
     SA = N_STATES * N_ACTIONS
     n, rsum = [0] * SA, [0.0] * SA
     nxt = [dict() for _ in range(SA)]
@@ -307,7 +308,7 @@ def tabular(rows, censoring="known"):
             cut[j] += 1
     reward, trans = [], []
     for j in range(SA):
-        if n[j] == 0:
+        if n[j] < max(1, min_steps):
             reward.append(-1.0)
             trans.append([])
             continue
