@@ -209,8 +209,8 @@ def test_command_line():
     check(rows == [tuple(r) for r in SIM.log(300, 5)], "the database holds Simulator().log(300, 5)")
     with open(out, newline="") as f:
         got = list(csv.reader(f))
-    check(got[0] == cols and [(int(e), int(t), int(s), int(a), float(r)) for e, t, s, a, r in got[1:]] == rows,
-          "the CSV holds the same rows")
+    typed = [(int(e), int(t), int(s), int(a), float(r)) for e, t, s, a, r in got[1:]]
+    check(got[0] == cols and typed == rows, "the CSV holds the same rows")
     check(SIM.log(300, 6) != rows, "another seed, another log")
     p = subprocess.run([sys.executable, script, "--truth"], capture_output=True, text=True, timeout=300)
     check(p.returncode == 0 and '"behaviour": ' + repr(TRUTH["behaviour"]) in p.stdout,
