@@ -61,6 +61,7 @@ RUNS = {
     "samples/clinical/model.sql": ("same", "make clinical"),
     "samples/clinical/rules.sql": ("same", "make clinical"),
     "samples/clinical/exact.py": ("same", "make clinical"),
+    "samples/icu_model/icu_model.py": ("in", "tests/sql/test_icu_model.py", "icu_model.py"),
     "make paper": ("here", "paper", "run.sh: wrote", 300),
     "make paper-full": ("same", "make paper"),  # the same run.sh at larger SIZES
     "samples/paper/run.sh": ("same", "make paper"),

@@ -16,12 +16,13 @@ reproducible (a seeded release is NOT private: the seeds are here only to
 make the table stable).
 
 usage: DPRL_SO=./dprl.so python3 tests/utility/utility.py [--quick] [part ...]
-  parts: icu chain prefix study offpolicy expert (default: all)
+  parts: icu chain prefix study offpolicy expert icu_model (default: all)
 """
 import json
 import math
 import os
 import random
+import re
 import sqlite3
 import sys
 import time
@@ -429,6 +430,179 @@ def offpolicy():
                ["clip", "count_floor"] + rules, rows)
 
 
+# ---- a model release at clinical scale (samples/icu_model, issue 33) ---------
+
+ICU_STAYS = 20000
+ICU_RELEASE = {"n_states": 1440, "n_actions": 8, "gamma": 1, "rmin": -1, "rmax": 1, "delta": 1e-5,
+               "horizon": 20}
+
+
+def noise_free_release(sim, log):
+    """The JSON text of a dp_mdp result holding the log's exact counts
+    (sigma 0): what dp_mdp adds noise to, read by dp_mdp_value as any
+    release (the counts of the first 20 steps: every step here)."""
+    S, A = sim.N_STATES, sim.N_ACTIONS
+    counts = [dict() for _ in range(S * A)]
+    rsum, start = [0.0] * (S * A), [0] * S
+    for i, (e, t, s, a, r) in enumerate(log):
+        j = s * A + a
+        if i == 0 or log[i - 1][0] != e:
+            start[s] += 1
+        s2 = log[i + 1][2] if i + 1 < len(log) and log[i + 1][0] == e else S  # S: ended
+        counts[j][s2] = counts[j].get(s2, 0) + 1
+        rsum[j] += r  # reward_center is 0 for [-1, 1]
+    rows = []
+    for s in range(S):
+        acts = []
+        for a in range(A):
+            row = ["0"] * (S + 1)
+            for s2, c in counts[s * A + a].items():
+                row[s2] = str(c)
+            acts.append("[" + ",".join(row) + "]")
+        rows.append("[" + ",".join(acts) + "]")
+    head = dict(mechanism="dp_mdp", private=False, seeded=False, unit="episode", n_states=S,
+                n_actions=A, gamma=1, rmin=-1, rmax=1, epsilon=1, delta=1e-5, horizon=20, clip=None,
+                features="tabular", sensitivity=0, sigma=0, reward_sigma=0, reward_center=0)
+    return (json.dumps(head)[:-1] + ', "start": ' + json.dumps(start) + ', "counts": [' + ",".join(rows)
+            + '], "reward_sums": ' + json.dumps([rsum[s * A:(s + 1) * A] for s in range(S)]) + "}")
+
+
+def cpu(con, sql, params=()):
+    """(first column of the first row, CPU seconds of the statement)."""
+    t = time.process_time()
+    r = con.execute(sql, params).fetchone()
+    return (r[0] if r else None), time.process_time() - t
+
+
+def icu_model():
+    """Issue 33's measurement: dp_mdp, dp_mdp_value and dp_mdp_plan with
+    their defaults on the ICU model task (1,440 states, 8 actions, 20,000
+    stays), against the exact values and a non-private tabular model."""
+    sys.path.insert(0, os.path.join(ROOT, "samples", "icu_model"))
+    import icu_model as sim
+    t0 = time.time()
+    truth, true = sim.truth(), sim.Model()
+    pols = {k: f() for k, f in sim.RULES.items()}
+    names = list(pols)
+    beh, opt = truth["behaviour"], truth["optimum"]
+    share = lambda v: (v - beh) / (opt - beh)
+    simulator = sim.Simulator()
+    logs = [simulator.log(ICU_STAYS, seed) for seed in range(1, (1 if QUICK else 5) + 1)]
+    n_steps = len(logs[0])
+    cut = sum(1 for i, r in enumerate(logs[0])
+              if r[1] == sim.HORIZON - 1 and r[4] == 0) / ICU_STAYS
+    table_rows(f"The ICU model task (samples/icu_model: {sim.N_STATES} states, {sim.N_ACTIONS} "
+               f"actions, at most {sim.HORIZON} steps, undiscounted): exact values over the first "
+               f"20 steps (the first log: {n_steps:,} steps of {ICU_STAYS:,} stays, {cut:.1%} cut "
+               f"at 20 steps; exact: {truth['behaviour_censored']:.1%}, "
+               f"{truth['behaviour_mean_steps']:.2f} steps a stay)",
+               ["behaviour", "treat_all", "cautious", "optimum", "optimum's first-step rule"],
+               [[f"{truth[k]:.4f}" for k in names + ["optimum", "optimum_first_step_rule"]]])
+    # the non-private tabular model
+    rows, tab_rmse = [], None
+    for label, cen, k in (("censoring known (the baseline)", "known", 1),
+                          ("censoring known, pairs with < 10 steps pessimistic", "known", 10),
+                          ("every last step an end (dp_mdp's counts, ends terminal)", "as ending", 1)):
+        errs, plans = {n: [] for n in names}, []
+        for log in logs:
+            m = sim.tabular(log, cen, k)
+            for n in names:
+                errs[n].append(m.value(pols[n]) - truth[n])
+            plans.append(true.value(sim.deterministic(m.optimum()[1][0])))
+        allerr = [x for n in names for x in errs[n]]
+        r = math.sqrt(sum(x * x for x in allerr) / len(allerr))
+        if tab_rmse is None:
+            tab_rmse = r
+        pv = sum(plans) / len(plans)
+        rows.append([label, f"{r:.4f}"] + [f"{sum(errs[n]) / len(logs):+.4f}" for n in names] +
+                    [f"{pv:.4f}", f"{share(pv):.2f}"])
+    table_rows(f"The non-private tabular model of {len(logs)} log(s) of {ICU_STAYS:,} stays "
+               f"(counts, no noise), valued over 20 steps: RMSE over the three policies and the "
+               f"logs, mean error per policy, the planned rule (the first step of the model's "
+               f"20-step optimum) valued exactly, and the share of the optimum's gain over the "
+               f"behaviour it keeps",
+               ["model", "RMSE", "behaviour", "treat_all", "cautious", "planned rule",
+                "share of gain"], rows)
+    # dp_mdp of this build, with defaults
+    con = connect()
+    sim.write_db(con, logs[0])
+    occ = true.occupancy(pols["behaviour"])
+    visits = [[ICU_STAYS * occ[s * sim.N_ACTIONS + a] for a in range(sim.N_ACTIONS)]
+              for s in range(sim.N_STATES)]
+    pol_json = json.dumps(pols)
+    vo = json.dumps({"horizon": 20, "bootstrap": 0})
+    target = max(1.5 * tab_rmse, 0.05)
+    rows, boot = [], None
+    con.execute("CREATE TEMP TABLE rel(model)")
+    con.execute("INSERT INTO rel VALUES (?)", (noise_free_release(sim, logs[0]),))
+    res = json.loads(con.execute("SELECT dp_mdp_value(model, ?, ?) FROM rel", (pol_json, vo)).fetchone()[0])
+    check = sim.tabular(logs[0], "as ending")
+    agree = max(abs(res["policies"][n]["value"] - check.value(pols[n])) for n in names)
+    plan = json.loads(con.execute("SELECT dp_mdp_plan(model, '{\"horizon\": 20}') FROM rel").fetchone()[0])
+    pv = true.value(sim.deterministic(plan["policy"]))
+    err = [res["policies"][n]["value"] - truth[n] for n in names]
+    r0 = math.sqrt(sum(x * x for x in err) / 3)
+    rows.append(["no noise (the counts)", "0", "-", "-", "-", "-", f"{res['pessimistic_pairs']}",
+                 f"{r0:.4f}"] + [f"{x:+.3f}" for x in err] +
+                [f"{pv:.3f}", f"{share(pv):.2f}", "-", "yes" if r0 <= target else "no"])
+    con.execute("DELETE FROM rel")
+    for eps in ((1,) if QUICK else (0.3, 1, 3)):
+        o = dict(ICU_RELEASE, epsilon=eps)
+        verdict = []
+        for how in ({}, {"visits": visits}):
+            p = json.loads(con.execute("SELECT dp_plan(?)", (json.dumps(
+                dict(o, mechanism="dp_mdp", episodes=ICU_STAYS, **how)),)).fetchone()[0])
+            verdict.append(f"{p['useful']} ({p['worst_transition_l1']:.3g})")
+        errs, plans, t_rel, mb, t_val, t_plan, pess = [], [], [], [], [], [], []
+        for seed in range(1, (1 if QUICK else 3) + 1):
+            t = time.process_time()
+            con.execute("INSERT INTO rel SELECT dp_mdp(episode, t, state, action, reward, ?) FROM steps",
+                        (json.dumps(dict(o, seed=seed)),))
+            t_rel.append(time.process_time() - t)
+            head, n = con.execute("SELECT substr(model, 1, 1000), length(model) FROM rel").fetchone()
+            mb.append(n / 1e6)
+            sigma = float(re.search(r'"sigma": ?([-+0-9.eE]+)', head).group(1))
+            r, dt = cpu(con, "SELECT dp_mdp_value(model, ?, ?) FROM rel", (pol_json, vo))
+            t_val.append(dt)
+            r = json.loads(r)
+            errs += [r["policies"][n]["value"] - truth[n] for n in names]
+            pess.append(r["pessimistic_pairs"])
+            r, dt = cpu(con, "SELECT dp_mdp_plan(model, '{\"horizon\": 20}') FROM rel")
+            t_plan.append(dt)
+            plans.append(true.value(sim.deterministic(json.loads(r)["policy"])))
+            if eps == 1 and seed == 1 and not QUICK:  # the default bootstrap's cost, from 4 draws
+                _, dt = cpu(con, "SELECT dp_mdp_value(model, ?, '{\"horizon\": 20, \"bootstrap\": 4}') "
+                            "FROM rel", (pol_json,))
+                boot = (dt - t_val[-1]) / 4
+            con.execute("DELETE FROM rel")
+        k = len(plans)
+        mean = lambda x: sum(x) / len(x)
+        rmse_ = math.sqrt(mean([x * x for x in errs]))
+        pv = mean(plans)
+        rows.append([f"epsilon {eps:g}", f"{sigma:.1f}", f"{mean(t_rel):.1f}", f"{mean(mb):.0f}",
+                     f"{mean(t_val):.2f}", f"{mean(t_plan):.2f}", f"{mean(pess):.0f}", f"{rmse_:.3f}"] +
+                    [f"{mean(errs[i::3]):+.3f}" for i in range(3)] +
+                    [f"{pv:.3f}", f"{share(pv):.2f}", " / ".join(verdict),
+                     "yes" if rmse_ <= target else "no"])
+    table_rows(f"dp_mdp + dp_mdp_value + dp_mdp_plan with their defaults on the ICU model task "
+               f"({ICU_STAYS:,} stays, the first log; release: horizon 20, gamma 1, delta 1e-5; "
+               f"values and plan over 20 steps, bootstrap 0), {1 if QUICK else 3} seeded "
+               f"release(s) per epsilon (seeded: not private). CPU seconds; RMSE over the three "
+               f"policies and the releases against the exact values; 'useful': dp_plan's verdict "
+               f"(its worst_transition_l1) with the default steps per episode / with the exact "
+               f"expected visits per pair. Target (issue 33, epsilon 1): RMSE <= "
+               f"max(1.5 x {tab_rmse:.4f}, 0.05) = {target:.3f}, share >= 0.75, release <= 5 "
+               f"CPU-s and <= 20 MB, evaluation <= 0.2 s. The noise-free row is dprl reading the "
+               f"exact counts; the Python reading of the same counts agrees within {agree:.1e}",
+               ["release", "sigma", "release CPU-s", "MB", "value CPU-s (3 policies)",
+                "plan CPU-s", "pessimistic pairs", "RMSE", "behaviour", "treat_all", "cautious",
+                "planned rule", "share of gain", "dp_plan useful", "RMSE within target"], rows)
+    if boot is not None:
+        print(f"\nThe default bootstrap (200 draws) adds {boot:.2f} CPU-s a draw to each "
+              f"dp_mdp_value call: about {200 * boot:.0f} CPU-s a call.")
+    print(f"\n(icu_model: {time.time() - t0:.0f} s)")
+
+
 # ---- expert level: the consensus policy (ALGORITHMS.md section 16) ----------
 
 def expert():
@@ -478,6 +652,6 @@ def expert():
 
 if __name__ == "__main__":
     parts = [a for a in sys.argv[1:] if not a.startswith("--")] or ["icu", "chain", "prefix", "study", "offpolicy",
-                                                                    "expert"]
+                                                                    "expert", "icu_model"]
     for p in parts:
         globals()[p]()
