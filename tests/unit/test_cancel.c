@@ -14,9 +14,6 @@
 #include "policy_eval/policy_eval.h"
 #include "q_learning/q_learn.h"
 
-static char line[256];
-#define LABEL(...) (snprintf(line, sizeof line, __VA_ARGS__), line)
-
 /* A check that counts its calls and says stop from call number `stop_at`
 ** on (0: never). */
 typedef struct counter {

@@ -19,9 +19,6 @@
 #include "q_learning/q_noise.h"
 #include "q_learning/q_options.h"
 
-static char line[256]; /* check labels */
-#define LABEL(...) (snprintf(line, sizeof line, __VA_ARGS__), line)
-
 static double test_normal(dprl_rng *r) { /* test data only, not released */
   double u1 = 1.0 - dprl_rng_unit(r), u2 = dprl_rng_unit(r);
   return sqrt(-2 * log(u1)) * cos(2 * M_PI * u2);

@@ -19,9 +19,6 @@
 #include "mdp/mdp_eval.h"
 #include "mdp/model.h"
 
-static char line[1024];
-#define LABEL(...) (snprintf(line, sizeof line, __VA_ARGS__), line)
-
 static uint64_t lcg = 12345;
 static double unif(void) { /* test data only */
   lcg = lcg * 6364136223846793005ull + 1442695040888963407ull;

@@ -18,9 +18,6 @@
 
 /* ---- helpers ------------------------------------------------------------ */
 
-static char line[256]; /* check labels */
-#define LABEL(...) (snprintf(line, sizeof line, __VA_ARGS__), line)
-
 /* Data generation only (not privacy noise): xorshift64*. */
 static uint64_t xs_state = 88172645463325252ULL;
 static uint64_t xs(void) {
