@@ -4,7 +4,6 @@
 ** discrete noise, centred where it should be with the exact pmf's
 ** variance (fixed seeds, util_dp.h's bounds), and the errors it refuses.
 */
-
 #include <float.h>
 #include <math.h>
 #include <stdint.h>

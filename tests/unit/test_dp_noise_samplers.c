@@ -4,7 +4,6 @@
 ** fit, util_dp.h), the Gaussian's acceptance trial split as above 2^27,
 ** and the largest scales.  Fixed seeds throughout.
 */
-
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -5,7 +5,6 @@
 ** streams, the counter's wrap, uniform integers below n and the shuffle
 ** (fixed seeds; util_dp.h's bounds).
 */
-
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
