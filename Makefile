@@ -160,7 +160,6 @@ LINK_test_prefix       = base dp rows prefix_stable
 LINK_test_gpq          = base dp q_learning
 LINK_test_ope          = base dp rows ope
 LINK_test_expert       = base dp rows expert
-LINK_test_cancel       = base dp rows policy_eval q_learning
 LINK_test_mdp          = base dp rows mdp
 LINK_test_mdp_eval     = base dp rows mdp
 # The fuzz harnesses' replay binaries (tests/fuzz).
