@@ -1,11 +1,14 @@
 /*
 ** util.h: helpers the unit tests of several folders share: a fixed
-** sequence of test data and a cancellation hook that counts its checks.
+** sequence of test data, a cancellation hook that counts its checks, and
+** an error's message compared with the one wanted.
 */
 #ifndef DPRL_TEST_UTIL_H
 #define DPRL_TEST_UTIL_H
 
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "base/core.h"
 
@@ -36,6 +39,13 @@ static inline dprl_cancel make_cancel(counter *c, int stop_at) {
   c->stop_at = stop_at;
   dprl_cancel k = {count_check, c, 0, 0};
   return k;
+}
+
+/* The error's message is want; both are printed when it is not. */
+static inline int msg_is(const dprl_error *e, const char *want) {
+  if (strcmp(e->msg, want) == 0) return 1;
+  printf("#   message: \"%s\"\n#   wanted:  \"%s\"\n", e->msg, want);
+  return 0;
 }
 
 #endif
