@@ -156,7 +156,6 @@ $(foreach m,$(MECHANISMS),$(eval LINK_$(m) = base dp rows $(m)))
 LINK_study = base dp rows $(MECHANISMS) study
 unit_folder = $(firstword $(foreach d,base dp rows $(MECHANISMS) study,$(if $(filter test_$(d)_%,$(1)),$(d))))
 unit_link = $(or $(LINK_$(1)),$(LINK_$(call unit_folder,$(1))))
-LINK_test_prefix       = base dp rows prefix_stable
 LINK_test_ope          = base dp rows ope
 LINK_test_expert       = base dp rows expert
 LINK_test_mdp          = base dp rows mdp
