@@ -158,8 +158,6 @@ unit_folder = $(firstword $(foreach d,base dp rows $(MECHANISMS) study,$(if $(fi
 unit_link = $(or $(LINK_$(1)),$(LINK_$(call unit_folder,$(1))))
 LINK_test_ope          = base dp rows ope
 LINK_test_expert       = base dp rows expert
-LINK_test_mdp          = base dp rows mdp
-LINK_test_mdp_eval     = base dp rows mdp
 # The fuzz harnesses' replay binaries (tests/fuzz).
 LINK_test_fuzz_noise   = base dp rows policy_eval q_learning
 LINK_test_fuzz_options = base dp rows policy_eval prefix_stable q_learning mdp ope expert study
