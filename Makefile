@@ -155,9 +155,7 @@ LINK_rows  = base rows
 $(foreach m,$(MECHANISMS),$(eval LINK_$(m) = base dp rows $(m)))
 LINK_study = base dp rows $(MECHANISMS) study
 unit_folder = $(firstword $(foreach d,base dp rows $(MECHANISMS) study,$(if $(filter test_$(d)_%,$(1)),$(d))))
-unit_link = $(or $(LINK_$(1)),$(LINK_$(call unit_folder,$(1))))
-LINK_test_ope          = base dp rows ope
-LINK_test_expert       = base dp rows expert
+unit_link = $(LINK_$(call unit_folder,$(1)))
 # The fuzz harnesses' replay binaries (tests/fuzz).
 LINK_test_fuzz_noise   = base dp rows policy_eval q_learning
 LINK_test_fuzz_options = base dp rows policy_eval prefix_stable q_learning mdp ope expert study
