@@ -147,29 +147,28 @@ build/static/test_embed: tests/packaging/test_embed.c tests/unit/check.h ext/dpr
 	$(CC) $(ALL_CFLAGS) -Iext -Itests/unit -DWANT_VERSION='"$(VERSION)"' -o $@ $< \
 	  libdprl.a -lsqlite3 $(LIBS) $(LDFLAGS)
 
-# Each unit test links only the folders of the core it tests (and those
-# below them): a new link from one mechanism to another fails to build.
+# A unit test is tests/unit/test_<folder>_<topic>.c, named for the ext/
+# folder it tests; it links that folder's core and the folders it may
+# include (ARCHITECTURE.md): a call from one mechanism into another fails
+# to build.
 core_objs = $(patsubst ext/%.c,$(B)/%.o,$(filter-out $(GLUE_SRC),$(foreach d,$(1),$(wildcard ext/$(d)/*.c))))
-LINK_test_noise        = base dp
-LINK_test_accountant   = base dp
-LINK_test_prefix       = base dp rows prefix_stable
-LINK_test_gpq          = base dp q_learning
-LINK_test_ope          = base dp rows ope
-LINK_test_stats        = base dp rows policy_eval
-LINK_test_expert       = base dp rows expert
-LINK_test_core         = base dp rows policy_eval
-LINK_test_oom          = base dp rows policy_eval
-LINK_test_cancel       = base dp rows policy_eval q_learning
-LINK_test_mdp          = base dp rows mdp
+MECHANISMS = policy_eval prefix_stable q_learning mdp ope expert
+LINK_base  = base
+LINK_dp    = base dp
+LINK_rows  = base rows
+$(foreach m,$(MECHANISMS),$(eval LINK_$(m) = base dp rows $(m)))
+LINK_study = base dp rows $(MECHANISMS) study
+unit_folder = $(firstword $(foreach d,base dp rows $(MECHANISMS) study,$(if $(filter test_$(d)_%,$(1)),$(d))))
+unit_link = $(LINK_$(call unit_folder,$(1)))
+# The fuzz harnesses' replay binaries (tests/fuzz).
 LINK_test_fuzz_noise   = base dp rows policy_eval q_learning
 LINK_test_fuzz_options = base dp rows policy_eval prefix_stable q_learning mdp ope expert study
 LINK_test_fuzz_sql     = base
-LINK_test_mdp_eval     = base dp rows mdp
-LINK_test_print        = base rows
+UNIT_H = $(wildcard tests/unit/*.h)
 .SECONDEXPANSION:
-$(B)/tests/%: tests/unit/%.c tests/unit/check.h $$(call core_objs,$$(LINK_$$*)) | $(B)/tests
-	$(if $(LINK_$*),,$(error Makefile: no LINK_$* (the folders $* links)))
-	$(CC) $(ALL_CFLAGS) -o $@ $< $(call core_objs,$(LINK_$*)) $(LIBS) $(LDFLAGS)
+$(B)/tests/%: tests/unit/%.c $(UNIT_H) $$(call core_objs,$$(call unit_link,$$*)) | $(B)/tests
+	$(if $(call unit_link,$*),,$(error Makefile: tests/unit/$*.c is not named test_<folder>_<topic>.c for a folder of ext/))
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(call core_objs,$(call unit_link,$*)) $(LIBS) $(LDFLAGS)
 
 $(B) $(B)/tests:
 	mkdir -p $@

@@ -59,7 +59,7 @@ static const uint64_t pow5_u64[28] = {
 ** (normalised: top bit set), v = floor((2^128 - 1) / d) - 2^64, the
 ** reciprocal of Moller & Granlund, "Improved division by invariant
 ** integers" (IEEE Trans. Computers 60(2), 2011), Algorithm 4.  Computed
-** exactly (Python integers); tests/unit/test_mdp_eval.c (test_numbers)
+** exactly (Python integers); tests/unit/test_base_json.c (test_numbers)
 ** reads 300,000 forms, 17-19 digit ones among them, exactly as strtod. */
 static const struct { uint64_t v; int s; } pow5_inv[28] = {
     {UINT64_C(0xffffffffffffffff), 63},

@@ -159,7 +159,7 @@ static blocks16_fn *blocks16(void) {
   return f;
 }
 
-/* Test-only hooks (declared in tests/unit/test_noise.c, not in noise.h). */
+/* Test-only hooks (declared in tests/unit/test_dp_noise_stream.c, not in noise.h). */
 void dprl_chacha20_block_for_test(const uint32_t key[8], uint32_t counter,
                                   const uint32_t nonce[3], uint32_t out[16]);
 void dprl_chacha20_block_for_test(const uint32_t key[8], uint32_t counter,
@@ -432,7 +432,7 @@ int64_t dprl_discrete_gaussian(dprl_rng *rng, uint64_t s) {
   return discrete_gaussian(rng, s, s <= SCALE_MAX);
 }
 
-/* Test-only hook (declared in tests/unit/test_noise.c): the split trial at
+/* Test-only hook (declared in tests/unit/test_dp_noise_samplers.c): the split trial at
 ** any scale, so that its exact pmf can be checked where the pmf is small. */
 int64_t dprl_discrete_gaussian_split_for_test(dprl_rng *rng, uint64_t s);
 int64_t dprl_discrete_gaussian_split_for_test(dprl_rng *rng, uint64_t s) {

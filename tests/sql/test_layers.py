@@ -10,7 +10,8 @@ dprl_strtod do not).
                    <- sqlite (the glue every mechanism shares) <- dprl.c
 A mechanism's core may use base, dp and rows; its sql_*.c glue also
 sqlite/.  Mechanisms never include one another; study/ may include them
-all (it plans each) and, in its glue, sqlite/."""
+all (it plans each) and, in its glue, sqlite/.  The unit tests follow the
+same rule, each named for its folder: tests/unit/test_<folder>_<topic>.c."""
 import os
 import re
 
@@ -93,4 +94,40 @@ def test_layers():
     check(bad == ["q_learning"], "a mechanism's include of another mechanism is caught")
 
 
-run([test_layers, test_locale_calls])
+UNIT = os.path.join(ROOT, "tests", "unit")
+UNIT_FOLDERS = set(ALLOWED) - {"sqlite"}  # the glue has no unit tests (it needs SQLite)
+
+
+def unit_folder(name):
+    """The ext/ folder of tests/unit/test_<folder>_<topic>.c or util_<folder>.h
+    (util.h and check.h: base); None when the name follows neither."""
+    if name in ("util.h", "check.h"):
+        return "base"
+    for folder in sorted(UNIT_FOLDERS, key=len, reverse=True):
+        if re.fullmatch(rf"test_{folder}_[a-z0-9_]+\.c|util_{folder}\.h", name):
+            return folder
+    return None
+
+
+def test_unit_tests():
+    """The unit tests follow ext/: each is test_<folder>_<topic>.c (the
+    Makefile links that folder and those it may include), includes only what
+    its folder may, and has at most 600 lines, as the headers they share."""
+    names = sorted(n for n in os.listdir(UNIT) if n.endswith((".c", ".h")))
+    for name in names:
+        folder = unit_folder(name)
+        check(folder is not None, f"tests/unit/{name} is named for a folder of ext/")
+        text = open(os.path.join(UNIT, name), encoding="utf-8").read()
+        bad = [inc for inc in re.findall(r'#include "([a-z_]+)/[a-z_]+\.h"', text)
+               if inc not in ALLOWED.get(folder, set())]
+        check(not bad, f"tests/unit/{name} includes only what {folder}/ may", f"includes {bad}")
+        lines = text.count("\n")
+        check(lines <= MAX_LINES, f"tests/unit/{name}: {lines} lines, at most {MAX_LINES}")
+    check(sum(n.endswith(".c") for n in names) > 30, "the check saw the unit tests", len(names))
+    check(unit_folder("test_mdp_eval_solve.c") == "mdp" and unit_folder("test_q_learning_cancel.c")
+          == "q_learning" and unit_folder("util_dp.h") == "dp", "names give their folder")
+    check(unit_folder("test_gpq.c") is None and unit_folder("test_sqlite_glue.c") is None
+          and unit_folder("test_mdp.c") is None, "a name without a folder and topic is caught")
+
+
+run([test_layers, test_locale_calls, test_unit_tests])

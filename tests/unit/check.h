@@ -7,6 +7,7 @@
 #define DPRL_CHECK_H
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 
 static int check_failed_count = 0;
@@ -26,6 +27,19 @@ static inline int check_report(int ok, const char *file, int line,
 }
 
 #define CHECK(cond, what) check_report((cond) ? 1 : 0, __FILE__, __LINE__, what)
+
+/* A check's label formatted as printf does, in a buffer the next LABEL
+** reuses: CHECK(ok, LABEL("release %d", i)). */
+__attribute__((format(printf, 1, 2))) static inline const char *check_label(const char *fmt,
+                                                                            ...) {
+  static char line[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  return line;
+}
+#define LABEL(...) check_label(__VA_ARGS__)
 
 /* |a-b| <= tol, printing both values on failure. */
 #define CHECK_NEAR(a, b, tol, what)                                          \

@@ -1,5 +1,5 @@
 /*
-** test_ope.c: dp_is_value's core (ext/ope/): the sensitivity of the
+** test_ope_is_value.c: dp_is_value's core (ext/ope/): the sensitivity of the
 ** released vector against an exhaustive worst case over small logs (add,
 ** remove and replace one episode), the noise scale against an independent
 ** computation, the estimators, the seeded release, the bias bound and the

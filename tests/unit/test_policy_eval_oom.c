@@ -1,8 +1,11 @@
-/* Out of memory, everywhere: the whole dp_lsw / dp_lsl pipeline (options,
-** row buffer, grouping, first visits, release, JSON) is run with the k-th
-** allocation failing, for every k until a run needs no failure.  Each run
-** must end in DPRL_OK or DPRL_ENOMEM ("out of memory"), never a crash; the
-** sanitizer build (leak detection on) checks nothing leaks on any path. */
+/*
+** test_policy_eval_oom.c: out of memory, everywhere: the whole dp_lsw /
+** dp_lsl pipeline (options, row buffer, grouping, first visits, release,
+** JSON) is run with the k-th allocation failing, for every k until a run
+** needs no failure.  Each run must end in DPRL_OK or DPRL_ENOMEM ("out of
+** memory"), never a crash; the sanitizer build (leak detection on) checks
+** nothing leaks on any path.
+*/
 #include <stdlib.h>
 #include <string.h>
 

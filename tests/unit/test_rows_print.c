@@ -1,4 +1,4 @@
-/* test_print.c: the prints of units' content (rows/print.h) and the key
+/* test_rows_print.c: the prints of units' content (rows/print.h) and the key
 ** index's kinds and prints (rows/steps.h). */
 #include <string.h>
 

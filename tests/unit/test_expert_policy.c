@@ -1,5 +1,5 @@
 /*
-** test_expert.c: dp_expert_policy's core (expert/, ALGORITHMS.md §16).
+** test_expert_policy.c: dp_expert_policy's core (expert/, ALGORITHMS.md §16).
 **
 ** - The sensitivity against an exhaustive worst case: for small logs
 **   (S = 2..3 states, A = 2..3 actions, every log of one expert up to five

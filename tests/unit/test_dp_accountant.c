@@ -1,5 +1,5 @@
 /*
-** test_accountant.c: unit tests of zcdp.c (zCDP accounting and the CKS 2020
+** test_dp_accountant.c: unit tests of zcdp.c (zCDP accounting and the CKS 2020
 ** conversion) and of dprl_gdp_eps (accountant.c).
 **
 ** The expected values come from an independent computation in Python: the
@@ -315,6 +315,5 @@ int main(void) {
   test_monotone();
   test_mixed();
   test_bad_inputs();
-  printf("%d passed, %d failed\n", check_passed_count, check_failed_count);
   return CHECK_DONE();
 }
