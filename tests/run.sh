@@ -59,10 +59,17 @@ report() {
   fail=$((fail + f))
 }
 
-# run the queued jobs, JOBS at a time, then report them in order
+# run the queued jobs, JOBS at a time, the slowest of the last run first
+# (build/test-times; a job not timed yet counts as slowest), so that no long
+# file starts last; then report them in order
+TIMES=build/test-times
 run_jobs() {
   [ "$njob" -gt 0 ] || return 0
-  ls "$LOG"/jobs/*.sh | xargs -P "$JOBS" -n 1 sh tests/run_job.sh
+  for j in "$LOG"/jobs/*.sh; do
+    s=$(awk -v l="$(cat "${j%.sh}.label")" '$0 ~ / / { t = $1; sub(/^[^ ]+ /, ""); if ($0 == l) print t }' \
+      "$TIMES" 2>/dev/null | tail -1)
+    echo "${s:-99999} $j"
+  done | sort -rn -k1,1 | cut -d' ' -f2- | xargs -P "$JOBS" -n 1 sh tests/run_job.sh
   for j in "$LOG"/jobs/*.sh; do
     report "${j%.sh}"
     printf '%s %s\n' "$(cat "${j%.sh}.time")" "$(cat "${j%.sh}.label")" >>"$LOG/times"
@@ -122,6 +129,10 @@ fi
 
 run_jobs
 if [ -s "$LOG/times" ]; then
+  # keep this run's times for the next run's order (other labels stay)
+  mkdir -p build && { cat "$TIMES" 2>/dev/null; cat "$LOG/times"; } |
+    awk '{ t = $1; sub(/^[^ ]+ /, ""); last[$0] = t } END { for (l in last) print last[l], l }' \
+    >"$TIMES.new" && mv "$TIMES.new" "$TIMES"
   echo "slowest test files (wall seconds, $JOBS at a time):"
   sort -rn "$LOG/times" | head -10 | sed 's/^/  /'
 fi

@@ -43,8 +43,12 @@
 #include <time.h>
 #include <unistd.h>
 
-/* DPRL_BENCH_EPISODES changes it: tests/sql/test_commands.py runs a quick form. */
+/* DPRL_BENCH_EPISODES changes it: tests/sql/test_commands.py runs a quick form,
+** where every other table shrinks by the same factor (SCALE). */
 static int EPISODES = 100000;
+static double SCALE = 1;
+/* n rows of a table at SCALE, at least 100 */
+static int scaled(int n) { return n * SCALE > 100 ? (int)(n * SCALE) : 100; }
 #define STEPS 50
 #define N_STATES 750
 #define MAX_RUNS 50
@@ -605,6 +609,7 @@ int main(int argc, char **argv) {
   if (RUNS > MAX_RUNS) RUNS = MAX_RUNS;
   const char *ne = getenv("DPRL_BENCH_EPISODES");
   if (ne && atoi(ne) > 0) EPISODES = atoi(ne);
+  SCALE = EPISODES / 100000.0;
   sqlite3 *db;
   char *err = NULL;
   if (sqlite3_open(path, &db) != SQLITE_OK) die(db, "open");

@@ -12,7 +12,7 @@
 #include <sqlite3.h>
 #include <stdio.h>
 
-#define BM_EPISODES 100000
+#define BM_EPISODES scaled(100000)
 #define BM_STEPS 50
 #define BM_STATES 100
 

@@ -15,8 +15,8 @@
 #include <sqlite3.h>
 #include <stdio.h>
 
-#define BQ_POINTS 1000000
-#define BQ_TRANSITIONS 100000
+#define BQ_POINTS scaled(1000000)
+#define BQ_TRANSITIONS scaled(100000)
 
 static long long bq_count(sqlite3 *db, const char *table) {
   char sql[128];
