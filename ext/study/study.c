@@ -10,6 +10,7 @@
 ** partition the release's unit, k charges when they cannot (per_group).
 */
 #include "study/study.h"
+#include "study/allocate.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -49,7 +50,7 @@ const char *const dprl_plan_mechanisms[] = {"dp_lsw", "dp_lsl", "dp_lsw_from_sta
                                             "dp_q_noise", "dp_is_value", "dp_mdp",
                                             "dp_expert_policy", NULL};
 
-static const char *const study_keys[] = {"budget", "releases", NULL};
+static const char *const study_keys[] = {"budget", "releases", "allocate", NULL};
 static const char *const budget_keys[] = {"epsilon", "delta", "unit", "accountant", NULL};
 static const char *const units[] = {"episode", "expert", "reward function", "unit reward change",
                                     NULL};
@@ -273,8 +274,8 @@ static void put_release_why(dprl_buf *b, const dprl_study_budget *bud, const dpr
 
 /* The releases (a JSON array) against bud, in order. */
 static int plan_releases(const char *fn, const dprl_json *rel, int64_t length_limit,
-                         const dprl_study_budget *bud, dprl_cancel *cancel, dprl_buf *out,
-                         dprl_error *err) {
+                         const dprl_study_budget *bud, int allocated, dprl_cancel *cancel,
+                         dprl_buf *out, dprl_error *err) {
   plan_sums sums = sums_from(&bud->spent);
   dprl_spent s = bud->spent;
   int64_t fit = 0, answered = 0;
@@ -296,7 +297,7 @@ static int plan_releases(const char *fn, const dprl_json *rel, int64_t length_li
   dprl_json_put_num(out, "epsilon", s.eps_b);
   dprl_json_put_num(out, "delta", s.delta_b);
   dprl_json_put_num(out, "epsilon_spent_before", dprl_spent_epsilon(&s));
-  dprl_buf_puts(out, "},\"releases\":[");
+  dprl_buf_puts(out, allocated ? "},\"allocated\":true,\"releases\":[" : "},\"releases\":[");
   for (size_t i = 0; !rc && i < rel->n; i++) {
     const dprl_json *o = rel->items[i];
     const dprl_json *label = o->type == DPRL_JSON_OBJECT ? dprl_json_get(o, "label") : NULL;
@@ -309,6 +310,11 @@ static int plan_releases(const char *fn, const dprl_json *rel, int64_t length_li
     if (o->type != DPRL_JSON_OBJECT) {
       rc = dprl_fail(err, DPRL_EINVAL, "%s: releases[%zu] must be an object of dp_plan "
                      "options, got %s", fn, i, dprl_json_type_name(o->type));
+      break;
+    }
+    if (dprl_json_get(o, "share")) {
+      rc = dprl_fail(err, DPRL_EINVAL, "%s: %soption share is for a study with \"allocate\": "
+                     "true", fn, where);
       break;
     }
     if (label && label->type != DPRL_JSON_STRING) {
@@ -365,6 +371,49 @@ static int plan_releases(const char *fn, const dprl_json *rel, int64_t length_li
   dprl_json_put_string(out, t);
   dprl_buf_puts(out, "}");
   return out->oom ? dprl_nomem(err) : DPRL_OK;
+}
+
+typedef struct alloc_ctx {
+  const char *fn;
+  int64_t length_limit;
+  dprl_cancel *cancel;
+} alloc_ctx;
+
+static int plan_for_allocation(void *ctx, size_t i, const dprl_json *opts, dprl_plan_cost *cost,
+                               dprl_error *err) {
+  alloc_ctx *a = ctx;
+  dprl_buf scratch = {0};
+  char where[40];
+  dprl_snprintf(where, sizeof where, "releases[%zu]: ", i);
+  int rc = plan_one(a->fn, where, opts, NULL, 0, NULL, NULL, a->length_limit, a->cancel, &scratch,
+                    cost, err);
+  dprl_buf_free(&scratch);
+  return rc;
+}
+
+/* The releases against bud; with "allocate": true their epsilon and delta
+** are chosen first (allocate.h). */
+static int plan_study(const char *fn, const dprl_json *rel, const dprl_json *allocate,
+                      int64_t length_limit, const dprl_study_budget *bud, dprl_cancel *cancel,
+                      dprl_buf *out, dprl_error *err) {
+  if (allocate && allocate->type != DPRL_JSON_TRUE && allocate->type != DPRL_JSON_FALSE)
+    return dprl_fail(err, DPRL_EINVAL, "%s: option allocate must be true or false, got %s", fn,
+                     dprl_json_type_name(allocate->type));
+  if (!allocate || allocate->type == DPRL_JSON_FALSE || !rel)
+    return plan_releases(fn, rel, length_limit, bud, 0, cancel, out, err);
+  alloc_ctx a = {fn, length_limit, cancel};
+  dprl_json **trees = NULL;
+  int rc = dprl_study_allocate(fn, rel, &bud->spent, plan_for_allocation, &a, cancel, &trees, err);
+  if (rc) return rc;
+  dprl_json arr;
+  memset(&arr, 0, sizeof arr);
+  arr.type = DPRL_JSON_ARRAY;
+  arr.n = rel->n;
+  arr.items = trees;
+  rc = plan_releases(fn, &arr, length_limit, bud, 1, cancel, out, err);
+  for (size_t i = 0; i < rel->n; i++) dprl_json_free(trees[i]);
+  dprl_free(trees);
+  return rc;
 }
 
 /* The options' "budget" object. */
@@ -463,12 +512,12 @@ int dprl_plan(const char *text, size_t len, int64_t length_limit, dprl_cancel *c
       for (const char *const *k = study_keys; *k; k++) known |= strcmp(*k, root->keys[i]) == 0;
       if (!known)
         rc = dprl_fail(err, DPRL_EINVAL, "%s: unknown option \"%.60s\" (known: budget, "
-                       "releases): in a study each release holds its own options", fn,
+                       "releases, allocate): in a study each release holds its own options", fn,
                        root->keys[i]);
     }
     if (!rc) rc = read_budget(dprl_json_get(root, "budget"), &bud, cancel, err);
-    if (!rc) rc = plan_releases(fn, dprl_json_get(root, "releases"), length_limit, &bud,
-                                cancel, out, err);
+    if (!rc) rc = plan_study(fn, dprl_json_get(root, "releases"), dprl_json_get(root, "allocate"),
+                             length_limit, &bud, cancel, out, err);
   }
   dprl_options_close(&o);
   return rc;
@@ -486,7 +535,7 @@ int dprl_study_plan(const char *fn, const char *releases, size_t len, int64_t le
     }
     return err->code;
   }
-  int rc = plan_releases(fn, rel, length_limit, budget, cancel, out, err);
+  int rc = plan_releases(fn, rel, length_limit, budget, 0, cancel, out, err);
   dprl_json_free(rel);
   return rc;
 }
