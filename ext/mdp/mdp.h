@@ -61,8 +61,11 @@ typedef struct dprl_mdp_config {
   int diagnostic;            /* release "diagnostic": exact statistics too */
   char *budget;
   int64_t length_limit;      /* the result's largest length (0: none) */
+  int sparse;                /* option transitions: the sparse layout (ALGORITHMS.md §13.5) */
+  int64_t cells_max;         /* sparse: the most cells a release keeps (option max_cells) */
   /* Derived from the options alone (public). */
-  size_t dim;                /* S + S A (S + 1) + S A */
+  size_t dim;                /* the sums' length: dense S + S A (S + 1) + S A; sparse
+                             ** S + 3 S A (start, totals, ends, reward), the cells apart */
   unsigned abits;            /* tabular: a step's state field is s << abits | a */
   double center, half;       /* c and b of the reward scale */
   int exact_path;            /* tabular with a horizon that the clip does not cut */
@@ -71,7 +74,9 @@ typedef struct dprl_mdp_config {
   double limit;              /* the norm an episode is scaled down to (general path) */
   int64_t touched;           /* most entries one episode can change */
   int64_t touched_rep;       /* most entries a replacement can change: min(2 touched, dim) */
-  double sigma1;             /* analytic Gaussian scale for sensitivity 1 */
+  double sigma1;             /* the scale for sensitivity 1: dense, the analytic Gaussian's;
+                             ** sparse, 1 / sqrt(2 rho*) with rho* the largest rho whose zCDP
+                             ** conversion gives epsilon at delta_gauss */
   double grid;               /* g, a power of two (count units) */
   int grid_shift;            /* g TICK = 2^grid_shift */
   double sens;               /* Delta, both relations, grid rounding included: the larger of
@@ -80,7 +85,16 @@ typedef struct dprl_mdp_config {
   uint64_t steps;            /* noise scale in grid steps, ceil(Delta sigma1 / g) */
   double sigma;              /* steps * g: the applied scale of every count entry */
   double rho;                /* zCDP cost, (Delta / g)^2 / (2 steps^2) */
+  /* sparse only (§13.5): delta = delta_gauss + (1 + e^eps) delta_thr */
+  int64_t new_cells;         /* T_c: the most cells one episode can add to the support */
+  double delta_gauss;        /* delta / 2: the Gaussian part's delta (zCDP conversion) */
+  double delta_thr;          /* delta_0 = delta_gauss / (1 + e^eps), rounded down */
+  double tau;                /* the threshold: sigma sqrt(2 ln(T_c / delta_0)), rounded up */
 } dprl_mdp_config;
+
+/* "auto" picks the sparse layout above this many count entries
+** S A (S + 1) (a rule on public sizes), when a horizon is given. */
+#define DPRL_MDP_AUTO_SPARSE 65536
 
 /* The options of dp_mdp (text may be NULL: an error naming it), checked
 ** and calibrated from the options alone, before any row is read.  Every
