@@ -129,8 +129,19 @@ static inline uint32_t dprl_mdp_pack(const dprl_mdp_config *c, int64_t s, int64_
 
 /* ---- the statistics ------------------------------------------------------ */
 
+/* A cell (s, a, s') of the sparse layout, s' < S: key (s A + a) S + s', with
+** its exact sum in ticks, an episode's weight (general path) or a noisy
+** value (count units). */
+typedef struct dprl_mdp_cell {
+  uint64_t key;
+  union {
+    int64_t ticks;
+    double w;
+  };
+} dprl_mdp_cell;
+
 typedef struct dprl_mdp_stats {
-  int64_t *v;               /* dim entries, in ticks */
+  int64_t *v;               /* dim entries, in ticks (sparse: start, totals, ends, reward) */
   int64_t episodes, clipped; /* exact, diagnostic only */
   /* the general path's per-episode scratch (reused: no allocation per
   ** episode) */
@@ -138,6 +149,14 @@ typedef struct dprl_mdp_stats {
   unsigned char *mark;
   uint32_t *list;
   size_t n_list, cap_list;
+  /* sparse: every contribution to a cell, (key, ticks); after
+  ** dprl_mdp_cells_merge, the cells of the support sorted by key, each
+  ** once with its exact sum (> 0) */
+  dprl_mdp_cell *cells;
+  size_t n_cells, cap_cells;
+  int merged;
+  dprl_mdp_cell *ecells, *tmp; /* general path: one episode's cells; sort scratch */
+  size_t n_ecells, cap_ecells, cap_tmp;
 } dprl_mdp_stats;
 
 int dprl_mdp_stats_init(dprl_mdp_stats *st, const dprl_mdp_config *c, dprl_cancel *cancel,
@@ -156,6 +175,14 @@ int dprl_mdp_collect(dprl_mdp_stats *st, const dprl_mdp_config *c, dprl_step_buf
                      dprl_step_buffer *xbuf, dprl_episode_index *keys, dprl_cancel *cancel,
                      dprl_error *err);
 
+/* Sparse: sort the cells' contributions by key and add up each cell's
+** (polls cancel; needs room for a copy).  dprl_mdp_collect calls it. */
+int dprl_mdp_cells_merge(dprl_mdp_stats *st, dprl_cancel *cancel, dprl_error *err);
+/* Sort n cells (tmp: room for n) by key, or by_value: by w descending,
+** then key ascending.  Polls cancel. */
+int dprl_mdp_cells_sort(dprl_mdp_cell *a, dprl_mdp_cell *tmp, size_t n, int by_value,
+                        dprl_cancel *cancel, dprl_error *err);
+
 /* Entry j of the sums rounded to the grid: round(v[j] / (g TICK)), half
 ** away from zero, clamped to +-2^51 (1-Lipschitz: the sensitivity holds). */
 int64_t dprl_mdp_grid_value(const dprl_mdp_config *c, int64_t ticks);
@@ -167,6 +194,14 @@ int64_t dprl_mdp_grid_value(const dprl_mdp_config *c, int64_t ticks);
 ** in index order.  Polls cancel. */
 int dprl_mdp_perturb(const dprl_mdp_config *c, const dprl_mdp_stats *st, dprl_rng *rng,
                      double *out, dprl_cancel *cancel, dprl_error *err);
+/* Sparse (§13.5): after the dense parts' noise from the same rng, each
+** merged cell of st in key order gets g (grid_value + Z); those above
+** tau go to kept (room for st->n_cells), *above of them; when more than
+** cells_max pass, the cells_max largest noisy values are kept (ties to the
+** lower key), sorted by key again, *n_kept of them.  Polls cancel. */
+int dprl_mdp_perturb_cells(const dprl_mdp_config *c, const dprl_mdp_stats *st, dprl_rng *rng,
+                           dprl_mdp_cell *kept, size_t *n_kept, size_t *above,
+                           dprl_cancel *cancel, dprl_error *err);
 /* The whole release as JSON (noise from a seeded stream DPRL_STREAM_MDP
 ** when c->has_seed, else the secure generator). */
 int dprl_mdp_release(const dprl_mdp_config *c, const dprl_mdp_stats *st, dprl_buf *out,
