@@ -165,6 +165,7 @@ LINK_test_fuzz_noise   = base dp rows policy_eval q_learning
 LINK_test_fuzz_options = base dp rows policy_eval prefix_stable q_learning mdp ope expert study
 LINK_test_fuzz_sql     = base
 LINK_test_mdp_eval     = base dp rows mdp
+LINK_test_mdp_sparse   = base dp rows mdp
 LINK_test_print        = base rows
 .SECONDEXPANSION:
 $(B)/tests/%: tests/unit/%.c tests/unit/check.h $$(call core_objs,$$(LINK_$$*)) | $(B)/tests

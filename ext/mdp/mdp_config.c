@@ -152,14 +152,15 @@ static int check_size_sparse(dprl_mdp_config *c, const dprl_options *o, int per_
     c->cells_max = (int64_t)top;
   } else {
     int rc = dprl_opt_int(o, "max_cells", 0, 0, DPRL_CLOSED(1, top), &c->cells_max);
-    if (rc) {
+    const dprl_json *v = dprl_opt_get(o, "max_cells");
+    if (rc && v->type == DPRL_JSON_NUMBER && v->num == floor(v->num)) { /* out of range: why */
       char tail[200];
       dprl_snprintf(tail, sizeof tail, " (at most S A S = %.17g cells%s)", cells,
                     top < cells ? ", and what fits this connection's SQLITE_LIMIT_LENGTH" : "");
       size_t k = strlen(o->err->msg);
       dprl_snprintf(o->err->msg + k, sizeof o->err->msg - k, "%s", tail);
-      return rc;
     }
+    if (rc) return rc;
   }
   c->dim = (size_t)dense;
   return DPRL_OK;
