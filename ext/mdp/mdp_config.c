@@ -228,10 +228,15 @@ static int calibrate_sparse(dprl_mdp_config *c, const dprl_options *o) {
   c->new_cells = (int64_t)fmin(per_count * H, S * A * S);
   c->delta_gauss = c->delta / 2;
   c->delta_thr = c->delta_gauss / (1 + exp(c->epsilon)) * (1 - 0x1p-50);
+  if (!(c->delta_thr > 0))
+    return dprl_fail(o->err, DPRL_EINVAL,
+                     "%s: epsilon = %g is too large for the sparse release: its threshold's "
+                     "delta_0 = (delta/2)/(1 + e^epsilon) is below every double (ALGORITHMS.md "
+                     "§13.5)", o->fn, c->epsilon);
   double rho = dprl_zcdp_rho_left(0, 0, 0, c->epsilon, c->delta_gauss);
   c->sigma1 = rho > 0 ? 1 / sqrt(2 * rho) : HUGE_VAL;
   double first = c->bound_rep * c->sigma1;
-  if (!(isfinite(first) && first > 0 && c->delta_thr > 0))
+  if (!(isfinite(first) && first > 0))
     return dprl_fail(o->err, DPRL_EINVAL,
                      "%s: epsilon = %g and delta = %g give no finite noise scale", o->fn,
                      c->epsilon, c->delta);

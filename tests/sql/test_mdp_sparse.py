@@ -14,7 +14,7 @@ import os
 import random
 import tempfile
 
-from harness import check, check_close, check_error, connect, run, sql_error
+from harness import check, check_close, check_error, connect, interrupted, run, sized, sql_error
 
 MDP = "SELECT dp_mdp(episode, t, state, action, reward, ?) FROM steps"
 BASE = {"n_states": 4, "n_actions": 2, "gamma": 0.9, "rmin": -1, "rmax": 1, "epsilon": 4,
@@ -386,5 +386,23 @@ def connect_with_rows():
     return con
 
 
+def test_interrupt():
+    # 2,000,000 steps in random order over 2,000 states x 4 actions: grouped,
+    # gathered, their cells sorted and merged, about a second and a half
+    n = sized(2000000, 400000)
+    con = connect()
+    con.execute("CREATE TABLE steps AS WITH RECURSIVE i(n) AS (SELECT 0 UNION ALL SELECT n + 1 "
+                f"FROM i WHERE n < {n - 1}) SELECT n % 100000 AS episode, n / 100000 AS t, "
+                "(n * 7919) % 2000 AS state, n % 4 AS action, (n % 3) / 2.0 AS reward FROM i "
+                "ORDER BY random()")
+    o = {"n_states": 2000, "n_actions": 4, "gamma": 0.9, "rmin": 0, "rmax": 1, "epsilon": 1,
+         "delta": 1e-5, "horizon": 20}
+    for after in (0.05, 0.3):
+        late, err = interrupted(con, "SELECT length(dp_mdp(episode, t, state, action, reward, ?)) "
+                                "FROM steps", (json.dumps(o),), after)
+        check(err == ("interrupted", 9) and late < 0.5,
+              f"an interrupt {after} s into a sparse release stops it within 0.5 s (CPU)", (late, err))
+
+
 run([test_keys, test_dense_unchanged, test_auto, test_errors, test_ledger, test_value,
-     test_model_errors, test_plan])
+     test_model_errors, test_plan, test_interrupt])

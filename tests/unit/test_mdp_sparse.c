@@ -653,7 +653,7 @@ static void test_attack(void) {
 
 static void test_options(void) {
   static const char *base = "\"n_states\": 3, \"n_actions\": 2, \"gamma\": 0.9, \"rmin\": 0, "
-                            "\"rmax\": 1, \"epsilon\": 1, \"delta\": 1e-5";
+                            "\"rmax\": 1, \"delta\": 1e-5";
   static const struct {
     const char *more, *want;
   } cases[] = {
@@ -669,6 +669,9 @@ static void test_options(void) {
       {"\"horizon\": 2, \"max_cells\": 5",
        "dp_mdp: option max_cells applies to a sparse release, and this one is dense "
        "(transitions \"auto\" with S A (S + 1) at most 65536)"},
+      {"\"horizon\": 2, \"transitions\": \"sparse\", \"epsilon\": 800",
+       "dp_mdp: epsilon = 800 is too large for the sparse release: its threshold's delta_0 = "
+       "(delta/2)/(1 + e^epsilon) is below every double (ALGORITHMS.md §13.5)"},
       {"\"horizon\": 2, \"transitions\": \"dense\", \"max_cells\": 5",
        "dp_mdp: option max_cells applies to a sparse release, and this one is dense "
        "(transitions \"dense\")"},
@@ -677,7 +680,8 @@ static void test_options(void) {
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     dprl_mdp_config c;
     dprl_error err;
-    snprintf(json, sizeof json, "{%s, %s}", base, cases[i].more);
+    snprintf(json, sizeof json, "{%s, %s%s}", base, cases[i].more,
+             strstr(cases[i].more, "epsilon") ? "" : ", \"epsilon\": 1");
     int rc = parse(&c, json, &err);
     CHECK(rc == DPRL_EINVAL && strcmp(err.msg, cases[i].want) == 0, err.msg);
     if (rc != DPRL_EINVAL || strcmp(err.msg, cases[i].want)) printf("#   want %s\n", cases[i].want);
