@@ -130,21 +130,15 @@ done:
 
 /* ---- Bellman backups ---------------------------------------------------------- */
 
-/* sum_k P(k|sa) V(k) over the stored entries (ending adds 0), and the
-** unknown mass of a sparse model valued wv (ALGORITHMS.md §14.1). */
+/* sum_k P(k|sa) V(k) over the stored entries (ending adds 0), and a sparse
+** model's unknown mass worth wv (ALGORITHMS.md §14.1): rmin, or 0 when the
+** values V have no step left (left 0; -1: discounted). */
 static inline double expect(const dprl_mdpv_est *e, int64_t sa, const double *V, double wv) {
   double q = 0;
   for (int64_t j = e->row[sa]; j < e->row[sa + 1]; j++) q += e->prob[j] * V[e->next[j]];
-  if (e->unknown) q += e->unknown[sa] * wv;
-  return q;
+  return e->unknown ? q + e->unknown[sa] * wv : q;
 }
-
-/* The value of the unknown outcome's next state when the values given to
-** a backup have `left` steps to go (-1: discounted, unbounded): rmin, or 0
-** with no step left. */
-static inline double unknown_worth(const dprl_mdpv_est *e, int64_t left) {
-  return left == 0 ? 0 : e->unknown_value;
-}
+#define UNKNOWN_WORTH(e, left) ((left) == 0 ? 0 : (e)->unknown_value)
 
 /* The actions of state s that policy p uses: [*lo, *hi), each with weight(). */
 static inline void actions(const dprl_mdpv_policy *p, int64_t s, int64_t A, int64_t *lo,
@@ -161,7 +155,7 @@ static int backup_policy(const dprl_mdpv_est *e, const dprl_mdpv_policy *p, doub
                          const double *V, int64_t left, double *out, double *diff,
                          dprl_cancel *cancel, dprl_error *err) {
   int64_t S = e->S, A = e->A, lo, hi;
-  double d = 0, wv = unknown_worth(e, left);
+  double d = 0, wv = UNKNOWN_WORTH(e, left);
   for (int64_t s = 0; s < S; s++) {
     double acc = 0;
     actions(p, s, A, &lo, &hi);
@@ -183,7 +177,7 @@ static int backup_optimal(const dprl_mdpv_est *e, double gamma, const double *V,
                           double *Q, double *out, double *diff, dprl_cancel *cancel,
                           dprl_error *err) {
   int64_t S = e->S, A = e->A;
-  double d = 0, wv = unknown_worth(e, left);
+  double d = 0, wv = UNKNOWN_WORTH(e, left);
   for (int64_t s = 0; s < S; s++) {
     double best = -HUGE_VAL;
     for (int64_t a = 0; a < A; a++) {
@@ -251,14 +245,10 @@ static int64_t sweeps_needed(const dprl_mdpv_est *e, const dprl_mdpv_opts *o) {
 static double rounding(const dprl_mdpv_est *e, double gamma, const double *x) {
   double xn = 0, K = 2 * (double)e->most_next + 2 * (double)e->A + 10;
   for (int64_t s = 0; s < e->S; s++) xn = fmax(xn, fabs(x[s]));
-  /* sparse: the unknown outcome's value counts in ||x||, and its mass
-  ** u = fl(N - placed) / N, which cancellation can make inexact, is within
-  ** (m + 3) u of the exact one (placed <= N): an absolute error beside K's */
-  double unk = 0;
-  if (e->unknown) {
-    xn = fmax(xn, fabs(e->unknown_value));
-    unk = 2.01 * ((double)e->most_next + 3) * 0x1p-53 * gamma * xn;
-  }
+  /* sparse: the unknown outcome's value counts in ||x||; its mass (N - placed)/N,
+  ** inexact by cancellation, is within (m + 3) u of the exact one (§14.2) */
+  if (e->unknown) xn = fmax(xn, fabs(e->unknown_value));
+  double unk = e->unknown ? 2.01 * ((double)e->most_next + 3) * 0x1p-53 * gamma * xn : 0;
   /* the rewards' error is weighed by the rounded policy: 1.001 covers it */
   return 2.01 * K * 0x1p-53 * (e->rabs + gamma * xn) + unk + 1.001 * e->reward_err;
 }
