@@ -61,8 +61,11 @@ typedef struct dprl_mdp_config {
   int diagnostic;            /* release "diagnostic": exact statistics too */
   char *budget;
   int64_t length_limit;      /* the result's largest length (0: none) */
+  int sparse;                /* option transitions: the sparse layout (ALGORITHMS.md §13.5) */
+  int64_t cells_max;         /* sparse: the most cells a release keeps (option max_cells) */
   /* Derived from the options alone (public). */
-  size_t dim;                /* S + S A (S + 1) + S A */
+  size_t dim;                /* the sums' length: dense S + S A (S + 1) + S A; sparse
+                             ** S + 3 S A (start, totals, ends, reward), the cells apart */
   unsigned abits;            /* tabular: a step's state field is s << abits | a */
   double center, half;       /* c and b of the reward scale */
   int exact_path;            /* tabular with a horizon that the clip does not cut */
@@ -71,7 +74,9 @@ typedef struct dprl_mdp_config {
   double limit;              /* the norm an episode is scaled down to (general path) */
   int64_t touched;           /* most entries one episode can change */
   int64_t touched_rep;       /* most entries a replacement can change: min(2 touched, dim) */
-  double sigma1;             /* analytic Gaussian scale for sensitivity 1 */
+  double sigma1;             /* the scale for sensitivity 1: dense, the analytic Gaussian's;
+                             ** sparse, 1 / sqrt(2 rho*) with rho* the largest rho whose zCDP
+                             ** conversion gives epsilon at delta_gauss */
   double grid;               /* g, a power of two (count units) */
   int grid_shift;            /* g TICK = 2^grid_shift */
   double sens;               /* Delta, both relations, grid rounding included: the larger of
@@ -80,7 +85,16 @@ typedef struct dprl_mdp_config {
   uint64_t steps;            /* noise scale in grid steps, ceil(Delta sigma1 / g) */
   double sigma;              /* steps * g: the applied scale of every count entry */
   double rho;                /* zCDP cost, (Delta / g)^2 / (2 steps^2) */
+  /* sparse only (§13.5): delta = delta_gauss + (1 + e^eps) delta_thr */
+  int64_t new_cells;         /* T_c: the most cells one episode can add to the support */
+  double delta_gauss;        /* delta / 2: the Gaussian part's delta (zCDP conversion) */
+  double delta_thr;          /* delta_0 = delta_gauss / (1 + e^eps), rounded down */
+  double tau;                /* the threshold: sigma sqrt(2 ln(T_c / delta_0)), rounded up */
 } dprl_mdp_config;
+
+/* "auto" picks the sparse layout above this many count entries
+** S A (S + 1) (a rule on public sizes), when a horizon is given. */
+#define DPRL_MDP_AUTO_SPARSE 65536
 
 /* The options of dp_mdp (text may be NULL: an error naming it), checked
 ** and calibrated from the options alone, before any row is read.  Every
@@ -115,8 +129,19 @@ static inline uint32_t dprl_mdp_pack(const dprl_mdp_config *c, int64_t s, int64_
 
 /* ---- the statistics ------------------------------------------------------ */
 
+/* A cell (s, a, s') of the sparse layout, s' < S: key (s A + a) S + s', with
+** its exact sum in ticks, an episode's weight (general path) or a noisy
+** value (count units). */
+typedef struct dprl_mdp_cell {
+  uint64_t key;
+  union {
+    int64_t ticks;
+    double w;
+  };
+} dprl_mdp_cell;
+
 typedef struct dprl_mdp_stats {
-  int64_t *v;               /* dim entries, in ticks */
+  int64_t *v;               /* dim entries, in ticks (sparse: start, totals, ends, reward) */
   int64_t episodes, clipped; /* exact, diagnostic only */
   /* the general path's per-episode scratch (reused: no allocation per
   ** episode) */
@@ -124,6 +149,14 @@ typedef struct dprl_mdp_stats {
   unsigned char *mark;
   uint32_t *list;
   size_t n_list, cap_list;
+  /* sparse: every contribution to a cell, (key, ticks); after
+  ** dprl_mdp_cells_merge, the cells of the support sorted by key, each
+  ** once with its exact sum (> 0) */
+  dprl_mdp_cell *cells;
+  size_t n_cells, cap_cells;
+  int merged;
+  dprl_mdp_cell *ecells, *tmp; /* general path: one episode's cells; sort scratch */
+  size_t n_ecells, cap_ecells, cap_tmp;
 } dprl_mdp_stats;
 
 int dprl_mdp_stats_init(dprl_mdp_stats *st, const dprl_mdp_config *c, dprl_cancel *cancel,
@@ -142,6 +175,14 @@ int dprl_mdp_collect(dprl_mdp_stats *st, const dprl_mdp_config *c, dprl_step_buf
                      dprl_step_buffer *xbuf, dprl_episode_index *keys, dprl_cancel *cancel,
                      dprl_error *err);
 
+/* Sparse: sort the cells' contributions by key and add up each cell's
+** (polls cancel; needs room for a copy).  dprl_mdp_collect calls it. */
+int dprl_mdp_cells_merge(dprl_mdp_stats *st, dprl_cancel *cancel, dprl_error *err);
+/* Sort n cells (tmp: room for n) by key, or by_value: by w descending,
+** then key ascending.  Polls cancel. */
+int dprl_mdp_cells_sort(dprl_mdp_cell *a, dprl_mdp_cell *tmp, size_t n, int by_value,
+                        dprl_cancel *cancel, dprl_error *err);
+
 /* Entry j of the sums rounded to the grid: round(v[j] / (g TICK)), half
 ** away from zero, clamped to +-2^51 (1-Lipschitz: the sensitivity holds). */
 int64_t dprl_mdp_grid_value(const dprl_mdp_config *c, int64_t ticks);
@@ -153,6 +194,14 @@ int64_t dprl_mdp_grid_value(const dprl_mdp_config *c, int64_t ticks);
 ** in index order.  Polls cancel. */
 int dprl_mdp_perturb(const dprl_mdp_config *c, const dprl_mdp_stats *st, dprl_rng *rng,
                      double *out, dprl_cancel *cancel, dprl_error *err);
+/* Sparse (§13.5): after the dense parts' noise from the same rng, each
+** merged cell of st in key order gets g (grid_value + Z); those above
+** tau go to kept (room for st->n_cells), *above of them; when more than
+** cells_max pass, the cells_max largest noisy values are kept (ties to the
+** lower key), sorted by key again, *n_kept of them.  Polls cancel. */
+int dprl_mdp_perturb_cells(const dprl_mdp_config *c, const dprl_mdp_stats *st, dprl_rng *rng,
+                           dprl_mdp_cell *kept, size_t *n_kept, size_t *above,
+                           dprl_cancel *cancel, dprl_error *err);
 /* The whole release as JSON (noise from a seeded stream DPRL_STREAM_MDP
 ** when c->has_seed, else the secure generator). */
 int dprl_mdp_release(const dprl_mdp_config *c, const dprl_mdp_stats *st, dprl_buf *out,

@@ -14,11 +14,14 @@
 
 const char *const dprl_mdp_option_names[] = {
     "n_states", "n_actions", "gamma", "rmin", "rmax", "epsilon", "delta", "horizon", "clip",
-    "features", "seed", "budget", "release", NULL};
+    "features", "transitions", "max_cells", "seed", "budget", "release", NULL};
 
 /* A result holds at most this many bytes per number (a noisy count in its
 ** shortest round-trip form and its comma). */
 #define BYTES_PER_NUMBER 25
+/* A kept cell [s, a, s', count]: three integers of up to 10 digits, a
+** number, brackets and commas. */
+#define BYTES_PER_CELL 64
 
 /* The grid is never finer than 2^-12 count units: every entry is clamped
 ** to 2^51 grid steps (noise.c's exact range), and 2^51 * 2^-12 = 2^39
@@ -78,21 +81,35 @@ static int parse_features(dprl_mdp_config *c, const dprl_options *o) {
   return DPRL_OK;
 }
 
-/* The vector's size from the options: a result that could not be
+/* The result's length from the options, for a layout: dense, every entry
+** of the dense vector; sparse, its dense parts and the cells_max cells. */
+static void length_room(const dprl_mdp_config *c, int per_entry, double *most, char *why,
+                        size_t n) {
+  *most = (double)(DPRL_MAX_ALLOC / sizeof(int64_t));
+  dprl_snprintf(why, n, "one allocation can hold");
+  if (c->length_limit > 0) {
+    double by_length = floor((double)(c->length_limit - 4096) / (BYTES_PER_NUMBER * per_entry));
+    if (by_length < *most) {
+      *most = by_length > 0 ? by_length : 0;
+      dprl_snprintf(why, n, "a result can hold within this connection's SQLITE_LIMIT_LENGTH "
+                    "(%lld bytes)", (long long)c->length_limit);
+    }
+  }
+}
+
+static void pack_bits(dprl_mdp_config *c) {
+  unsigned ab = 0;
+  while (((int64_t)1 << ab) < c->n_actions) ab++;
+  c->abits = ab;
+}
+
+/* The dense vector's size from the options: a result that could not be
 ** returned, or sums that could not be allocated, are refused here. */
 static int check_size(dprl_mdp_config *c, const dprl_options *o, int per_entry) {
   double S = (double)c->n_states, A = (double)c->n_actions;
-  double dim = S + S * A * (S + 1) + S * A;
-  double most = (double)(DPRL_MAX_ALLOC / sizeof(int64_t));
-  char why[128] = "one allocation can hold";
-  if (c->length_limit > 0) {
-    double by_length = floor((double)(c->length_limit - 4096) / (BYTES_PER_NUMBER * per_entry));
-    if (by_length < most) {
-      most = by_length > 0 ? by_length : 0;
-      dprl_snprintf(why, sizeof why, "a result can hold within this connection's SQLITE_LIMIT_LENGTH "
-               "(%lld bytes)", (long long)c->length_limit);
-    }
-  }
+  double dim = S + S * A * (S + 1) + S * A, most;
+  char why[128];
+  length_room(c, per_entry, &most, why, sizeof why);
   if (dim > most)
     return dprl_fail(o->err, DPRL_EINVAL,
                      "%s: options n_states = %lld and n_actions = %lld make a model of S + S A "
@@ -100,9 +117,52 @@ static int check_size(dprl_mdp_config *c, const dprl_options *o, int per_entry) 
                      "to %d bytes", o->fn, (long long)c->n_states, (long long)c->n_actions, dim,
                      why, most, BYTES_PER_NUMBER);
   c->dim = (size_t)dim;
-  unsigned ab = 0;
-  while (((int64_t)1 << ab) < c->n_actions) ab++;
-  c->abits = ab;
+  pack_bits(c);
+  return DPRL_OK;
+}
+
+/* The sparse layout's sizes (§13.5): its dense parts S + 3 S A must fit
+** beside at least one cell, a cell's key (s A + a) S + s' fits 62 bits and
+** a step's (s, a) 32 bits; max_cells defaults to the cells that fit the
+** result's length, at most S A S. */
+static int check_size_sparse(dprl_mdp_config *c, const dprl_options *o, int per_entry) {
+  double S = (double)c->n_states, A = (double)c->n_actions;
+  double dense = S + 3 * S * A, cells = S * A * S, most;
+  char why[128];
+  pack_bits(c);
+  if (!(cells <= 0x1p62) || S * ldexp(1, (int)c->abits) > 0x1p32)
+    return dprl_fail(o->err, DPRL_EINVAL,
+                     "%s: options n_states = %lld and n_actions = %lld are too many for the sparse "
+                     "layout: S A S must be at most 2^62 and S 2^ceil(log2 A) at most 2^32",
+                     o->fn, (long long)c->n_states, (long long)c->n_actions);
+  length_room(c, per_entry, &most, why, sizeof why);
+  double room = c->length_limit > 0
+                    ? floor(((double)(c->length_limit - 4096) -
+                             dense * BYTES_PER_NUMBER * per_entry) / (BYTES_PER_CELL * per_entry))
+                    : cells;
+  if (dense > most || !(room >= 1))
+    return dprl_fail(o->err, DPRL_EINVAL,
+                     "%s: options n_states = %lld and n_actions = %lld make a sparse model whose "
+                     "dense parts S + 3 S A = %.17g numbers leave no room for a cell in what %s "
+                     "(numbers of up to %d bytes, cells of up to %d)", o->fn,
+                     (long long)c->n_states, (long long)c->n_actions, dense, why,
+                     BYTES_PER_NUMBER, BYTES_PER_CELL);
+  double top = fmin(room, cells);
+  if (!dprl_opt_has(o, "max_cells")) {
+    c->cells_max = (int64_t)top;
+  } else {
+    int rc = dprl_opt_int(o, "max_cells", 0, 0, DPRL_CLOSED(1, top), &c->cells_max);
+    const dprl_json *v = dprl_opt_get(o, "max_cells");
+    if (rc && v->type == DPRL_JSON_NUMBER && v->num == floor(v->num)) { /* out of range: why */
+      char tail[200];
+      dprl_snprintf(tail, sizeof tail, " (at most S A S = %.17g cells%s)", cells,
+                    top < cells ? ", and what fits this connection's SQLITE_LIMIT_LENGTH" : "");
+      size_t k = strlen(o->err->msg);
+      dprl_snprintf(o->err->msg + k, sizeof o->err->msg - k, "%s", tail);
+    }
+    if (rc) return rc;
+  }
+  c->dim = (size_t)dense;
   return DPRL_OK;
 }
 
@@ -122,15 +182,73 @@ int dprl_mdp_calibrate_grid(dprl_mdp_config *c, double g, dprl_error *err) {
                      c->fn, c->epsilon, c->delta, target, g);
   c->steps = s < 1 ? 1 : (uint64_t)s;
   if ((double)c->steps * g < target) c->steps++; /* never round the scale down */
+  if (c->sparse) {
+    /* §13.5: the smallest s whose rho = (Delta/g)^2 / (2 s^2) converts to
+    ** (epsilon, delta_gauss) (dp/zcdp.c); sigma1 = 1/sqrt(2 rho*) put s within
+    ** a step or two of it */
+    double k = c->sens / g;
+    while (c->steps > 1 &&
+           dprl_zcdp_eps(dprl_zcdp_rho(k, (double)(c->steps - 1)), c->delta_gauss) <= c->epsilon)
+      c->steps--;
+    while (!(dprl_zcdp_eps(dprl_zcdp_rho(k, (double)c->steps), c->delta_gauss) <= c->epsilon)) {
+      if (c->steps >= DPRL_GAUSS_STEPS_MAX)
+        return dprl_fail(err, DPRL_EINVAL,
+                         "%s: epsilon = %g and delta = %g need a noise scale outside the exact "
+                         "sampler's range on a grid of %.17g (ALGORITHMS.md §13.5)", c->fn,
+                         c->epsilon, c->delta, g);
+      c->steps++;
+    }
+  }
   c->sigma = (double)c->steps * g;
   c->rho = dprl_zcdp_rho(c->sens / g, (double)c->steps);
+  if (c->sparse) /* rounded up: T_c exp(-tau^2 / (2 sigma^2)) <= delta_thr */
+    c->tau = c->sigma * sqrt(2 * log((double)c->new_cells / c->delta_thr)) * (1 + 0x1p-40);
   return DPRL_OK;
+}
+
+/* The sparse layout (§13.5): the dense parts, the totals N(s, a) among
+** them, and the cells; a horizon is required.  Its Gaussian part is
+** calibrated by the zCDP conversion at delta_gauss = delta / 2, its
+** threshold to delta_thr = delta_gauss / (1 + e^eps). */
+static int calibrate_sparse(dprl_mdp_config *c, const dprl_options *o) {
+  double H = (double)c->horizon, S = (double)c->n_states, A = (double)c->n_actions;
+  double by_h = sqrt(1 + 3 * H * H);
+  c->bound = c->clip > 0 && c->clip < by_h ? c->clip : by_h;
+  c->exact_path = !c->tent && !(c->clip > 0 && c->clip < by_h);
+  c->limit = c->bound * (1 - 0x1p-20);
+  c->bound_rep = 2 * c->bound;
+  double by_h_rep = sqrt(6 * H * H + H + 3) * (c->exact_path ? 1 : 1 + 0x1p-10);
+  if (by_h_rep < c->bound_rep) c->bound_rep = by_h_rep;
+  /* the whole vector: start, every count cell with the ends, rewards, totals */
+  double full = S + S * A * (S + 1) + 2 * S * A;
+  double start = c->tent ? 2 : 1, per_count = c->tent ? 4 : 1, per_pair = c->tent ? 2 : 1;
+  double t = start + fmin(per_count * H, A * S * (S + 1)) + 2 * fmin(per_pair * H, A * S);
+  c->touched = (int64_t)fmin(t, full);
+  c->touched_rep = (int64_t)fmin(2 * (double)c->touched, full);
+  c->new_cells = (int64_t)fmin(per_count * H, S * A * S);
+  c->delta_gauss = c->delta / 2;
+  c->delta_thr = c->delta_gauss / (1 + exp(c->epsilon)) * (1 - 0x1p-50);
+  if (!(c->delta_thr > 0))
+    return dprl_fail(o->err, DPRL_EINVAL,
+                     "%s: epsilon = %g is too large for the sparse release: its threshold's "
+                     "delta_0 = (delta/2)/(1 + e^epsilon) is below every double (ALGORITHMS.md "
+                     "§13.5)", o->fn, c->epsilon);
+  double rho = dprl_zcdp_rho_left(0, 0, 0, c->epsilon, c->delta_gauss);
+  c->sigma1 = rho > 0 ? 1 / sqrt(2 * rho) : HUGE_VAL;
+  double first = c->bound_rep * c->sigma1;
+  if (!(isfinite(first) && first > 0))
+    return dprl_fail(o->err, DPRL_EINVAL,
+                     "%s: epsilon = %g and delta = %g give no finite noise scale", o->fn,
+                     c->epsilon, c->delta);
+  double g = dprl_grid_for(first);
+  return dprl_mdp_calibrate_grid(c, g > GRID_FLOOR ? g : GRID_FLOOR, o->err);
 }
 
 /* The bounds on one episode's contribution, on the distance between two,
 ** and the grid (§13). */
 static int calibrate(dprl_mdp_config *c, const dprl_options *o) {
   double H = (double)c->horizon, S = (double)c->n_states, A = (double)c->n_actions;
+  if (c->sparse) return calibrate_sparse(c, o);
   double by_h = c->horizon ? sqrt(1 + 2 * H * H) : HUGE_VAL;
   c->bound = c->clip > 0 && c->clip < by_h ? c->clip : by_h;
   /* tabular with a horizon the clip does not cut: the bound holds in exact
@@ -165,6 +283,29 @@ static int calibrate(dprl_mdp_config *c, const dprl_options *o) {
   return dprl_mdp_calibrate_grid(c, g > GRID_FLOOR ? g : GRID_FLOOR, o->err);
 }
 
+/* "transitions": "auto" (sparse above DPRL_MDP_AUTO_SPARSE count entries
+** when a horizon is given), "dense" or "sparse" (needs a horizon). */
+static int parse_transitions(dprl_mdp_config *c, const dprl_options *o) {
+  static const char *const kinds[] = {"auto", "dense", "sparse", NULL};
+  int kind, rc = dprl_opt_choice(o, "transitions", kinds, 0, &kind);
+  if (rc) return rc;
+  double S = (double)c->n_states, entries = S * (double)c->n_actions * (S + 1);
+  if (kind == 2 && !c->horizon)
+    return dprl_fail(o->err, DPRL_EINVAL,
+                     "%s: option transitions \"sparse\" needs option horizon: the threshold's "
+                     "delta counts the cells one episode can add, at most one per counted step",
+                     o->fn);
+  c->sparse = kind == 2 || (kind == 0 && c->horizon && entries > DPRL_MDP_AUTO_SPARSE);
+  if (!c->sparse && dprl_opt_has(o, "max_cells"))
+    return dprl_fail(o->err, DPRL_EINVAL,
+                     "%s: option max_cells applies to a sparse release, and this one is dense "
+                     "(%s)", o->fn,
+                     kind == 1 ? "transitions \"dense\""
+                               : c->horizon ? "transitions \"auto\" with S A (S + 1) at most 65536"
+                                            : "transitions \"auto\" without a horizon");
+  return DPRL_OK;
+}
+
 int dprl_mdp_parse_options(dprl_mdp_config *c, const dprl_options *o, int plan) {
   static const char *const releases[] = {"private", "diagnostic", NULL};
   int rc;
@@ -193,7 +334,10 @@ int dprl_mdp_parse_options(dprl_mdp_config *c, const dprl_options *o, int plan) 
                 (rc = dprl_opt_seed(o, &c->has_seed, &c->seed)) ||
                 (rc = dprl_opt_name(o, "budget", &c->budget))))
     return rc;
-  if ((rc = check_size(c, o, plan ? 1 : c->diagnostic ? 2 : 1))) return rc;
+  if ((rc = parse_transitions(c, o))) return rc;
+  int per_entry = plan ? 1 : c->diagnostic ? 2 : 1;
+  if ((rc = c->sparse ? check_size_sparse(c, o, per_entry) : check_size(c, o, per_entry)))
+    return rc;
   return calibrate(c, o);
 }
 

@@ -63,11 +63,12 @@ static int sweep_limit(const char *fn, const dprl_mdpv_opts *o, double r, dprl_e
 int dprl_mdpv_options(const char *fn, const char *text, size_t len, int plan,
                       const dprl_mdpv_model *m, dprl_mdpv_opts *o, dprl_error *err) {
   static const char *const value_keys[] = {"horizon", "gamma", "min_count", "count_floor",
-                                           "ends", "bootstrap", "bootstrap_seed", "tolerance",
-                                           NULL};
+                                           "ends", "unknown", "bootstrap", "bootstrap_seed",
+                                           "tolerance", NULL};
   static const char *const plan_keys[] = {"horizon", "gamma", "min_count", "count_floor",
-                                          "ends", "tolerance", NULL};
+                                          "ends", "unknown", "tolerance", NULL};
   static const char *const ends[] = {"terminal", "censored", NULL};
+  static const char *const unknown[] = {"pessimistic", "renormalise", NULL};
   dprl_options opt;
   int64_t seed = 0;
   memset(o, 0, sizeof *o);
@@ -77,10 +78,18 @@ int dprl_mdpv_options(const char *fn, const char *text, size_t len, int plan,
       (rc = dprl_opt_number(&opt, "gamma", 0, m->gamma, DPRL_CLOSED(0, 1), &o->gamma)) ||
       (rc = dprl_opt_number(&opt, "count_floor", 0, 0, DPRL_NONNEG, &o->est.count_floor)) ||
       (rc = dprl_opt_number(&opt, "min_count", 0,
-                            dprl_mdpv_noise_floor(m->S, m->sigma, o->est.count_floor),
+                            dprl_mdpv_noise_floor(m->sparse ? 1 : m->S, m->sigma,
+                                                  o->est.count_floor),
                             DPRL_NONNEG, &o->est.min_count)) ||
-      (rc = dprl_opt_choice(&opt, "ends", ends, 0, &o->est.censored)))
+      (rc = dprl_opt_choice(&opt, "ends", ends, 0, &o->est.censored)) ||
+      (rc = dprl_opt_choice(&opt, "unknown", unknown, 0, &o->est.renormalise)))
     goto done;
+  if (!m->sparse && dprl_opt_has(&opt, "unknown")) {
+    rc = dprl_fail(err, DPRL_EINVAL,
+                   "%s: option unknown applies to a sparse model (\"transitions\": \"sparse\"); "
+                   "this model is dense, every transition count is released", fn);
+    goto done;
+  }
   if (!plan &&
       ((rc = dprl_opt_int(&opt, "bootstrap", 0, DPRL_MDPV_BOOTSTRAP,
                           DPRL_CLOSED(0, DPRL_MDPV_BOOTSTRAP_MAX), &o->bootstrap)) ||
@@ -121,12 +130,15 @@ done:
 
 /* ---- Bellman backups ---------------------------------------------------------- */
 
-/* sum_k P(k|sa) V(k) over the stored entries (ending adds 0). */
-static inline double expect(const dprl_mdpv_est *e, int64_t sa, const double *V) {
+/* sum_k P(k|sa) V(k) over the stored entries (ending adds 0), and a sparse
+** model's unknown mass worth wv (ALGORITHMS.md §14.1): rmin, or 0 when the
+** values V have no step left (left 0; -1: discounted). */
+static inline double expect(const dprl_mdpv_est *e, int64_t sa, const double *V, double wv) {
   double q = 0;
   for (int64_t j = e->row[sa]; j < e->row[sa + 1]; j++) q += e->prob[j] * V[e->next[j]];
-  return q;
+  return e->unknown ? q + e->unknown[sa] * wv : q;
 }
+#define UNKNOWN_WORTH(e, left) ((left) == 0 ? 0 : (e)->unknown_value)
 
 /* The actions of state s that policy p uses: [*lo, *hi), each with weight(). */
 static inline void actions(const dprl_mdpv_policy *p, int64_t s, int64_t A, int64_t *lo,
@@ -140,16 +152,16 @@ static inline double weight(const dprl_mdpv_policy *p, int64_t sa) {
 
 /* out = T_pi V; max_s |out(s) - V(s)| into *diff. */
 static int backup_policy(const dprl_mdpv_est *e, const dprl_mdpv_policy *p, double gamma,
-                         const double *V, double *out, double *diff, dprl_cancel *cancel,
-                         dprl_error *err) {
+                         const double *V, int64_t left, double *out, double *diff,
+                         dprl_cancel *cancel, dprl_error *err) {
   int64_t S = e->S, A = e->A, lo, hi;
-  double d = 0;
+  double d = 0, wv = UNKNOWN_WORTH(e, left);
   for (int64_t s = 0; s < S; s++) {
     double acc = 0;
     actions(p, s, A, &lo, &hi);
     for (int64_t a = lo; a < hi; a++) {
       double w = weight(p, s * A + a);
-      if (w != 0) acc += w * (e->reward[s * A + a] + gamma * expect(e, s * A + a, V));
+      if (w != 0) acc += w * (e->reward[s * A + a] + gamma * expect(e, s * A + a, V, wv));
     }
     out[s] = acc;
     d = fmax(d, fabs(acc - V[s]));
@@ -161,14 +173,15 @@ static int backup_policy(const dprl_mdpv_est *e, const dprl_mdpv_policy *p, doub
 }
 
 /* Q = r + gamma P V; out = max_a Q; max_s |out(s) - V(s)| into *diff. */
-static int backup_optimal(const dprl_mdpv_est *e, double gamma, const double *V, double *Q,
-                          double *out, double *diff, dprl_cancel *cancel, dprl_error *err) {
+static int backup_optimal(const dprl_mdpv_est *e, double gamma, const double *V, int64_t left,
+                          double *Q, double *out, double *diff, dprl_cancel *cancel,
+                          dprl_error *err) {
   int64_t S = e->S, A = e->A;
-  double d = 0;
+  double d = 0, wv = UNKNOWN_WORTH(e, left);
   for (int64_t s = 0; s < S; s++) {
     double best = -HUGE_VAL;
     for (int64_t a = 0; a < A; a++) {
-      double q = e->reward[s * A + a] + gamma * expect(e, s * A + a, V);
+      double q = e->reward[s * A + a] + gamma * expect(e, s * A + a, V, wv);
       Q[s * A + a] = q;
       best = fmax(best, q);
     }
@@ -195,6 +208,7 @@ static int solve_policy(const dprl_mdpv_est *e, const dprl_mdpv_policy *p, doubl
       if (w == 0) continue;
       int64_t sa = s * A + a;
       rhs += w * e->reward[sa];
+      if (e->unknown) rhs += w * gamma * e->unknown[sa] * e->unknown_value;
       for (int64_t j = e->row[sa]; j < e->row[sa + 1]; j++)
         row[e->next[j]] -= gamma * w * e->prob[j];
     }
@@ -231,8 +245,12 @@ static int64_t sweeps_needed(const dprl_mdpv_est *e, const dprl_mdpv_opts *o) {
 static double rounding(const dprl_mdpv_est *e, double gamma, const double *x) {
   double xn = 0, K = 2 * (double)e->most_next + 2 * (double)e->A + 10;
   for (int64_t s = 0; s < e->S; s++) xn = fmax(xn, fabs(x[s]));
+  /* sparse: the unknown outcome's value counts in ||x||; its mass (N - placed)/N,
+  ** inexact by cancellation, is within (m + 3) u of the exact one (§14.2) */
+  if (e->unknown) xn = fmax(xn, fabs(e->unknown_value));
+  double unk = e->unknown ? 2.01 * ((double)e->most_next + 3) * 0x1p-53 * gamma * xn : 0;
   /* the rewards' error is weighed by the rounded policy: 1.001 covers it */
-  return 2.01 * K * 0x1p-53 * (e->rabs + gamma * xn) + 1.001 * e->reward_err;
+  return 2.01 * K * 0x1p-53 * (e->rabs + gamma * xn) + unk + 1.001 * e->reward_err;
 }
 
 /* The bound on ||y - V|| for y = fl(T x), V the fixed point of T, d the
@@ -270,7 +288,7 @@ int dprl_mdpv_evaluate_policy(const dprl_mdpv_est *e, const dprl_mdpv_opts *o,
     memset(V, 0, (size_t)S * sizeof *V);
     for (int64_t h = 0; h < o->horizon; h++) {
       E = rounding(e, o->gamma, V);
-      if ((rc = backup_policy(e, pi, o->gamma, V, w->v2, &d, cancel, err))) return rc;
+      if ((rc = backup_policy(e, pi, o->gamma, V, h, w->v2, &d, cancel, err))) return rc;
       memcpy(V, w->v2, (size_t)S * sizeof *V);
       how->bound = o->gamma * how->bound + E;
     }
@@ -292,7 +310,7 @@ int dprl_mdpv_evaluate_policy(const dprl_mdpv_est *e, const dprl_mdpv_opts *o,
   int64_t most = sweeps_needed(e, o);
   for (;;) {
     E = rounding(e, o->gamma, V);
-    if ((rc = backup_policy(e, pi, o->gamma, V, w->v2, &d, cancel, err))) return rc;
+    if ((rc = backup_policy(e, pi, o->gamma, V, -1, w->v2, &d, cancel, err))) return rc;
     memcpy(V, w->v2, (size_t)S * sizeof *V);
     how->bound = stop_bound(o->gamma, d, E);
     if (how->bound <= o->tolerance || d <= E || ++how->iterations >= most) break;
@@ -322,7 +340,7 @@ int dprl_mdpv_optimize(const dprl_mdpv_est *e, const dprl_mdpv_opts *o, dprl_mdp
     how->method = "backward induction";
     for (int64_t h = 0; h < o->horizon; h++) {
       E = rounding(e, o->gamma, V);
-      if ((rc = backup_optimal(e, o->gamma, V, Q, w->v2, &d, cancel, err))) return rc;
+      if ((rc = backup_optimal(e, o->gamma, V, h, Q, w->v2, &d, cancel, err))) return rc;
       memcpy(V, w->v2, (size_t)S * sizeof *V);
       how->bound = o->gamma * how->bound + E; /* Q of the last step too */
     }
@@ -341,7 +359,7 @@ int dprl_mdpv_optimize(const dprl_mdpv_est *e, const dprl_mdpv_opts *o, dprl_mdp
       for (int64_t step = 0; step < 100; step++) {
         if ((rc = solve_policy(e, &cur, o->gamma, w->mat, V, cancel, err))) return rc;
         how->iterations++;
-        if ((rc = backup_optimal(e, o->gamma, V, Q, w->v2, &d, cancel, err))) return rc;
+        if ((rc = backup_optimal(e, o->gamma, V, -1, Q, w->v2, &d, cancel, err))) return rc;
         int changed = 0;
         for (int64_t s = 0; s < S; s++) {
           int32_t b = greedy(Q + s * A, A, tie);
@@ -359,7 +377,7 @@ int dprl_mdpv_optimize(const dprl_mdpv_est *e, const dprl_mdpv_opts *o, dprl_mdp
     int64_t most = sweeps_needed(e, o);
     for (int64_t k = 0;; k++) {
       E = rounding(e, o->gamma, V);
-      if ((rc = backup_optimal(e, o->gamma, V, Q, w->v2, &d, cancel, err))) return rc;
+      if ((rc = backup_optimal(e, o->gamma, V, -1, Q, w->v2, &d, cancel, err))) return rc;
       memcpy(V, w->v2, (size_t)S * sizeof *V);
       how->bound = stop_bound(o->gamma, d, E);
       if (S > DPRL_MDPV_DIRECT_MAX) how->iterations++;
@@ -406,7 +424,7 @@ static int bootstrap(const dprl_mdpv_model *m, const dprl_mdpv_opts *o,
   dprl_rng rng;
   dprl_mdpv_solved how;
   int64_t S = m->S;
-  double *scratch = dprl_malloc_array((size_t)S + 1, sizeof *scratch);
+  double *scratch = dprl_malloc_array((size_t)S + 2, sizeof *scratch);
   double *V = dprl_malloc_array((size_t)S, sizeof *V);
   int rc = !scratch || !V ? dprl_nomem(err) : DPRL_OK;
   dprl_rng_init_seeded(&rng, o->seed, DPRL_STREAM_MDP_BOOTSTRAP);
@@ -444,6 +462,12 @@ static void put_common(dprl_buf *b, const dprl_mdpv_model *m, const dprl_mdpv_op
   dprl_json_put_int(b, "pessimistic_pairs", e->pessimistic);
   dprl_json_put_key(b, "start_uniform");
   dprl_buf_puts(b, e->start_uniform ? "true" : "false");
+  if (!m->sparse) return;
+  dprl_json_put_key(b, "unknown");
+  dprl_json_put_string(b, o->est.renormalise ? "renormalise" : "pessimistic");
+  dprl_json_put_key(b, "unknown_mass");
+  if (isnan(e->unknown_mass)) dprl_buf_puts(b, "null");
+  else dprl_json_put_double(b, e->unknown_mass);
 }
 
 /* One policy's value, values, error bars and bound, without braces. */
@@ -484,7 +508,7 @@ int dprl_mdpv_value(const dprl_mdpv_model *m, const dprl_mdpv_opts *o,
   double *V = dprl_malloc_array(n * (size_t)S, sizeof *V);
   double *mem = dprl_calloc(2 * n * (size_t)S, sizeof *mem);
   moments *mo = dprl_calloc(n, sizeof *mo);
-  double *scratch = dprl_malloc_array((size_t)S + 1, sizeof *scratch);
+  double *scratch = dprl_malloc_array((size_t)S + 2, sizeof *scratch);
   int rc = dprl_mdpv_work_init(&w, S, m->A, err);
   if (!rc && (!hows || !V || !mem || !mo || !scratch)) rc = dprl_nomem(err);
   if (!rc) rc = dprl_mdpv_estimate(m, &o->est, NULL, scratch, &e, cancel, err);
@@ -536,7 +560,7 @@ int dprl_mdpv_plan(const dprl_mdpv_model *m, const dprl_mdpv_opts *o, dprl_buf *
   dprl_mdpv_solved how;
   double *Q = dprl_malloc_array((size_t)(S * A), sizeof *Q);
   double *V = dprl_malloc_array((size_t)S, sizeof *V);
-  double *scratch = dprl_malloc_array((size_t)S + 1, sizeof *scratch);
+  double *scratch = dprl_malloc_array((size_t)S + 2, sizeof *scratch);
   int32_t *policy = dprl_malloc_array((size_t)S, sizeof *policy);
   int rc = dprl_mdpv_work_init(&w, S, A, err);
   if (!rc && (!Q || !V || !scratch || !policy)) rc = dprl_nomem(err);

@@ -1,5 +1,5 @@
 /* model.c: a dp_mdp release read and checked, and the MDP estimated from it
-** (model.h). */
+** (model.h); the sparse layout's parts are model_sparse.c's. */
 #include "mdp/model.h"
 
 #include <math.h>
@@ -7,9 +7,10 @@
 #include <string.h>
 
 #include "base/options.h"
+#include "mdp/model_internal.h"
 
 /* A required member of the model; "model: key \"sigma\" is missing". */
-static const dprl_json *member(const dprl_json *root, const char *key, dprl_error *err) {
+const dprl_json *dprl_mdpv_member(const dprl_json *root, const char *key, dprl_error *err) {
   const dprl_json *v = dprl_json_get(root, key);
   if (!v)
     dprl_fail(err, DPRL_EINVAL,
@@ -22,7 +23,7 @@ static void plural(char *out, size_t n, size_t k, const char *noun) {
   dprl_snprintf(out, n, "%zu %s%s", k, noun, k == 1 ? "" : "s");
 }
 
-static int got(const dprl_json *v, char *out, size_t n) {
+int dprl_mdpv_got(const dprl_json *v, char *out, size_t n) {
   if (v->type == DPRL_JSON_ARRAY && v->nums) {
     char k[48];
     plural(k, sizeof k, v->n, "number");
@@ -36,13 +37,13 @@ static int got(const dprl_json *v, char *out, size_t n) {
 /* A finite number in r. */
 static int number(const dprl_json *root, const char *key, dprl_range r, double *out,
                   dprl_error *err) {
-  const dprl_json *v = member(root, key, err);
+  const dprl_json *v = dprl_mdpv_member(root, key, err);
   if (!v) return DPRL_EINVAL;
   char g[96], want[64];
   dprl_range_describe(r, want, sizeof want);
   if (v->type != DPRL_JSON_NUMBER || !(fabs(v->num) <= DPRL_MDPV_NUMBER_MAX) ||
       !dprl_range_contains(r, v->num)) {
-    got(v, g, sizeof g);
+    dprl_mdpv_got(v, g, sizeof g);
     return dprl_fail(err, DPRL_EINVAL,
                      "model: %s must be a finite number and %s, of magnitude at most 10^150, "
                      "got %s", key, want, g);
@@ -54,7 +55,7 @@ static int number(const dprl_json *root, const char *key, dprl_range r, double *
 /* An integer in [lo, hi]; null allowed (then 0) when nullable. */
 static int integer(const dprl_json *root, const char *key, int64_t lo, int64_t hi,
                    int nullable, int64_t *out, dprl_error *err) {
-  const dprl_json *v = member(root, key, err);
+  const dprl_json *v = dprl_mdpv_member(root, key, err);
   if (!v) return DPRL_EINVAL;
   if (nullable && v->type == DPRL_JSON_NULL) {
     *out = 0;
@@ -63,7 +64,7 @@ static int integer(const dprl_json *root, const char *key, int64_t lo, int64_t h
   if (v->type != DPRL_JSON_NUMBER || !(v->num >= (double)lo && v->num <= (double)hi) ||
       v->num != floor(v->num)) {
     char g[96];
-    got(v, g, sizeof g);
+    dprl_mdpv_got(v, g, sizeof g);
     return dprl_fail(err, DPRL_EINVAL, "model: %s must be an integer in [%lld, %lld]%s, got %s",
                      key, (long long)lo, (long long)hi, nullable ? " or null" : "", g);
   }
@@ -72,23 +73,23 @@ static int integer(const dprl_json *root, const char *key, int64_t lo, int64_t h
 }
 
 static int boolean(const dprl_json *root, const char *key, int required, dprl_error *err) {
-  const dprl_json *v = required ? member(root, key, err) : dprl_json_get(root, key);
+  const dprl_json *v = required ? dprl_mdpv_member(root, key, err) : dprl_json_get(root, key);
   if (!v) return required ? DPRL_EINVAL : DPRL_OK;
   if (v->type != DPRL_JSON_TRUE && v->type != DPRL_JSON_FALSE) {
     char g[96];
-    got(v, g, sizeof g);
+    dprl_mdpv_got(v, g, sizeof g);
     return dprl_fail(err, DPRL_EINVAL, "model: %s must be true or false, got %s", key, g);
   }
   return DPRL_OK;
 }
 
 /* v (named what) must be an array of exactly n finite numbers; its values. */
-static const double *numbers(const dprl_json *v, const char *what, size_t n, const char *size,
+const double *dprl_mdpv_numbers(const dprl_json *v, const char *what, size_t n, const char *size,
                              dprl_error *err) {
   char g[96];
   if (v->type != DPRL_JSON_ARRAY || v->n != n) {
     if (v->type == DPRL_JSON_ARRAY) plural(g, sizeof g, v->n, "item");
-    else got(v, g, sizeof g);
+    else dprl_mdpv_got(v, g, sizeof g);
     dprl_fail(err, DPRL_EINVAL, "model: %s must be an array of %s = %zu numbers, got %s", what,
               size, n, g);
     return NULL;
@@ -114,26 +115,26 @@ static const double *numbers(const dprl_json *v, const char *what, size_t n, con
 
 /* v (named what) must be an array of n arrays; "counts must be an array of
 ** n_states = 3 arrays, got 2 items". */
-static int arrays(const dprl_json *v, const char *what, size_t n, const char *size,
+int dprl_mdpv_arrays(const dprl_json *v, const char *what, size_t n, const char *size,
                   dprl_error *err) {
   char g[96];
   if (v->type == DPRL_JSON_ARRAY && v->n == n && (n == 0 || v->items)) {
     for (size_t i = 0; i < n; i++)
       if (v->items[i]->type != DPRL_JSON_ARRAY) {
-        got(v->items[i], g, sizeof g);
+        dprl_mdpv_got(v->items[i], g, sizeof g);
         return dprl_fail(err, DPRL_EINVAL, "model: %s[%zu] must be an array, got %s", what, i,
                          g);
       }
     return DPRL_OK;
   }
   if (v->type == DPRL_JSON_ARRAY) plural(g, sizeof g, v->n, v->nums ? "number" : "item");
-  else got(v, g, sizeof g);
+  else dprl_mdpv_got(v, g, sizeof g);
   return dprl_fail(err, DPRL_EINVAL, "model: %s must be an array of %s = %zu arrays, got %s",
                    what, size, n, g);
 }
 
 static int features(const dprl_json *root, dprl_mdpv_model *m, dprl_error *err) {
-  const dprl_json *f = member(root, "features", err);
+  const dprl_json *f = dprl_mdpv_member(root, "features", err);
   if (!f) return DPRL_EINVAL;
   if (f->type == DPRL_JSON_STRING && strcmp(f->str, "tabular") == 0) return DPRL_OK;
   const dprl_json *k = f->type == DPRL_JSON_OBJECT ? dprl_json_get(f, "tent") : NULL;
@@ -142,7 +143,7 @@ static int features(const dprl_json *root, dprl_mdpv_model *m, dprl_error *err) 
       hi->type != DPRL_JSON_NUMBER || !isfinite(lo->num) || !isfinite(hi->num) ||
       !(lo->num < hi->num)) {
     char g[96];
-    got(f, g, sizeof g);
+    dprl_mdpv_got(f, g, sizeof g);
     return dprl_fail(err, DPRL_EINVAL,
                      "model: features must be \"tabular\" or {\"tent\": K, \"low\": lo, "
                      "\"high\": hi} with finite lo < hi, got %s", g);
@@ -159,20 +160,20 @@ static int features(const dprl_json *root, dprl_mdpv_model *m, dprl_error *err) 
 
 /* The scalar keys of the contract. */
 static int header(const dprl_json *root, dprl_mdpv_model *m, dprl_error *err) {
-  const dprl_json *mech = member(root, "mechanism", err), *unit;
+  const dprl_json *mech = dprl_mdpv_member(root, "mechanism", err), *unit;
   double eps, delta, sens, clip_dummy;
   int rc;
   if (!mech) return DPRL_EINVAL;
   if (mech->type != DPRL_JSON_STRING || strcmp(mech->str, "dp_mdp") != 0) {
     char g[96];
-    got(mech, g, sizeof g);
+    dprl_mdpv_got(mech, g, sizeof g);
     return dprl_fail(err, DPRL_EINVAL,
                      "model must be a result of dp_mdp: its mechanism is %s, not \"dp_mdp\"", g);
   }
-  if (!(unit = member(root, "unit", err))) return DPRL_EINVAL;
+  if (!(unit = dprl_mdpv_member(root, "unit", err))) return DPRL_EINVAL;
   if (unit->type != DPRL_JSON_STRING || strcmp(unit->str, "episode") != 0) {
     char g[96];
-    got(unit, g, sizeof g);
+    dprl_mdpv_got(unit, g, sizeof g);
     return dprl_fail(err, DPRL_EINVAL, "model: unit must be \"episode\", got %s", g);
   }
   if ((rc = boolean(root, "private", 1, err)) || (rc = boolean(root, "seeded", 0, err)) ||
@@ -189,7 +190,7 @@ static int header(const dprl_json *root, dprl_mdpv_model *m, dprl_error *err) {
       (rc = number(root, "reward_sigma", DPRL_NONNEG, &m->reward_sigma, err)) ||
       (rc = number(root, "reward_center", DPRL_ANY, &m->center, err)))
     return rc;
-  const dprl_json *clip = member(root, "clip", err);
+  const dprl_json *clip = dprl_mdpv_member(root, "clip", err);
   if (!clip) return DPRL_EINVAL;
   if (clip->type != DPRL_JSON_NULL && (rc = number(root, "clip", DPRL_POSITIVE, &clip_dummy, err)))
     return rc;
@@ -200,7 +201,31 @@ static int header(const dprl_json *root, dprl_mdpv_model *m, dprl_error *err) {
   if (fabs(m->center - c) > 1e-12 * fmax(1, fmax(fabs(m->rmin), fabs(m->rmax))))
     return dprl_fail(err, DPRL_EINVAL, "model: reward_center must be (rmin + rmax)/2 = %g, got %g",
                      c, m->center);
+  const dprl_json *tr = dprl_json_get(root, "transitions"); /* absent: a dense model */
+  if (tr && !(tr->type == DPRL_JSON_STRING &&
+              (strcmp(tr->str, "dense") == 0 || strcmp(tr->str, "sparse") == 0))) {
+    char g[96];
+    dprl_mdpv_got(tr, g, sizeof g);
+    return dprl_fail(err, DPRL_EINVAL, "model: transitions must be \"dense\" or \"sparse\", got %s",
+                     g);
+  }
+  m->sparse = tr && strcmp(tr->str, "sparse") == 0;
   int64_t pairs, entries;
+  if (m->sparse) {
+    double d0, dg, cmax;
+    if ((rc = number(root, "threshold", DPRL_NONNEG, &m->threshold, err)) ||
+        (rc = number(root, "delta_threshold", DPRL_CLOSED_OPEN(0, 1), &d0, err)) ||
+        (rc = number(root, "delta_gaussian", DPRL_CLOSED_OPEN(0, 1), &dg, err)) ||
+        (rc = number(root, "cells_max", DPRL_NONNEG, &cmax, err)))
+      return rc;
+    /* the pairs' arrays, not the S A (S + 1) entries of a dense model */
+    if (__builtin_mul_overflow(m->S, m->A, &pairs) || pairs > DPRL_MDPV_MAX_ENTRIES / 4)
+      return dprl_fail(err, DPRL_EINVAL,
+                       "model: n_states * n_actions = %lld * %lld pairs is more than the %lld "
+                       "this function can hold", (long long)m->S, (long long)m->A,
+                       (long long)(DPRL_MDPV_MAX_ENTRIES / 4));
+    return features(root, m, err);
+  }
   if (__builtin_mul_overflow(m->S, m->A, &pairs) ||
       __builtin_mul_overflow(pairs, m->S + 1, &entries) || entries > DPRL_MDPV_MAX_ENTRIES)
     return dprl_fail(err, DPRL_EINVAL,
@@ -232,15 +257,20 @@ int dprl_mdpv_model_read(dprl_mdpv_model *m, const char *text, size_t len,
     goto done;
   }
   if ((rc = header(root, m, err))) goto done;
+  if (m->sparse) {
+    rc = dprl_mdpv_read_sparse(root, m, cancel, err);
+    goto done;
+  }
   size_t S = (size_t)m->S, A = (size_t)m->A;
-  if (!(start = member(root, "start", err)) || !(counts = member(root, "counts", err)) ||
-      !(rsums = member(root, "reward_sums", err))) {
+  if (!(start = dprl_mdpv_member(root, "start", err)) ||
+      !(counts = dprl_mdpv_member(root, "counts", err)) ||
+      !(rsums = dprl_mdpv_member(root, "reward_sums", err))) {
     rc = DPRL_EINVAL;
     goto done;
   }
-  if (!(m->start = numbers(start, "start", S, "n_states", err)) ||
-      (rc = arrays(counts, "counts", S, "n_states", err)) ||
-      (rc = arrays(rsums, "reward_sums", S, "n_states", err))) {
+  if (!(m->start = dprl_mdpv_numbers(start, "start", S, "n_states", err)) ||
+      (rc = dprl_mdpv_arrays(counts, "counts", S, "n_states", err)) ||
+      (rc = dprl_mdpv_arrays(rsums, "reward_sums", S, "n_states", err))) {
     if (!rc) rc = DPRL_EINVAL;
     goto done;
   }
@@ -253,16 +283,16 @@ int dprl_mdpv_model_read(dprl_mdpv_model *m, const char *text, size_t len,
   char what[64];
   for (size_t s = 0; s < S && !rc; s++) {
     dprl_snprintf(what, sizeof what, "reward_sums[%zu]", s);
-    if (!(m->reward_sums[s] = numbers(rsums->items[s], what, A, "n_actions", err))) {
+    if (!(m->reward_sums[s] = dprl_mdpv_numbers(rsums->items[s], what, A, "n_actions", err))) {
       rc = DPRL_EINVAL;
       break;
     }
     dprl_snprintf(what, sizeof what, "counts[%zu]", s);
-    if ((rc = arrays(counts->items[s], what, A, "n_actions", err))) break;
+    if ((rc = dprl_mdpv_arrays(counts->items[s], what, A, "n_actions", err))) break;
     for (size_t a = 0; a < A; a++) {
       dprl_snprintf(what, sizeof what, "counts[%zu][%zu]", s, a);
       if (!(m->counts[s * A + a] =
-                numbers(counts->items[s]->items[a], what, S + 1, "n_states + 1", err))) {
+                dprl_mdpv_numbers(counts->items[s]->items[a], what, S + 1, "n_states + 1", err))) {
         rc = DPRL_EINVAL;
         break;
       }
@@ -277,6 +307,11 @@ done:
 void dprl_mdpv_model_free(dprl_mdpv_model *m) {
   dprl_free((void *)m->counts);
   dprl_free((void *)m->reward_sums);
+  dprl_free((void *)m->totals);
+  dprl_free((void *)m->ends);
+  dprl_free(m->cell_row);
+  dprl_free(m->cell_next);
+  dprl_free(m->cell_count);
   dprl_json_free(m->root);
   memset(m, 0, sizeof *m);
 }
@@ -420,7 +455,7 @@ double dprl_mdpv_noise_floor(int64_t S, double sigma, double count_floor) {
   return n * mean + 3 * sqrt(n * fmax(var, 0));
 }
 
-static int grow(dprl_mdpv_est *e, size_t need, size_t most, dprl_error *err) {
+int dprl_mdpv_grow(dprl_mdpv_est *e, size_t need, size_t most, dprl_error *err) {
   if (need <= e->cap) return DPRL_OK;
   size_t nc = e->cap ? 2 * e->cap : 4096;
   if (nc < need) nc = need;
@@ -439,10 +474,27 @@ static int grow(dprl_mdpv_est *e, size_t need, size_t most, dprl_error *err) {
 ** N = N_exact (1 + theta_n-1), so |q - R/N_exact| <= 1.01 n u |q|, and the
 ** addition adds u |x|.  Clamped on the same side either way: 0.  An
 ** infinite x stands for |R/N_exact| > 10^300, clamped exactly too. */
-static double reward_rounding(const dprl_mdpv_model *m, int64_t n, double q, double x) {
+double dprl_mdpv_reward_rounding(const dprl_mdpv_model *m, int64_t n, double q, double x) {
   if (!isfinite(x)) return 0;
   double u = 0x1p-53, er = 2 * ((double)n + 2) * u * fabs(q) + 2 * u * fabs(x);
   return x - er >= m->rmax || x + er <= m->rmin ? 0 : er;
+}
+
+/* The start distribution from the start counts (redrawn when asked). */
+void dprl_mdpv_estimate_start(const dprl_mdpv_model *m, double t, dprl_rng *redraw, double *scratch,
+                           dprl_mdpv_est *e) {
+  int64_t S = m->S;
+  const double *st = m->start;
+  if (redraw && m->sigma > 0) {
+    dprl_rng_normals(redraw, scratch, (size_t)S);
+    for (int64_t s = 0; s < S; s++) scratch[s] = m->start[s] + m->sigma * scratch[s];
+    st = scratch;
+  }
+  double total = 0;
+  for (int64_t s = 0; s < S; s++) total += st[s] > t ? st[s] : 0;
+  e->start_uniform = !(total > 0);
+  for (int64_t s = 0; s < S; s++)
+    e->start[s] = e->start_uniform ? 1.0 / (double)S : (st[s] > t ? st[s] / total : 0);
 }
 
 int dprl_mdpv_estimate(const dprl_mdpv_model *m, const dprl_mdpv_est_opts *o, dprl_rng *redraw,
@@ -458,10 +510,12 @@ int dprl_mdpv_estimate(const dprl_mdpv_model *m, const dprl_mdpv_est_opts *o, dp
     e->start = dprl_malloc_array((size_t)S, sizeof *e->start);
     if (!e->row || !e->reward || !e->start) return dprl_nomem(err);
   }
-  size_t nnz = 0, most = (size_t)SA * (size_t)S;
   e->pessimistic = 0;
   e->rabs = e->reward_err = 0;
   e->most_next = 0;
+  e->unknown_mass = 0;
+  if (m->sparse) return dprl_mdpv_estimate_sparse(m, o, redraw, scratch, e, cancel, err);
+  size_t nnz = 0, most = (size_t)SA * (size_t)S;
   for (int64_t sa = 0; sa < SA; sa++) {
     if (dprl_cancel_poll(cancel, (uint64_t)(S + 1) * (draw_counts ? 30 : 2), err))
       return err->code;
@@ -473,7 +527,7 @@ int dprl_mdpv_estimate(const dprl_mdpv_model *m, const dprl_mdpv_est_opts *o, dp
     }
     /* one pass: the entries above the floor are kept as counts and N summed,
     ** then divided by N (or dropped, for a pessimistic pair) */
-    if (grow(e, nnz + (size_t)S, most, err)) return err->code;
+    if (dprl_mdpv_grow(e, nnz + (size_t)S, most, err)) return err->code;
     size_t first = nnz;
     double N = 0, R = m->reward_sums[sa / A][sa % A];
     for (int64_t k = 0; k < S; k++)
@@ -504,20 +558,10 @@ int dprl_mdpv_estimate(const dprl_mdpv_model *m, const dprl_mdpv_est_opts *o, dp
     double q = R / N, x = m->center + q;
     e->reward[sa] = fmin(fmax(x, m->rmin), m->rmax);
     e->rabs = fmax(e->rabs, fabs(e->reward[sa]));
-    e->reward_err = fmax(e->reward_err, reward_rounding(m, kept + 1, q, x));
+    e->reward_err = fmax(e->reward_err, dprl_mdpv_reward_rounding(m, kept + 1, q, x));
   }
   e->row[SA] = (int64_t)nnz;
-  const double *st = m->start;
-  if (redraw && m->sigma > 0) {
-    dprl_rng_normals(redraw, scratch, (size_t)S);
-    for (int64_t s = 0; s < S; s++) scratch[s] = m->start[s] + m->sigma * scratch[s];
-    st = scratch;
-  }
-  double total = 0;
-  for (int64_t s = 0; s < S; s++) total += st[s] > t ? st[s] : 0;
-  e->start_uniform = !(total > 0);
-  for (int64_t s = 0; s < S; s++)
-    e->start[s] = e->start_uniform ? 1.0 / (double)S : (st[s] > t ? st[s] / total : 0);
+  dprl_mdpv_estimate_start(m, t, redraw, scratch, e);
   return DPRL_OK;
 }
 
@@ -527,5 +571,6 @@ void dprl_mdpv_est_free(dprl_mdpv_est *e) {
   dprl_free(e->prob);
   dprl_free(e->reward);
   dprl_free(e->start);
+  dprl_free(e->unknown);
   memset(e, 0, sizeof *e);
 }

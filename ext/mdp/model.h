@@ -33,8 +33,18 @@ typedef struct dprl_mdpv_model {
   int tent;                  /* features: 0 tabular, 1 tent */
   double tent_low, tent_high;
   const double *start;       /* [S] released start counts */
-  const double **counts;     /* [S*A] rows of S + 1 released counts; [S] = episode ended */
+  const double **counts;     /* dense: [S*A] rows of S + 1 released counts; [S] = episode ended */
   const double **reward_sums; /* [S] rows of A released reward sums */
+  /* "transitions": "sparse" (ALGORITHMS.md §13.5): no counts; per pair its
+  ** released total N(s,a), its ended count and its kept cells */
+  int sparse;
+  double threshold;          /* the release's tau: a cell below it was not kept */
+  const double **totals;     /* [S] rows of A */
+  const double **ends;       /* [S] rows of A */
+  int64_t *cell_row;         /* [S*A + 1]: pair sa's cells are [cell_row[sa], cell_row[sa+1]) */
+  int32_t *cell_next;        /* their next states */
+  double *cell_count;        /* their released counts */
+  size_t n_cells;
   dprl_json *root;           /* owns the numbers (a compact tree) */
 } dprl_mdpv_model;
 
@@ -77,6 +87,8 @@ typedef struct dprl_mdpv_est_opts {
   double count_floor; /* a count entry <= count_floor counts as 0 (0: max(c, 0)) */
   double min_count;   /* a pair with N(s,a) <= min_count ends the episode with rmin */
   int censored;       /* 1: the ended column is censoring: P renormalised over the next states */
+  int renormalise;    /* sparse: 1, the kept cells (and the end) share the row; 0, the mass
+                      ** they do not place goes to the unknown outcome (pessimistic) */
 } dprl_mdpv_est_opts;
 
 /* The estimated MDP.  P(.|s,a) is stored sparsely: the next states below
@@ -95,6 +107,13 @@ typedef struct dprl_mdpv_est {
   int64_t most_next; /* the most next states of a pair (the length of its dot products) */
   double reward_err; /* max |reward - the exact-arithmetic reward of §14.1| (a bound) */
   int start_uniform; /* no start count above the floor: uniform start */
+  /* sparse, pessimistic (§14.1): u(s,a), the mass of the pair that goes to
+  ** the unknown outcome, a next state worth unknown_value (rmin) while
+  ** steps remain; NULL for dense models and with renormalise */
+  double *unknown;
+  double unknown_value;
+  double unknown_mass; /* sparse: the N-weighted mean over the pairs that are not pessimistic of
+                       ** the share of N the release does not place; NaN if there are none */
 } dprl_mdpv_est;
 
 /* Estimate the MDP from m (ALGORITHMS.md §14):
@@ -107,7 +126,7 @@ typedef struct dprl_mdpv_est {
 ** above the floor is pessimistic).
 ** With redraw (a seeded stream), every count is first replaced by
 ** count + sigma Z and every reward sum by sum + reward_sigma Z (the
-** parametric bootstrap); scratch has room for S + 1 doubles.  e keeps its
+** parametric bootstrap); scratch has room for S + 2 doubles.  e keeps its
 ** buffers between calls (zero it before the first). */
 int dprl_mdpv_estimate(const dprl_mdpv_model *m, const dprl_mdpv_est_opts *o, dprl_rng *redraw,
                        double *scratch, dprl_mdpv_est *e, dprl_cancel *cancel, dprl_error *err);
@@ -115,7 +134,9 @@ void dprl_mdpv_est_free(dprl_mdpv_est *e);
 
 /* The default min_count: the mean plus three standard deviations of
 ** N(s,a) for a pair that was never visited (every one of its S + 1 entries
-** pure noise N(0, sigma^2), kept above count_floor).  0 when sigma is 0. */
+** pure noise N(0, sigma^2), kept above count_floor).  0 when sigma is 0.
+** A sparse model's N is the larger of two noisy numbers (totals and
+** ends, no cell being released for such a pair): S = 1 bounds it. */
 double dprl_mdpv_noise_floor(int64_t S, double sigma, double count_floor);
 
 #endif

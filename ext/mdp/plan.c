@@ -15,6 +15,12 @@
 ** spurious mass, which moves up to 2 M/(N + M) of L1.  The plan is useful
 ** when the visit-weighted mean of the rows' L1 errors is within a public
 ** tolerance (default 0.5, of at most 2).
+** Sparse (ALGORITHMS.md §13.5): a row's N steps spread evenly over
+** next_states cells of N/k each; a cell is kept with probability
+** p = Q((tau - N/k) / sigma), so a share 1 - p of the row is unknown, and
+** the kept cells, the end and the total carry the noise:
+** L1 <= sqrt(2/pi) sigma (k p + 2) / N + (1 - p), capped at 2; the reward's
+** sd <= b sigma sqrt(2) / N.
 */
 #include <math.h>
 #include <stdio.h>
@@ -25,7 +31,8 @@
 
 static const char *const plan_option_names[] = {
     "mechanism", "episodes", "visits", "steps", "n_states", "n_actions", "gamma", "rmin", "rmax",
-    "epsilon", "delta", "horizon", "clip", "features", "tolerance", NULL};
+    "epsilon", "delta", "horizon", "clip", "features", "transitions", "max_cells", "next_states",
+    "tolerance", NULL};
 
 /* "visits": S arrays of A numbers >= 0, into v (S A, row-major). */
 static int parse_visits(const dprl_mdp_config *c, const dprl_options *o, double *v,
@@ -65,6 +72,7 @@ static int parse_visits(const dprl_mdp_config *c, const dprl_options *o, double 
 typedef struct mdp_plan_errors {
   double mean_l1, worst_l1, noise_mass, worst_rsd, tolerance;
   size_t pairs;
+  int64_t next_states; /* sparse: the planned next states of a pair */
 } mdp_plan_errors;
 
 /* ALGORITHMS.md §13.4: per visited pair, the row's L1 error, first order
@@ -83,9 +91,17 @@ static int plan_errors(const dprl_mdp_config *c, const double *v, mdp_plan_error
     if (dprl_cancel_poll(cancel, 20, err)) return err->code;
     double n = v[j];
     if (!(n > 0)) continue;
-    double moved = spurious / (n + spurious);
-    double l1 = fmin(2, sqrt(2 / M_PI) * sig * (rows + sqrt(rows)) / n + 2 * moved);
-    double rsd = c->half * sig * sqrt(rows + 1) / n;
+    double moved, l1, rsd;
+    if (c->sparse) { /* moved: the share of the row in cells below the threshold */
+      double k = (double)e->next_states, keep = 0.5 * erfc((c->tau - n / k) / (sig * M_SQRT2));
+      moved = 1 - keep;
+      l1 = fmin(2, sqrt(2 / M_PI) * sig * (k * keep + 2) / n + moved);
+      rsd = c->half * sig * M_SQRT2 / n;
+    } else {
+      moved = spurious / (n + spurious);
+      l1 = fmin(2, sqrt(2 / M_PI) * sig * (rows + sqrt(rows)) / n + 2 * moved);
+      rsd = c->half * sig * sqrt(rows + 1) / n;
+    }
     e->pairs++;
     total += n;
     e->mean_l1 += n * l1;
@@ -98,10 +114,17 @@ static int plan_errors(const dprl_mdp_config *c, const double *v, mdp_plan_error
   return DPRL_OK;
 }
 
-static void plan_verdict(const mdp_plan_errors *e, dprl_plan_cost *cost) {
+static void plan_verdict(const dprl_mdp_config *c, const mdp_plan_errors *e,
+                         dprl_plan_cost *cost) {
   cost->useful = e->pairs > 0 && e->mean_l1 <= e->tolerance;
   if (!e->pairs)
     dprl_snprintf(cost->why, sizeof cost->why, "no (state, action) pair has a planned count > 0");
+  else if (!cost->useful && c->sparse)
+    dprl_snprintf(cost->why, sizeof cost->why,
+                  "the transition rows' planned L1 error, %.3g on average (of at most 2; "
+                  "%.2g of a row's mass in cells below the threshold %.4g), is above the "
+                  "tolerance %.3g: more episodes, a larger epsilon, a smaller horizon",
+                  e->mean_l1, e->noise_mass, c->tau, e->tolerance);
   else if (!cost->useful)
     dprl_snprintf(cost->why, sizeof cost->why,
                   "the transition rows' planned L1 error, %.3g on average over the visits (of "
@@ -129,10 +152,18 @@ static int plan_json(const dprl_mdp_config *c, int64_t episodes, const mdp_plan_
   dprl_json_put_num(out, "reward_sigma", c->sigma * c->half);
   dprl_json_put_num(out, "grid", c->grid);
   dprl_json_put_num(out, "rho", c->rho);
+  if (c->sparse) {
+    dprl_buf_puts(out, ",\"transitions\":\"sparse\"");
+    dprl_json_put_num(out, "threshold", c->tau);
+    dprl_json_put_num(out, "delta_threshold", c->delta_thr);
+    dprl_json_put_num(out, "delta_gaussian", c->delta_gauss);
+    dprl_json_put_int(out, "cells_max", c->cells_max);
+    dprl_json_put_int(out, "next_states", e->next_states);
+  }
   dprl_json_put_int(out, "pairs_visited", (int64_t)e->pairs);
   dprl_json_put_num(out, "transition_l1", e->mean_l1);
   dprl_json_put_num(out, "worst_transition_l1", e->worst_l1);
-  dprl_json_put_num(out, "noise_mass", e->noise_mass);
+  dprl_json_put_num(out, c->sparse ? "unknown_mass" : "noise_mass", e->noise_mass);
   dprl_json_put_num(out, "worst_reward_sd", e->worst_rsd);
   dprl_json_put_num(out, "tolerance", e->tolerance);
   dprl_buf_printf(out, ",\"useful\":%s", cost->useful ? "true" : "false");
@@ -185,15 +216,21 @@ int dprl_mdp_plan(const char *text, size_t len, int64_t length_limit, dprl_cance
   mdp_plan_errors e;
   memset(&e, 0, sizeof e);
   if (!rc) rc = dprl_opt_number(&o, "tolerance", 0, 0.5, DPRL_OPEN(0, 2), &e.tolerance);
+  if (!rc && !c.sparse && dprl_opt_has(&o, "next_states"))
+    rc = dprl_fail(err, DPRL_EINVAL,
+                   "%s: option next_states plans a sparse release, and this one is dense", c.fn);
+  if (!rc && c.sparse)
+    rc = dprl_opt_int(&o, "next_states", 0, 1, DPRL_CLOSED(1, (double)c.n_states),
+                      &e.next_states);
   if (!rc) rc = plan_errors(&c, v, &e, cancel, err);
   if (!rc) {
-    plan_verdict(&e, cost);
+    plan_verdict(&c, &e, cost);
     cost->mechanism = "dp_mdp";
     cost->unit = "episode";
     cost->epsilon = c.epsilon;
     cost->delta = c.delta;
-    cost->gaussian = 1;
-    cost->rho = c.rho;
+    cost->gaussian = !c.sparse; /* sparse: a plain (epsilon, delta) release (§13.5) */
+    cost->rho = c.sparse ? 0 : c.rho;
     cost->per_group = 0; /* groups that partition the episodes: one release (§12) */
     rc = plan_json(&c, episodes, &e, cost, out, err);
   }

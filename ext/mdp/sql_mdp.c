@@ -116,17 +116,18 @@ static int mdp_final(dprl_agg *a, dprl_buf *out, dprl_spend *spend, dprl_error *
   int rc = dprl_mdp_collect(&g->st, c, &g->buf, c->tent ? &g->xbuf : NULL,
                             c->budget ? &g->keys : NULL, cancel, err);
   if (!rc) rc = dprl_mdp_release(c, &g->st, out, cancel, err);
-  /* One discrete Gaussian release: rho in grid steps (ALGORITHMS.md §12.1,
-  ** §13); a seeded or diagnostic one is not private (the ledger refuses it
-  ** under a budget, naming the option). */
+  /* Dense: one discrete Gaussian release, rho in grid steps (ALGORITHMS.md
+  ** §12.1, §13); sparse: a plain (epsilon, delta) release, the threshold's
+  ** delta_0 not being zCDP (§13.5).  A seeded or diagnostic one is not
+  ** private (the ledger refuses it under a budget, naming the option). */
   spend->budget = c->budget;
   spend->epsilon = c->epsilon;
   spend->delta = c->delta;
   spend->spends = !c->diagnostic && !c->has_seed;
   spend->why_not = c->diagnostic ? "release (\"diagnostic\")" : "seed";
   spend->unit = "episode";
-  spend->gaussian = 1;
-  spend->rho = c->rho;
+  spend->gaussian = !c->sparse;
+  spend->rho = c->sparse ? 0 : c->rho;
   return rc;
 }
 

@@ -239,12 +239,12 @@ def test_errors():
         check(msg is not None and msg.startswith(want), name, f"got  {msg}\nwant {want}")
     # the result's size is checked from the options, before any row
     con.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, 1000000)
-    msg = sql_error(con, MDP, (json.dumps(dict(BASE, n_states=100, n_actions=10)),))
+    msg = sql_error(con, MDP, (json.dumps(dict(BASE, n_states=100, n_actions=10, transitions="dense")),))
     check(msg is not None and "make a model of S + S A (S + 1) + S A = 102100 numbers" in msg
           and "SQLITE_LIMIT_LENGTH (1000000 bytes)" in msg,
           "a model too large for SQLITE_LIMIT_LENGTH: refused from the options", msg)
     msg2 = sql_error(con, MDP.replace("FROM steps", "FROM steps WHERE episode = 2"),
-                     (json.dumps(dict(BASE, n_states=100, n_actions=10)),))
+                     (json.dumps(dict(BASE, n_states=100, n_actions=10, transitions="dense")),))
     check(msg == msg2, "... with the same message whatever the rows", msg2)
     con.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, 1000000000)
     # tent: a state that is not a number
@@ -362,7 +362,7 @@ def test_interrupt():
                 "FROM i WHERE n < 199999) SELECT n % 20000 AS episode, n / 20000 AS t, "
                 "n * 7 % 600 AS state, n % 5 AS action, (n % 3) / 2.0 AS reward FROM i "
                 "ORDER BY random()")
-    o = dict(BASE, n_states=600, n_actions=5, horizon=10)
+    o = dict(BASE, n_states=600, n_actions=5, horizon=10, transitions="dense")
     for after in (0.05, 0.4):
         late, err = interrupted(con, "SELECT length(dp_mdp(episode, t, state, action, reward, ?)) "
                                 "FROM steps", (json.dumps(o),), after)
