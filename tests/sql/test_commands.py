@@ -82,7 +82,7 @@ RUNS = {
     "make deps": ("in", "Makefile", "test: deps"),
     "make all": ("in", "Makefile", "all: check-deps dprl.so"),
     "make tsan": ("in", "Makefile", "@$(MAKE) --no-print-directory tsan"),
-    "make utility": ("here", [PY, "tests/utility/utility.py", "--quick", "icu"], "dp_lsw", 300),
+    "make utility": ("here", [PY, "tests/utility/utility.py", "--quick", "icu", "icu_model"], "dp_lsw", 300),
     "make bench": ("here", "bench", "dprl bench", 300),
     # make test replays every harness over its corpus (gcc, plain and sanitized);
     # make fuzz itself needs clang and libFuzzer, which make test does not install
