@@ -211,10 +211,11 @@ def test_T_above_n_and_none():
     # trajectory with replacement.
     m, n, L = 20000, 10, 4
     con, _ = setup(m, n, L, j0=99)
-    o = {"epsilon": 20, "delta": 0.1, "p_min": 1e-3, "T": 100000, "L": L, "seed": 2}
+    big = sized(100000, 2000)  # runs, each examined: fewer in the sanitized pass
+    o = {"epsilon": 20, "delta": 0.1, "p_min": 1e-3, "T": big, "L": L, "seed": 2}
     msg = sql_error(con, Q, (json.dumps(o),))
-    check(msg is None, "T = 100000 > 10 trajectories: no error", msg)
-    # eps' of the T = 100000 accounting is tiny: release at a large epsilon
+    check(msg is None, f"T = {big} > 10 trajectories: no error", msg)
+    # eps' of the T = 1000 accounting is tiny: release at a large epsilon
     o = dict(o, epsilon=20000, T=1000)
     out = con.execute(Q, (json.dumps(o),)).fetchall()
     per = releases(out)
