@@ -3,6 +3,7 @@
 ** ALGORITHMS.md §13).  Everything here is computed from the options
 ** alone, before any row is read, so a refusal cannot depend on the data.
 */
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -228,11 +229,12 @@ static int calibrate_sparse(dprl_mdp_config *c, const dprl_options *o) {
   c->new_cells = (int64_t)fmin(per_count * H, S * A * S);
   c->delta_gauss = c->delta / 2;
   c->delta_thr = c->delta_gauss / (1 + exp(c->epsilon)) * (1 - 0x1p-50);
-  if (!(c->delta_thr > 0))
+  if (!(c->delta_thr >= DBL_MIN)) /* then T_c / delta_0 is finite, and so is tau */
     return dprl_fail(o->err, DPRL_EINVAL,
                      "%s: epsilon = %g is too large for the sparse release: its threshold's "
-                     "delta_0 = (delta/2)/(1 + e^epsilon) is below every double (ALGORITHMS.md "
-                     "§13.5)", o->fn, c->epsilon);
+                     "delta_0 = (delta/2)/(1 + e^epsilon) = %g is below the smallest normal "
+                     "double (ALGORITHMS.md §13.5); give a smaller epsilon or \"transitions\": "
+                     "\"dense\"", o->fn, c->epsilon, c->delta_thr);
   double rho = dprl_zcdp_rho_left(0, 0, 0, c->epsilon, c->delta_gauss);
   c->sigma1 = rho > 0 ? 1 / sqrt(2 * rho) : HUGE_VAL;
   double first = c->bound_rep * c->sigma1;

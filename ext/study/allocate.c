@@ -72,7 +72,7 @@ static int read_release(const char *fn, size_t i, const dprl_json *o, alloc_rele
 ** epsilon above the mechanism's range) counts as too large. */
 static int epsilon_for_rho(const char *fn, size_t i, const dprl_json *o, double target,
                            double delta, dprl_alloc_plan_fn plan, void *ctx, double *eps,
-                           dprl_cancel *cancel, dprl_error *err) {
+                           int *too_small, dprl_cancel *cancel, dprl_error *err) {
   dprl_plan_cost c;
   dprl_error e2 = {0};
   double lo = 0, hi = 1;
@@ -86,10 +86,12 @@ static int epsilon_for_rho(const char *fn, size_t i, const dprl_json *o, double 
   }
   while (lo == 0) { /* lo: small enough */
     double t = hi / 2;
-    if (t < 1e-9)
+    if (t < 1e-9) {
+      *too_small = 1;
       return dprl_fail(err, DPRL_EINVAL, "%s: releases[%zu]: its part of the budget (rho %.3g) "
-                       "is below what an epsilon of 1e-9 costs it: fewer releases or a larger "
-                       "share", fn, i, target);
+                       "is below what an epsilon of 1e-9 costs it at any delta down to 1e-60: "
+                       "fewer releases or a larger share", fn, i, target);
+    }
     int rc = plan_at(i, o, t, delta, plan, ctx, &c, cancel, &e2);
     if (rc == DPRL_EINTR || rc == DPRL_ENOMEM) return dprl_fail(err, rc, "%s", e2.msg);
     if (!rc && c.rho <= target) lo = t;
@@ -117,8 +119,9 @@ static void plain_parts(alloc_release *r, size_t n, double W, double eps_left,
   }
 }
 
-static int choose(const char *fn, const dprl_json *rel, const dprl_spent *s, alloc_release *r,
-                  dprl_alloc_plan_fn plan, void *ctx, dprl_cancel *cancel, dprl_error *err) {
+static int choose(const char *fn, const dprl_json *rel, const dprl_spent *s, const char *unit,
+                  alloc_release *r, dprl_alloc_plan_fn plan, void *ctx, dprl_cancel *cancel,
+                  dprl_error *err) {
   size_t n = rel->n;
   double W = 0, WG = 0, delta_left = s->delta_b - s->delta_plain;
   double eps_left = s->eps_b - dprl_spent_epsilon(s);
@@ -133,12 +136,17 @@ static int choose(const char *fn, const dprl_json *rel, const dprl_spent *s, all
     int rc = read_release(fn, i, rel->items[i], &r[i], err);
     if (!rc) rc = plan_at(i, rel->items[i], 1, s->delta_b, plan, ctx, &c, cancel, err);
     if (rc) return rc;
+    if (strcmp(c.unit, unit) != 0)
+      return dprl_fail(err, DPRL_EINVAL, "%s: releases[%zu]: its unit of privacy is one %s, and "
+                       "the budget protects one %s: allocate gives it no share", fn, i, c.unit,
+                       unit);
     r[i].gaussian = s->zcdp && c.gaussian;
     if (!c.per_group) r[i].k = 1;
     W += r[i].share;
     WG += r[i].gaussian ? r[i].share : 0;
   }
-  plain_parts(r, n, W, eps_left, WG > 0 ? delta_left / 2 : delta_left);
+  /* half the delta left stays for converting rho, spent or to come */
+  plain_parts(r, n, W, eps_left, WG > 0 || s->rho > 0 ? delta_left / 2 : delta_left);
   if (WG == 0) return DPRL_OK;
   dprl_upsum e = {s->eps_plain, 0}, d = {s->delta_plain, 0};
   for (size_t i = 0; i < n; i++)
@@ -154,17 +162,25 @@ static int choose(const char *fn, const dprl_json *rel, const dprl_spent *s, all
   for (size_t i = 0; i < n; i++) {
     if (!r[i].gaussian) continue;
     double target = rho_left * (1 - 0x1p-40) * (r[i].share / WG) / r[i].k;
-    r[i].delta = s->delta_b;
-    int rc = epsilon_for_rho(fn, i, rel->items[i], target, r[i].delta, plan, ctx, &r[i].epsilon,
-                             cancel, err);
+    /* at the budget's delta, or a smaller one when even a tiny epsilon
+    ** costs more rho there (the ledger charges a Gaussian release its rho
+    ** only, so its own delta is free to choose) */
+    int rc = DPRL_OK, too_small = 1;
+    for (double dd = s->delta_b; too_small && dd >= 1e-60; dd *= 1e-6) {
+      too_small = 0;
+      r[i].delta = dd;
+      rc = epsilon_for_rho(fn, i, rel->items[i], target, dd, plan, ctx, &r[i].epsilon,
+                           &too_small, cancel, err);
+      if (rc && !too_small) return rc;
+    }
     if (rc) return rc;
   }
   return DPRL_OK;
 }
 
 int dprl_study_allocate(const char *fn, const dprl_json *rel, const dprl_spent *spent,
-                        dprl_alloc_plan_fn plan, void *ctx, dprl_cancel *cancel,
-                        dprl_json ***trees, dprl_error *err) {
+                        const char *unit, dprl_alloc_plan_fn plan, void *ctx,
+                        dprl_cancel *cancel, dprl_json ***trees, dprl_error *err) {
   *trees = NULL;
   if (rel->type != DPRL_JSON_ARRAY || rel->n == 0)
     return dprl_fail(err, DPRL_EINVAL, "%s: releases must be a non-empty array of dp_plan "
@@ -174,7 +190,7 @@ int dprl_study_allocate(const char *fn, const dprl_json *rel, const dprl_spent *
   dprl_json **t = dprl_malloc_array(rel->n, sizeof *t);
   int rc = r && t ? DPRL_OK : dprl_nomem(err);
   if (t) memset(t, 0, rel->n * sizeof *t);
-  if (!rc) rc = choose(fn, rel, spent, r, plan, ctx, cancel, err);
+  if (!rc) rc = choose(fn, rel, spent, unit, r, plan, ctx, cancel, err);
   for (size_t i = 0; !rc && i < rel->n; i++)
     if (!(t[i] = with_budget(rel->items[i], r[i].epsilon, r[i].delta, cancel, err))) rc = err->code;
   if (rc && t) {

@@ -10,9 +10,9 @@
 ** left, as their ledger adds it, and w/W of half the delta left (all of it
 ** when every release is of that kind); the Gaussian ones share the rho the
 ** budget can still take after them (dprl_zcdp_rho_left) by their shares,
-** and each gets the largest epsilon, at the budget's delta, whose planned
-** rho is within its part (the mechanism's own calibration, grid rounding
-** included).  A release charged k times (per_group, "groups": k) gets
+** and each gets the largest epsilon, at the budget's delta (or a smaller
+** one where even a tiny epsilon costs more), whose planned rho is within
+** its part (the mechanism's own calibration, grid rounding included).  A release charged k times (per_group, "groups": k) gets
 ** 1/k of its part for each charge.  The allocated study then fits: every
 ** part is rounded down.
 */
@@ -32,9 +32,10 @@ typedef int (*dprl_alloc_plan_fn)(void *ctx, size_t i, const dprl_json *opts,
 /* The releases of rel (a JSON array of dp_plan options with shares) with
 ** their epsilon and delta chosen against spent: n new option trees into
 ** *trees (free each with dprl_json_free, the array with dprl_free).
-** Errors name the release and the option. */
+** A release of another unit than the budget's is refused.  Errors name
+** the release and the option. */
 int dprl_study_allocate(const char *fn, const dprl_json *rel, const dprl_spent *spent,
-                        dprl_alloc_plan_fn plan, void *ctx, dprl_cancel *cancel,
-                        dprl_json ***trees, dprl_error *err);
+                        const char *unit, dprl_alloc_plan_fn plan, void *ctx,
+                        dprl_cancel *cancel, dprl_json ***trees, dprl_error *err);
 
 #endif

@@ -403,7 +403,8 @@ static int plan_study(const char *fn, const dprl_json *rel, const dprl_json *all
     return plan_releases(fn, rel, length_limit, bud, 0, cancel, out, err);
   alloc_ctx a = {fn, length_limit, cancel};
   dprl_json **trees = NULL;
-  int rc = dprl_study_allocate(fn, rel, &bud->spent, plan_for_allocation, &a, cancel, &trees, err);
+  int rc = dprl_study_allocate(fn, rel, &bud->spent, bud->unit, plan_for_allocation, &a, cancel,
+                               &trees, err);
   if (rc) return rc;
   dprl_json arr;
   memset(&arr, 0, sizeof arr);

@@ -69,6 +69,21 @@ def test_zcdp():
           "zcdp: the (epsilon, delta) releases get their shares of epsilon, 1/k a charge", mixed)
 
 
+def test_small_and_other_units():
+    con = connect()
+    # a tiny epsilon: the Gaussian release's rho at the budget's delta is
+    # above its part even at epsilon 1e-9, so its own delta is lowered
+    # (the ledger charges it rho only); the study still fits, tightly
+    mdp = dict(mechanism="dp_mdp", n_states=300, n_actions=2, gamma=0.9, rmin=0, rmax=1, horizon=5,
+               episodes=1000, transitions="sparse")
+    a = tight(con, dict(BUDGET, epsilon=1e-6), [LSW, mdp], "zcdp, epsilon 1e-6")
+    check(a[0]["delta"] < 1e-5 and a[1]["delta"] < 1e-5, "... the Gaussian release's delta lowered", a)
+    msg = "dp_plan: releases[1]: its unit of privacy is one expert, and the budget protects one episode: allocate gives it no share"
+    other = dict(mechanism="dp_prefix_stable", p_min=0.02, T=100, L=25, experts=240, agreement=0.9)
+    check_error(con, "SELECT dp_plan(?)", msg, "a release of another unit gets no share",
+                (json.dumps({"budget": BUDGET, "allocate": True, "releases": [LSW, other]}),))
+
+
 def test_errors():
     con = connect()
     s = lambda **kw: json.dumps(dict({"budget": BUDGET, "allocate": True, "releases": [LSW]}, **kw))
@@ -86,4 +101,4 @@ def test_errors():
         check_error(con, "SELECT dp_plan(?)", msg, msg, (text,))
 
 
-run([test_basic, test_zcdp, test_errors])
+run([test_basic, test_zcdp, test_small_and_other_units, test_errors])

@@ -292,7 +292,13 @@ static void test_options(void) {
        "(transitions \"auto\" with S A (S + 1) at most 65536)"},
       {"\"horizon\": 2, \"transitions\": \"sparse\", \"epsilon\": 800",
        "dp_mdp: epsilon = 800 is too large for the sparse release: its threshold's delta_0 = "
-       "(delta/2)/(1 + e^epsilon) is below every double (ALGORITHMS.md §13.5)"},
+       "(delta/2)/(1 + e^epsilon) = 0 is below the smallest normal double (ALGORITHMS.md "
+       "§13.5); give a smaller epsilon or \"transitions\": \"dense\""},
+      /* subnormal: T_c / delta_0 would overflow and tau be infinite */
+      {"\"horizon\": 2, \"transitions\": \"sparse\", \"epsilon\": 700",
+       "dp_mdp: epsilon = 700 is too large for the sparse release: its threshold's delta_0 = "
+       "(delta/2)/(1 + e^epsilon) = 4.92984e-310 is below the smallest normal double "
+       "(ALGORITHMS.md §13.5); give a smaller epsilon or \"transitions\": \"dense\""},
       {"\"horizon\": 2, \"transitions\": \"dense\", \"max_cells\": 5",
        "dp_mdp: option max_cells applies to a sparse release, and this one is dense "
        "(transitions \"dense\")"},
