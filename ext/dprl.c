@@ -17,7 +17,7 @@
 **   dp_q_noise(points_sql, options)                table-valued
 **   dp_q_learn(s, a, r, s_next, options)           aggregate
 **   dp_q_value(model, state, action)               scalar
-**   dp_mdp(episode, t, state, action, reward, options)   aggregate
+**   dp_mdp(episode, t, state, action, reward[, outcome], options)   aggregate
 **   dp_is_value(episode, t, reward, behavior_prob, target_prob, options)  aggregate
 **   dp_expert_policy(expert, episode, t, state, action, options)  aggregate
 **   dp_plan(options)                               planned sigma and error (JSON), a study's plan
@@ -174,8 +174,10 @@ static const struct function {
     /* s, a, r, s_next, options */
     AGGREGATE("dp_q_learn", 5, NOISY_JSON, dprl_q_learn_agg),
     SCALAR("dp_q_value", 3, PURE, dprl_sql_q_value),
-    /* the patient-level model release (mdp/): episode, t, state, action, reward, options */
+    /* the patient-level model release (mdp/): episode, t, state, action, reward[, outcome],
+    ** options */
     AGGREGATE("dp_mdp", 6, NOISY_JSON, dprl_mdp_agg),
+    AGGREGATE("dp_mdp", 7, NOISY_JSON, dprl_mdp_agg),
     /* off-policy evaluation (ope/): episode, t, reward, behavior_prob, target_prob, options */
     AGGREGATE("dp_is_value", 6, NOISY_JSON, dprl_is_value_agg),
     /* a consensus policy at expert level (expert/):

@@ -16,6 +16,9 @@
 **                     ended after (s, a)
 **   reward[s][a]      sum over the steps in (s, a) of (clamp(r) - c) / b,
 **                     c = (rmin + rmax)/2, b = (rmax - rmin)/2
+**   censored[s][a]    with an outcome argument only: the episode ended
+**                     after (s, a) without its outcome (cut by the study
+**                     window); such an end goes here instead of column S
 ** so one step moves its count entry and its reward entry by at most 1
 ** each.  The result's reward_sums are b * reward (reward_sigma = b sigma).
 ** With tent features a real state x is phi(x) over K anchors (two
@@ -63,9 +66,12 @@ typedef struct dprl_mdp_config {
   int64_t length_limit;      /* the result's largest length (0: none) */
   int sparse;                /* option transitions: the sparse layout (ALGORITHMS.md §13.5) */
   int64_t cells_max;         /* sparse: the most cells a release keeps (option max_cells) */
+  int outcome;               /* dp_mdp's outcome argument: each episode says how it ended, a
+                             ** censored end counted in censored[S][A] (the last S A entries) */
   /* Derived from the options alone (public). */
   size_t dim;                /* the sums' length: dense S + S A (S + 1) + S A; sparse
-                             ** S + 3 S A (start, totals, ends, reward), the cells apart */
+                             ** S + 3 S A (start, totals, ends, reward), the cells apart;
+                             ** with an outcome, S A more (censored) */
   unsigned abits;            /* tabular: a step's state field is s << abits | a */
   double center, half;       /* c and b of the reward scale */
   int exact_path;            /* tabular with a horizon that the clip does not cut */
@@ -97,10 +103,12 @@ typedef struct dprl_mdp_config {
 #define DPRL_MDP_AUTO_SPARSE 65536
 
 /* The options of dp_mdp (text may be NULL: an error naming it), checked
-** and calibrated from the options alone, before any row is read.  Every
-** refusal here depends on the options only. */
+** and calibrated from the options alone, before any row is read; outcome:
+** the call has the outcome argument (a public fact of the query).  Every
+** refusal here depends on the options and the arity only. */
 int dprl_mdp_config_parse(dprl_mdp_config *c, const char *fn, const char *text, size_t len,
-                          int64_t length_limit, dprl_cancel *cancel, dprl_error *err);
+                          int64_t length_limit, int outcome, dprl_cancel *cancel,
+                          dprl_error *err);
 void dprl_mdp_config_free(dprl_mdp_config *c);
 /* The options dp_mdp knows (NULL-ended). */
 extern const char *const dprl_mdp_option_names[];
@@ -123,6 +131,11 @@ static inline double dprl_mdp_reward_ticks(const dprl_mdp_config *c, double r) {
   double q = u * DPRL_MDP_TICK; /* |q| <= 2^24: rounded to whole ticks */
   return (double)(int64_t)(q + (q < 0 ? -0.5 : 0.5));
 }
+/* With an outcome, a step of a censored episode has this bit of its state
+** field set (tabular: S 2^abits <= 2^31 leaves it free; tent: the field is
+** the action).  dprl_mdp_collect reads the episode's last step's and
+** clears it before the statistics. */
+#define DPRL_MDP_CENSORED 0x80000000u
 static inline uint32_t dprl_mdp_pack(const dprl_mdp_config *c, int64_t s, int64_t a) {
   return (uint32_t)((uint64_t)s << c->abits | (uint64_t)a);
 }
@@ -155,6 +168,7 @@ typedef struct dprl_mdp_stats {
   dprl_mdp_cell *cells;
   size_t n_cells, cap_cells;
   int merged;
+  int censored;             /* the episode being added ended censored (outcome only) */
   dprl_mdp_cell *ecells, *tmp; /* general path: one episode's cells; sort scratch */
   size_t n_ecells, cap_ecells, cap_tmp;
 } dprl_mdp_stats;

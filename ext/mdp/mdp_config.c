@@ -98,28 +98,35 @@ static void length_room(const dprl_mdp_config *c, int per_entry, double *most, c
   }
 }
 
-static void pack_bits(dprl_mdp_config *c) {
+/* A step's (s, a) in 32 bits, s << abits | a; with an outcome the top bit
+** is the censored flag, so S 2^abits must be at most 2^31. */
+static int pack_bits(dprl_mdp_config *c, const dprl_options *o) {
   unsigned ab = 0;
   while (((int64_t)1 << ab) < c->n_actions) ab++;
   c->abits = ab;
+  if (c->outcome && !c->tent && (double)c->n_states * ldexp(1, (int)ab) > 0x1p31)
+    return dprl_fail(o->err, DPRL_EINVAL,
+                     "%s: options n_states = %lld and n_actions = %lld are too many with an "
+                     "outcome argument: S 2^ceil(log2 A) must be at most 2^31", o->fn,
+                     (long long)c->n_states, (long long)c->n_actions);
+  return DPRL_OK;
 }
 
 /* The dense vector's size from the options: a result that could not be
 ** returned, or sums that could not be allocated, are refused here. */
 static int check_size(dprl_mdp_config *c, const dprl_options *o, int per_entry) {
   double S = (double)c->n_states, A = (double)c->n_actions;
-  double dim = S + S * A * (S + 1) + S * A, most;
+  double dim = S + S * A * (S + 1) + S * A * (c->outcome ? 2 : 1), most;
   char why[128];
   length_room(c, per_entry, &most, why, sizeof why);
   if (dim > most)
     return dprl_fail(o->err, DPRL_EINVAL,
                      "%s: options n_states = %lld and n_actions = %lld make a model of S + S A "
-                     "(S + 1) + S A = %.17g numbers, more than %s: at most %.17g numbers of up "
-                     "to %d bytes", o->fn, (long long)c->n_states, (long long)c->n_actions, dim,
-                     why, most, BYTES_PER_NUMBER);
+                     "(S + 1) + %sS A = %.17g numbers, more than %s: at most %.17g numbers of up "
+                     "to %d bytes", o->fn, (long long)c->n_states, (long long)c->n_actions,
+                     c->outcome ? "2 " : "", dim, why, most, BYTES_PER_NUMBER);
   c->dim = (size_t)dim;
-  pack_bits(c);
-  return DPRL_OK;
+  return pack_bits(c, o);
 }
 
 /* The sparse layout's sizes (§13.5): its dense parts S + 3 S A must fit
@@ -128,9 +135,10 @@ static int check_size(dprl_mdp_config *c, const dprl_options *o, int per_entry) 
 ** result's length, at most S A S. */
 static int check_size_sparse(dprl_mdp_config *c, const dprl_options *o, int per_entry) {
   double S = (double)c->n_states, A = (double)c->n_actions;
-  double dense = S + 3 * S * A, cells = S * A * S, most;
+  double dense = S + (c->outcome ? 4 : 3) * S * A, cells = S * A * S, most;
   char why[128];
-  pack_bits(c);
+  int rc = pack_bits(c, o);
+  if (rc) return rc;
   if (!(cells <= 0x1p62) || S * ldexp(1, (int)c->abits) > 0x1p32)
     return dprl_fail(o->err, DPRL_EINVAL,
                      "%s: options n_states = %lld and n_actions = %lld are too many for the sparse "
@@ -144,15 +152,15 @@ static int check_size_sparse(dprl_mdp_config *c, const dprl_options *o, int per_
   if (dense > most || !(room >= 1))
     return dprl_fail(o->err, DPRL_EINVAL,
                      "%s: options n_states = %lld and n_actions = %lld make a sparse model whose "
-                     "dense parts S + 3 S A = %.17g numbers leave no room for a cell in what %s "
+                     "dense parts S + %d S A = %.17g numbers leave no room for a cell in what %s "
                      "(numbers of up to %d bytes, cells of up to %d)", o->fn,
-                     (long long)c->n_states, (long long)c->n_actions, dense, why,
+                     (long long)c->n_states, (long long)c->n_actions, c->outcome ? 4 : 3, dense, why,
                      BYTES_PER_NUMBER, BYTES_PER_CELL);
   double top = fmin(room, cells);
   if (!dprl_opt_has(o, "max_cells")) {
     c->cells_max = (int64_t)top;
   } else {
-    int rc = dprl_opt_int(o, "max_cells", 0, 0, DPRL_CLOSED(1, top), &c->cells_max);
+    rc = dprl_opt_int(o, "max_cells", 0, 0, DPRL_CLOSED(1, top), &c->cells_max);
     const dprl_json *v = dprl_opt_get(o, "max_cells");
     if (rc && v->type == DPRL_JSON_NUMBER && v->num == floor(v->num)) { /* out of range: why */
       char tail[200];
@@ -220,10 +228,11 @@ static int calibrate_sparse(dprl_mdp_config *c, const dprl_options *o) {
   c->bound_rep = 2 * c->bound;
   double by_h_rep = sqrt(6 * H * H + H + 3) * (c->exact_path ? 1 : 1 + 0x1p-10);
   if (by_h_rep < c->bound_rep) c->bound_rep = by_h_rep;
-  /* the whole vector: start, every count cell with the ends, rewards, totals */
-  double full = S + S * A * (S + 1) + 2 * S * A;
+  /* the whole vector: start, every count cell with the ends (and the
+  ** censored ends), rewards, totals */
+  double ends = S * A * (S + (c->outcome ? 2 : 1)), full = S + ends + 2 * S * A;
   double start = c->tent ? 2 : 1, per_count = c->tent ? 4 : 1, per_pair = c->tent ? 2 : 1;
-  double t = start + fmin(per_count * H, A * S * (S + 1)) + 2 * fmin(per_pair * H, A * S);
+  double t = start + fmin(per_count * H, ends) + 2 * fmin(per_pair * H, A * S);
   c->touched = (int64_t)fmin(t, full);
   c->touched_rep = (int64_t)fmin(2 * (double)c->touched, full);
   c->new_cells = (int64_t)fmin(per_count * H, S * A * S);
@@ -268,7 +277,8 @@ static int calibrate(dprl_mdp_config *c, const dprl_options *o) {
   }
   if (c->horizon) {
     double start = c->tent ? 2 : 1, per_count = c->tent ? 4 : 1, per_reward = c->tent ? 2 : 1;
-    double t = start + fmin(per_count * H, A * S * (S + 1)) + fmin(per_reward * H, A * S);
+    double ends = A * S * (S + (c->outcome ? 2 : 1)); /* counts, the censored ends too */
+    double t = start + fmin(per_count * H, ends) + fmin(per_reward * H, A * S);
     c->touched = (int64_t)fmin(t, (double)c->dim);
   } else {
     c->touched = (int64_t)c->dim;
@@ -344,11 +354,13 @@ int dprl_mdp_parse_options(dprl_mdp_config *c, const dprl_options *o, int plan) 
 }
 
 int dprl_mdp_config_parse(dprl_mdp_config *c, const char *fn, const char *text, size_t len,
-                          int64_t length_limit, dprl_cancel *cancel, dprl_error *err) {
+                          int64_t length_limit, int outcome, dprl_cancel *cancel,
+                          dprl_error *err) {
   dprl_options o;
   memset(c, 0, sizeof *c);
   c->fn = fn;
   c->length_limit = length_limit;
+  c->outcome = outcome != 0;
   int rc = dprl_options_open_polled(&o, fn, text, len, dprl_mdp_option_names, cancel, err);
   if (!rc) rc = dprl_mdp_parse_options(c, &o, 0);
   dprl_options_close(&o);

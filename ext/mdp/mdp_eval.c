@@ -84,6 +84,12 @@ int dprl_mdpv_options(const char *fn, const char *text, size_t len, int plan,
       (rc = dprl_opt_choice(&opt, "ends", ends, 0, &o->est.censored)) ||
       (rc = dprl_opt_choice(&opt, "unknown", unknown, 0, &o->est.renormalise)))
     goto done;
+  if (m->censored && dprl_opt_has(&opt, "ends")) {
+    rc = dprl_fail(err, DPRL_EINVAL,
+                   "%s: option ends does not apply: this model says how each episode ended "
+                   "(dp_mdp's outcome argument), its censored ends counted apart", fn);
+    goto done;
+  }
   if (!m->sparse && dprl_opt_has(&opt, "unknown")) {
     rc = dprl_fail(err, DPRL_EINVAL,
                    "%s: option unknown applies to a sparse model (\"transitions\": \"sparse\"); "
@@ -458,7 +464,7 @@ static void put_common(dprl_buf *b, const dprl_mdpv_model *m, const dprl_mdpv_op
   dprl_json_put_num(b, "min_count", o->est.min_count);
   dprl_json_put_num(b, "count_floor", o->est.count_floor);
   dprl_json_put_key(b, "ends");
-  dprl_json_put_string(b, o->est.censored ? "censored" : "terminal");
+  dprl_json_put_string(b, m->censored ? "per episode" : o->est.censored ? "censored" : "terminal");
   dprl_json_put_int(b, "pessimistic_pairs", e->pessimistic);
   dprl_json_put_key(b, "start_uniform");
   dprl_buf_puts(b, e->start_uniform ? "true" : "false");

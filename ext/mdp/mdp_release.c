@@ -76,8 +76,9 @@ static int put_matrix(dprl_buf *b, const double *x, size_t rows, size_t cols, do
   return rc;
 }
 
-/* The model's three parts, from a vector laid out as mdp.h says:
-** start [S], counts [S][A][S+1], reward_sums [S][A] (in reward units). */
+/* The model's parts, from a vector laid out as mdp.h says: start [S],
+** counts [S][A][S+1], reward_sums [S][A] (in reward units), and with an
+** outcome censored [S][A]. */
 static int put_parts(const dprl_mdp_config *c, dprl_buf *b, const char *prefix,
                      const double *x, dprl_cancel *cancel, dprl_error *err) {
   size_t S = (size_t)c->n_states, A = (size_t)c->n_actions;
@@ -96,20 +97,26 @@ static int put_parts(const dprl_mdp_config *c, dprl_buf *b, const char *prefix,
   dprl_snprintf(key, sizeof key, "%sreward_sums", prefix);
   dprl_json_put_key(b, key);
   if (!rc) rc = put_matrix(b, x + S + S * A * (S + 1), S, A, c->half, cancel, err);
+  if (!rc && c->outcome) { /* the censored ends, the vector's last S A entries */
+    dprl_snprintf(key, sizeof key, "%scensored", prefix);
+    dprl_json_put_key(b, key);
+    rc = put_matrix(b, x + c->dim - S * A, S, A, 1.0, cancel, err);
+  }
   return rc;
 }
 
 /* The sparse layout's dense parts (start [S], totals, ends, reward_sums
-** [S][A]) from a vector laid out as the sums are. */
+** [S][A], and with an outcome censored [S][A]) from a vector laid out as
+** the sums are. */
 static int put_dense_parts(const dprl_mdp_config *c, dprl_buf *b, const char *prefix,
                            const double *x, dprl_cancel *cancel, dprl_error *err) {
   size_t S = (size_t)c->n_states, A = (size_t)c->n_actions;
-  static const char *const names[] = {"totals", "ends", "reward_sums"};
+  static const char *const names[] = {"totals", "ends", "reward_sums", "censored"};
   char key[32];
   dprl_snprintf(key, sizeof key, "%sstart", prefix);
   dprl_json_put_key(b, key);
   int rc = put_row(b, x, S, 1.0, cancel, err);
-  for (int p = 0; p < 3 && !rc; p++) {
+  for (int p = 0; p < (c->outcome ? 4 : 3) && !rc; p++) {
     dprl_snprintf(key, sizeof key, "%s%s", prefix, names[p]);
     dprl_json_put_key(b, key);
     rc = put_matrix(b, x + S + (size_t)p * S * A, S, A, p == 2 ? c->half : 1.0, cancel, err);
@@ -164,6 +171,7 @@ static void put_header(const dprl_mdp_config *c, dprl_buf *b) {
   } else {
     dprl_buf_puts(b, "\"tabular\"");
   }
+  if (c->outcome) dprl_buf_puts(b, ",\"outcome\":\"per episode\"");
   dprl_json_put_num(b, "sensitivity", c->sens);
   dprl_json_put_num(b, "sigma", c->sigma);
   dprl_json_put_num(b, "reward_sigma", c->sigma * c->half);

@@ -149,13 +149,20 @@ static inline int push_cell(dprl_mdp_cell **a, size_t *n, size_t *cap, uint64_t 
   return DPRL_OK;
 }
 
+/* The first entry of the censored ends (outcome only): the last S A. */
+static inline size_t censored_at(const dprl_mdp_config *c) {
+  return c->dim - (size_t)c->n_states * (size_t)c->n_actions;
+}
+
 /* Tabular, exact, sparse layout: start, totals, ends and reward in v; a
-** counted step followed by a state adds its cell. */
+** counted step followed by a state adds its cell; the end of a censored
+** episode goes to its censored entry. */
 static int add_exact_sparse(dprl_mdp_stats *st, const dprl_mdp_config *c, const dprl_step *steps,
                             size_t n, dprl_error *err) {
   size_t S = (size_t)c->n_states, A = (size_t)c->n_actions, ab = c->abits;
   uint32_t mask = (uint32_t)(((uint64_t)1 << ab) - 1);
   int64_t *start = st->v, *totals = start + S, *ends = totals + S * A, *reward = ends + S * A;
+  if (st->censored) ends = st->v + censored_at(c);
   size_t L = n < (size_t)c->horizon ? n : (size_t)c->horizon;
   start[steps[0].state >> ab] += TICKS;
   for (size_t i = 0; i < L; i++) {
@@ -186,7 +193,8 @@ static void add_exact(dprl_mdp_stats *st, const dprl_mdp_config *c, const dprl_s
     uint32_t p = steps[i].state;
     size_t sa = (size_t)(p >> ab) * A + (p & mask);
     size_t next = i + 1 < n ? steps[i + 1].state >> ab : S;
-    counts[sa * (S + 1) + next] += TICKS;
+    if (next == S && st->censored) st->v[censored_at(c) + sa] += TICKS;
+    else counts[sa * (S + 1) + next] += TICKS;
     reward[sa] += (int64_t)steps[i].reward;
   }
 }
@@ -218,14 +226,15 @@ static void gather(dprl_mdp_stats *st, const dprl_mdp_config *c, const dprl_step
   size_t S = (size_t)c->n_states, A = (size_t)c->n_actions, ab = c->abits;
   size_t counts = S, reward = S + S * A * (S + 1);
   const double T = DPRL_MDP_TICK;
+  /* where pair sa's end goes: counts' column S, or its censored entry */
+#define END(sa) (st->censored ? censored_at(c) + (sa) : counts + (sa) * (S + 1) + S)
   if (!c->tent) {
     uint32_t mask = (uint32_t)(((uint64_t)1 << ab) - 1);
     touch(st, steps[0].state >> ab, T);
     for (size_t i = 0; i < L; i++) {
       uint32_t p = steps[i].state;
       size_t sa = (size_t)(p >> ab) * A + (p & mask);
-      size_t next = i + 1 < n ? steps[i + 1].state >> ab : S;
-      touch(st, counts + sa * (S + 1) + next, T);
+      touch(st, i + 1 < n ? counts + sa * (S + 1) + (steps[i + 1].state >> ab) : END(sa), T);
       touch(st, reward + sa, steps[i].reward);
     }
     return;
@@ -246,12 +255,13 @@ static void gather(dprl_mdp_stats *st, const dprl_mdp_config *c, const dprl_step
       touch(st, hi + k2, f * (1 - f2) * T);
       touch(st, hi + k2 + 1, f * f2 * T);
     } else {
-      touch(st, lo + S, (1 - f) * T);
-      touch(st, hi + S, f * T);
+      touch(st, END(k * A + a), (1 - f) * T);
+      touch(st, END((k + 1) * A + a), f * T);
     }
     touch(st, reward + k * A + a, (1 - f) * u);
     touch(st, reward + (k + 1) * A + a, f * u);
   }
+#undef END
 }
 
 /* The sparse layout's gather: the dense parts into the scratch vector,
@@ -259,7 +269,7 @@ static void gather(dprl_mdp_stats *st, const dprl_mdp_config *c, const dprl_step
 static int gather_sparse(dprl_mdp_stats *st, const dprl_mdp_config *c, const dprl_step *steps,
                          const dprl_step *xs, size_t n, size_t L, dprl_error *err) {
   size_t S = (size_t)c->n_states, A = (size_t)c->n_actions, ab = c->abits;
-  size_t totals = S, ends = S + S * A, reward = S + 2 * S * A;
+  size_t totals = S, ends = st->censored ? censored_at(c) : S + S * A, reward = S + 2 * S * A;
   const double T = DPRL_MDP_TICK;
 #define CELL(sa, next, x) \
   do { \
@@ -402,10 +412,15 @@ int dprl_mdp_collect(dprl_mdp_stats *st, const dprl_mdp_config *c, dprl_step_buf
     rc = dprl_step_buffer_episode(buf, e, &steps, &n, err);
     if (!rc && xbuf) rc = dprl_step_buffer_episode(xbuf, e, &xs, &nx, err);
     if (!rc) rc = dprl_cancel_poll(cancel, 8 * (uint64_t)n + 50, err);
-    if (!rc) rc = dprl_mdp_add_episode(st, c, steps, xs, n, err);
-    if (!rc && keys) /* what the release read of the episode, beside its key */
+    if (!rc && keys) /* what the release read of the episode (outcomes too), beside its key */
       rc = dprl_key_set_print(&buf->ep, dprl_step_buffer_entry(buf, e),
                               dprl_print_steps_from(dprl_print_steps(steps, n), xs, nx), err);
+    if (!rc && c->outcome && n) { /* the last step's outcome is the episode's; the flags go */
+      st->censored = (steps[n - 1].state & DPRL_MDP_CENSORED) != 0;
+      dprl_step *own = (dprl_step *)steps; /* the buffer's, read once and freed below */
+      for (size_t i = 0; i < n; i++) own[i].state &= ~DPRL_MDP_CENSORED;
+    }
+    if (!rc) rc = dprl_mdp_add_episode(st, c, steps, xs, n, err);
   }
   buf->cancel = NULL;
   if (xbuf) xbuf->cancel = NULL;

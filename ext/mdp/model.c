@@ -236,6 +236,23 @@ static int header(const dprl_json *root, dprl_mdpv_model *m, dprl_error *err) {
   return features(root, m, err);
 }
 
+int dprl_mdpv_pair_rows(const dprl_json *root, const char *key, const dprl_mdpv_model *m,
+                        const double ***rows, dprl_error *err) {
+  const dprl_json *v = dprl_mdpv_member(root, key, err);
+  size_t S = (size_t)m->S, A = (size_t)m->A;
+  char what[64];
+  int rc;
+  if (!v) return DPRL_EINVAL;
+  if ((rc = dprl_mdpv_arrays(v, key, S, "n_states", err))) return rc;
+  if (!(*rows = dprl_malloc_array(S, sizeof **rows))) return dprl_nomem(err);
+  for (size_t s = 0; s < S; s++) {
+    dprl_snprintf(what, sizeof what, "%s[%zu]", key, s);
+    if (!((*rows)[s] = dprl_mdpv_numbers(v->items[s], what, A, "n_actions", err)))
+      return DPRL_EINVAL;
+  }
+  return DPRL_OK;
+}
+
 int dprl_mdpv_model_read(dprl_mdpv_model *m, const char *text, size_t len,
                          dprl_cancel *cancel, dprl_error *err) {
   memset(m, 0, sizeof *m);
@@ -257,6 +274,10 @@ int dprl_mdpv_model_read(dprl_mdpv_model *m, const char *text, size_t len,
     goto done;
   }
   if ((rc = header(root, m, err))) goto done;
+  /* per-episode outcomes (dp_mdp's outcome argument): the censored ends */
+  if (dprl_json_get(root, "censored") &&
+      (rc = dprl_mdpv_pair_rows(root, "censored", m, &m->censored, err)))
+    goto done;
   if (m->sparse) {
     rc = dprl_mdpv_read_sparse(root, m, cancel, err);
     goto done;
@@ -309,6 +330,7 @@ void dprl_mdpv_model_free(dprl_mdpv_model *m) {
   dprl_free((void *)m->reward_sums);
   dprl_free((void *)m->totals);
   dprl_free((void *)m->ends);
+  dprl_free((void *)m->censored);
   dprl_free(m->cell_row);
   dprl_free(m->cell_next);
   dprl_free(m->cell_count);
@@ -538,13 +560,24 @@ int dprl_mdpv_estimate(const dprl_mdpv_model *m, const dprl_mdpv_est_opts *o, dp
       }
     double NP = N; /* the mass of the observed next states */
     if (c[S] > t) N += c[S];
+    double C = 0; /* per-episode outcomes: the censored ends went on, unseen */
+    if (m->censored) {
+      C = m->censored[sa / A][sa % A];
+      if (draw_counts) {
+        double z;
+        dprl_rng_normals(redraw, &z, 1);
+        C += m->sigma * z;
+      }
+      C = C > t ? C : 0;
+      N += C;
+    }
     if (draw_rewards) {
       double z;
       dprl_rng_normals(redraw, &z, 1);
       R += m->reward_sigma * z;
     }
     e->row[sa] = (int64_t)first;
-    if (!(N > o->min_count) || (o->censored && !(NP > 0))) { /* also N = 0 */
+    if (!(N > o->min_count) || ((o->censored || C > 0) && !(NP > 0))) { /* also N = 0 */
       nnz = first;
       e->pessimistic++;
       e->reward[sa] = m->rmin;
@@ -553,7 +586,8 @@ int dprl_mdpv_estimate(const dprl_mdpv_model *m, const dprl_mdpv_est_opts *o, dp
     }
     int64_t kept = (int64_t)(nnz - first);
     if (kept > e->most_next) e->most_next = kept;
-    double norm = o->censored ? NP : N;
+    /* per-episode: P(s') = c(s') / NP times the share N - E of N that went on */
+    double norm = o->censored ? NP : m->censored ? NP * N / (NP + C) : N;
     for (size_t j = first; j < nnz; j++) e->prob[j] /= norm;
     double q = R / N, x = m->center + q;
     e->reward[sa] = fmin(fmax(x, m->rmin), m->rmax);

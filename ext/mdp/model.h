@@ -41,6 +41,9 @@ typedef struct dprl_mdpv_model {
   double threshold;          /* the release's tau: a cell below it was not kept */
   const double **totals;     /* [S] rows of A */
   const double **ends;       /* [S] rows of A */
+  /* per-episode outcomes (dp_mdp's outcome argument), either layout: the
+  ** released censored ends, [S] rows of A; NULL without */
+  const double **censored;
   int64_t *cell_row;         /* [S*A + 1]: pair sa's cells are [cell_row[sa], cell_row[sa+1]) */
   int32_t *cell_next;        /* their next states */
   double *cell_count;        /* their released counts */

@@ -19,6 +19,11 @@ const double *dprl_mdpv_numbers(const dprl_json *v, const char *what, size_t n, 
 int dprl_mdpv_arrays(const dprl_json *v, const char *what, size_t n, const char *size,
                      dprl_error *err);
 
+/* Member key of root: S rows of A numbers (totals, ends, reward_sums,
+** censored) into *rows. */
+int dprl_mdpv_pair_rows(const dprl_json *root, const char *key, const dprl_mdpv_model *m,
+                        const double ***rows, dprl_error *err);
+
 /* Room for need entries of next/prob (at most most). */
 int dprl_mdpv_grow(dprl_mdpv_est *e, size_t need, size_t most, dprl_error *err);
 /* A bound on the rounding of a reward (ALGORITHMS.md §14.2). */

@@ -8,24 +8,6 @@
 
 #include "mdp/model_internal.h"
 
-/* S rows of A numbers (totals, ends, reward_sums) into rows. */
-static int pair_rows(const dprl_json *root, const char *key, const dprl_mdpv_model *m,
-                     const double ***rows, dprl_error *err) {
-  const dprl_json *v = dprl_mdpv_member(root, key, err);
-  size_t S = (size_t)m->S, A = (size_t)m->A;
-  char what[64];
-  int rc;
-  if (!v) return DPRL_EINVAL;
-  if ((rc = dprl_mdpv_arrays(v, key, S, "n_states", err))) return rc;
-  if (!(*rows = dprl_malloc_array(S, sizeof **rows))) return dprl_nomem(err);
-  for (size_t s = 0; s < S; s++) {
-    dprl_snprintf(what, sizeof what, "%s[%zu]", key, s);
-    if (!((*rows)[s] = dprl_mdpv_numbers(v->items[s], what, A, "n_actions", err)))
-      return DPRL_EINVAL;
-  }
-  return DPRL_OK;
-}
-
 /* The kept cells of a sparse model: [[s, a, s', count], ...] sorted by
 ** (s, a, s') without repeats, into the pairs' rows. */
 static int read_cells(const dprl_json *root, dprl_mdpv_model *m, dprl_cancel *cancel,
@@ -82,11 +64,34 @@ int dprl_mdpv_read_sparse(const dprl_json *root, dprl_mdpv_model *m, dprl_cancel
   if (!start) return DPRL_EINVAL;
   if (!(m->start = dprl_mdpv_numbers(start, "start", (size_t)m->S, "n_states", err)))
     return DPRL_EINVAL;
-  if ((rc = pair_rows(root, "totals", m, &m->totals, err)) ||
-      (rc = pair_rows(root, "ends", m, &m->ends, err)) ||
-      (rc = pair_rows(root, "reward_sums", m, &m->reward_sums, err)))
+  if ((rc = dprl_mdpv_pair_rows(root, "totals", m, &m->totals, err)) ||
+      (rc = dprl_mdpv_pair_rows(root, "ends", m, &m->ends, err)) ||
+      (rc = dprl_mdpv_pair_rows(root, "reward_sums", m, &m->reward_sums, err)))
     return rc;
   return read_cells(root, m, cancel, err);
+}
+
+/* Per-episode outcomes (ALGORITHMS.md §14.1): a censored end went on,
+** its successor unseen.  With K the kept cells' mass, E the ended, C the
+** censored: N = max(totals+, K + E + C) visits, of which N - E went on,
+** and N_o = N - E - C went on to a recorded state.  P(s') = c(s') / N_o
+** times (N - E) / N (renormalise: c(s') / K times (N - E) / N), and
+** the unknown share (N - E) / N (1 - K / N_o).  Nothing went on: no
+** next states; nothing recorded went on: all of it unknown (renormalise:
+** norm 0, a pessimistic pair). */
+static void outcome_row(double K, double E, double C, double T, int renormalise, double *N,
+                        double *norm, double *share) {
+  double n = T > K + E + C ? T : K + E + C, on = n - E, seen = on - C;
+  *N = n;
+  if (!(on > 0)) {
+    *norm = 1, *share = 0;
+  } else if (renormalise) {
+    *norm = K > 0 ? K * n / on : 0, *share = 0;
+  } else if (seen > 0) {
+    *norm = seen * n / on, *share = on / n * (1 - K / seen);
+  } else {
+    *norm = 1, *share = on / n;
+  }
 }
 
 /* A sparse model (ALGORITHMS.md §14.1): per pair, with c+ as above,
@@ -95,7 +100,9 @@ int dprl_mdpv_read_sparse(const dprl_json *root, dprl_mdpv_model *m, dprl_cancel
 ** (the default): the unknown mass leads to a next state worth rmin (u kept
 ** in e->unknown); renormalise: P = kept+ / (sum + ends+).  Censored: the
 ** observed next states' mass is N_P = max(totals+ - ends+, sum), P =
-** kept+ / N_P (renormalise: / sum).  Rewards divide by N. */
+** kept+ / N_P (renormalise: / sum).  Rewards divide by N.  A release with
+** per-episode outcomes has its censored ends apart: totals - censored
+** takes the place of totals (those steps' successor was never seen). */
 int dprl_mdpv_estimate_sparse(const dprl_mdpv_model *m, const dprl_mdpv_est_opts *o,
                            dprl_rng *redraw, double *scratch, dprl_mdpv_est *e,
                            dprl_cancel *cancel, dprl_error *err) {
@@ -113,12 +120,14 @@ int dprl_mdpv_estimate_sparse(const dprl_mdpv_model *m, const dprl_mdpv_est_opts
       return err->code;
     const double *c = m->cell_count + lo;
     double T = m->totals[sa / A][sa % A], E = m->ends[sa / A][sa % A];
+    double C = m->censored ? m->censored[sa / A][sa % A] : 0;
     double R = m->reward_sums[sa / A][sa % A];
     if (draw_counts) {
-      dprl_rng_normals(redraw, scratch, (size_t)k + 2);
+      dprl_rng_normals(redraw, scratch, (size_t)k + (m->censored ? 3 : 2));
       for (int64_t j = 0; j < k; j++) scratch[j] = c[j] + m->sigma * scratch[j];
       T += m->sigma * scratch[k];
       E += m->sigma * scratch[k + 1];
+      if (m->censored) C += m->sigma * scratch[k + 2];
       c = scratch;
     }
     if (draw_rewards) {
@@ -140,6 +149,8 @@ int dprl_mdpv_estimate_sparse(const dprl_mdpv_model *m, const dprl_mdpv_est_opts
     double NP = Tp - Ep > K ? Tp - Ep : K; /* censored: the observed next states' mass */
     double norm = o->censored ? (o->renormalise ? K : NP) : (o->renormalise ? placed : N);
     double share = o->censored ? (NP - K) / NP : (N - placed) / N; /* the unplaced share */
+    if (m->censored) /* per-episode outcomes: §14.1's split of the going-on mass */
+      outcome_row(K, Ep, C > t ? C : 0, Tp, o->renormalise, &N, &norm, &share);
     e->row[sa] = (int64_t)first;
     if (!o->renormalise) e->unknown[sa] = 0;
     if (!(N > o->min_count) || !(norm > 0)) { /* also N = 0 */

@@ -7,6 +7,10 @@
 **   FROM steps;
 **   -- {"mechanism":"dp_mdp","private":true,...,"start":[...],"counts":[...],...}
 **
+** With an outcome argument before the options, dp_mdp(episode, t, state,
+** action, reward, outcome, options), each row says 'terminal' or
+** 'censored', and an episode ends as its last row (by t) says.
+**
 ** Glue only: each row is checked and goes to the step buffer (rows/, rows
 ** in any order); at the end the core groups the episodes, bounds each
 ** one's contribution and releases the noisy model.  The frame is
@@ -40,8 +44,7 @@ static void mdp_free(void *p) {
 ** entries can take a while to zero: interruptible). */
 static int mdp_start(dprl_agg *a, const char *text, size_t len, int argc, dprl_error *err) {
   mdp_state *g = a->state;
-  (void)argc;
-  int rc = dprl_mdp_config_parse(&g->cfg, a->fn->name, text, len, a->max_length,
+  int rc = dprl_mdp_config_parse(&g->cfg, a->fn->name, text, len, a->max_length, argc == 7,
                                  &a->cancel.base, err);
   return rc ? rc : dprl_mdp_stats_init(&g->st, &g->cfg, &a->cancel.base, err);
 }
@@ -76,13 +79,37 @@ static int read_slow(const dprl_mdp_config *c, sqlite3_value **argv, dprl_key *e
   return DPRL_OK;
 }
 
+/* The outcome argument: 'terminal' or 'censored' (the flag of the step's
+** state field, DPRL_MDP_CENSORED). */
+static int read_outcome(sqlite3_value **argv, uint32_t *flag, dprl_error *err) {
+  sqlite3_value *v = argv[5];
+  if (sqlite3_value_type(v) == SQLITE_TEXT) {
+    const char *x = (const char *)sqlite3_value_text(v);
+    int n = sqlite3_value_bytes(v);
+    if (x && n == 8 && memcmp(x, "terminal", 8) == 0) return *flag = 0, DPRL_OK;
+    if (x && n == 8 && memcmp(x, "censored", 8) == 0) return *flag = DPRL_MDP_CENSORED, DPRL_OK;
+    if (!x) return dprl_nomem(err);
+  }
+  char got[96];
+  dprl_sql_describe(v, got, sizeof got);
+  dprl_fail(err, DPRL_EINVAL,
+            "outcome must be 'terminal' (the episode ended: discharge, death) or 'censored' "
+            "(cut without its outcome), got %s", got);
+  dprl_sql_say_where(argv, err);
+  return err->code;
+}
+
 static int mdp_row(dprl_agg *a, int argc, sqlite3_value **argv, dprl_error *err) {
   mdp_state *g = a->state;
   const dprl_mdp_config *c = &g->cfg;
   dprl_key ep;
   int64_t t, s = 0, act;
   double r, x = 0;
-  (void)argc;
+  uint32_t flag = 0;
+  if (argc == 7) {
+    int rc = read_outcome(argv, &flag, err);
+    if (rc) return rc;
+  }
   int rt = sqlite3_value_type(argv[4]);
   if (!c->tent && sqlite3_value_type(argv[0]) == SQLITE_INTEGER &&
       sqlite3_value_type(argv[1]) == SQLITE_INTEGER &&
@@ -95,17 +122,19 @@ static int mdp_row(dprl_agg *a, int argc, sqlite3_value **argv, dprl_error *err)
     if (s >= 0 && s < c->n_states && act >= 0 && act < c->n_actions && isfinite(r)) {
       ep = (dprl_key){0, sqlite3_value_int64(argv[0]), NULL, 0};
       return dprl_step_buffer_push(&g->buf, &ep, sqlite3_value_int64(argv[1]),
-                                   dprl_mdp_pack(c, s, act), dprl_mdp_reward_ticks(c, r), err);
+                                   dprl_mdp_pack(c, s, act) | flag, dprl_mdp_reward_ticks(c, r),
+                                   err);
     }
   }
   int rc = read_slow(c, argv, &ep, &t, &s, &x, &act, &r, err);
   if (rc) return rc;
   if (!c->tent)
-    return dprl_step_buffer_push(&g->buf, &ep, t, dprl_mdp_pack(c, s, act),
+    return dprl_step_buffer_push(&g->buf, &ep, t, dprl_mdp_pack(c, s, act) | flag,
                                  dprl_mdp_reward_ticks(c, r), err);
   /* tent: the same key and t in both buffers, so both group alike */
   x = x < c->low ? c->low : x > c->high ? c->high : x;
-  rc = dprl_step_buffer_push(&g->buf, &ep, t, (uint32_t)act, dprl_mdp_reward_ticks(c, r), err);
+  rc = dprl_step_buffer_push(&g->buf, &ep, t, (uint32_t)act | flag, dprl_mdp_reward_ticks(c, r),
+                             err);
   return rc ? rc : dprl_step_buffer_push(&g->xbuf, &ep, t, 0, x, err);
 }
 

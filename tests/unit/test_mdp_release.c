@@ -207,7 +207,7 @@ static void test_option_errors(void) {
   const char *big = "{\"n_states\": 1000, \"n_actions\": 10, \"gamma\": 0.5, \"rmin\": 0, "
                     "\"rmax\": 1, \"epsilon\": 1, \"delta\": 1e-5, \"horizon\": 3, "
                     "\"transitions\": \"dense\"}";
-  int rc = dprl_mdp_config_parse(&c, "dp_mdp", big, strlen(big), 100000000, NULL, &err);
+  int rc = dprl_mdp_config_parse(&c, "dp_mdp", big, strlen(big), 100000000, 0, NULL, &err);
   CHECK(rc == DPRL_EINVAL && strstr(err.msg, "10021000 numbers") &&
             strstr(err.msg, "SQLITE_LIMIT_LENGTH (100000000 bytes)"),
         err.msg);

@@ -25,7 +25,7 @@
 
 static int parse(dprl_mdp_config *c, const char *json, dprl_error *err) {
   memset(err, 0, sizeof *err);
-  return dprl_mdp_config_parse(c, "dp_mdp", json, strlen(json), 0, NULL, err);
+  return dprl_mdp_config_parse(c, "dp_mdp", json, strlen(json), 0, 0, NULL, err);
 }
 
 typedef struct episode {
@@ -335,11 +335,11 @@ static void test_options(void) {
   dprl_error err = {0};
   const char *big = "{\"n_states\": 1000, \"n_actions\": 10, \"gamma\": 0.5, \"rmin\": 0, "
                     "\"rmax\": 1, \"epsilon\": 1, \"delta\": 1e-5, \"horizon\": 3}";
-  CHECK(dprl_mdp_config_parse(&c, "dp_mdp", big, strlen(big), 10000000, NULL, &err) == DPRL_OK &&
+  CHECK(dprl_mdp_config_parse(&c, "dp_mdp", big, strlen(big), 10000000, 0, NULL, &err) == DPRL_OK &&
             c.sparse && c.cells_max == (10000000 - 4096 - 31000 * 25) / 64,
         "1000 states, 10 actions: sparse by default; cells_max = (limit - 4096 - 25 (S + 3 S A)) / 64");
   dprl_mdp_config_free(&c);
-  CHECK(dprl_mdp_config_parse(&c, "dp_mdp", big, strlen(big), 700000, NULL, &err) == DPRL_EINVAL &&
+  CHECK(dprl_mdp_config_parse(&c, "dp_mdp", big, strlen(big), 700000, 0, NULL, &err) == DPRL_EINVAL &&
             strstr(err.msg, "dense parts S + 3 S A = 31000 numbers leave no room for a cell"),
         err.msg);
 }

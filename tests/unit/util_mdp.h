@@ -21,7 +21,7 @@
 
 static inline int parse(dprl_mdp_config *c, const char *json, dprl_error *err) {
   memset(err, 0, sizeof *err);
-  return dprl_mdp_config_parse(c, "dp_mdp", json, strlen(json), 0, NULL, err);
+  return dprl_mdp_config_parse(c, "dp_mdp", json, strlen(json), 0, 0, NULL, err);
 }
 
 /* ---- a model as the release writes it ------------------------------------------ */
