@@ -437,19 +437,29 @@ ICU_RELEASE = {"n_states": 1440, "n_actions": 8, "gamma": 1, "rmin": -1, "rmax":
                "horizon": 20}
 
 
-def noise_free_release(sim, log):
+# dp_mdp's outcome argument for the ICU log: a stay of 20 rows whose last
+# reward is 0 was cut by the window (it went on, its next state unseen)
+ICU_OUTCOME = "CASE WHEN t = 19 AND reward = 0 THEN 'censored' ELSE 'terminal' END"
+
+
+def noise_free_release(sim, log, outcomes=False):
     """The JSON text of a dp_mdp result holding the log's exact counts
     (sigma 0): what dp_mdp adds noise to, read by dp_mdp_value as any
-    release (the counts of the first 20 steps: every step here)."""
+    release (the counts of the first 20 steps: every step here); with
+    outcomes, a cut stay's end counted in censored, as dp_mdp's outcome
+    argument ICU_OUTCOME counts it."""
     S, A = sim.N_STATES, sim.N_ACTIONS
     counts = [dict() for _ in range(S * A)]
-    rsum, start = [0.0] * (S * A), [0] * S
+    rsum, start, cens = [0.0] * (S * A), [0] * S, [[0] * A for _ in range(S)]
     for i, (e, t, s, a, r) in enumerate(log):
         j = s * A + a
         if i == 0 or log[i - 1][0] != e:
             start[s] += 1
         s2 = log[i + 1][2] if i + 1 < len(log) and log[i + 1][0] == e else S  # S: ended
-        counts[j][s2] = counts[j].get(s2, 0) + 1
+        if s2 == S and outcomes and t == sim.HORIZON - 1 and r == 0:
+            cens[s][a] += 1
+        else:
+            counts[j][s2] = counts[j].get(s2, 0) + 1
         rsum[j] += r  # reward_center is 0 for [-1, 1]
     rows = []
     for s in range(S):
@@ -464,7 +474,8 @@ def noise_free_release(sim, log):
                 n_actions=A, gamma=1, rmin=-1, rmax=1, epsilon=1, delta=1e-5, horizon=20, clip=None,
                 features="tabular", sensitivity=0, sigma=0, reward_sigma=0, reward_center=0)
     return (json.dumps(head)[:-1] + ', "start": ' + json.dumps(start) + ', "counts": [' + ",".join(rows)
-            + '], "reward_sums": ' + json.dumps([rsum[s * A:(s + 1) * A] for s in range(S)]) + "}")
+            + '], "reward_sums": ' + json.dumps([rsum[s * A:(s + 1) * A] for s in range(S)])
+            + (', "censored": ' + json.dumps(cens) if outcomes else "") + "}")
 
 
 def cpu(con, sql, params=()):
@@ -534,19 +545,22 @@ def icu_model():
     target = max(1.5 * tab_rmse, 0.05)
     rows, boot = [], None
     con.execute("CREATE TEMP TABLE rel(model)")
-    con.execute("INSERT INTO rel VALUES (?)", (noise_free_release(sim, logs[0]),))
-    res = json.loads(con.execute("SELECT dp_mdp_value(model, ?, ?) FROM rel", (pol_json, vo)).fetchone()[0])
-    check = sim.tabular(logs[0], "as ending")
-    agree = max(abs(res["policies"][n]["value"] - check.value(pols[n])) for n in names)
-    plan = json.loads(con.execute("SELECT dp_mdp_plan(model, '{\"horizon\": 20}') FROM rel").fetchone()[0])
-    pv = true.value(sim.deterministic(plan["policy"]))
-    err = [res["policies"][n]["value"] - truth[n] for n in names]
-    r0 = math.sqrt(sum(x * x for x in err) / 3)
-    rows.append(["no noise (the counts)", "0", "-", "-", "-", "-", f"{res['pessimistic_pairs']}",
-                 f"{r0:.4f}"] + [f"{x:+.3f}" for x in err] +
-                [f"{pv:.3f}", f"{share(pv):.2f}", "-", "yes" if r0 <= target else "no"])
-    con.execute("DELETE FROM rel")
-    for eps in ((1,) if QUICK else (0.3, 1, 3)):
+    agree = 0.0
+    for outcomes, label, cen in ((False, "no noise (the counts)", "as ending"),
+                                 (True, "no noise, outcome per episode", "known")):
+        con.execute("INSERT INTO rel VALUES (?)", (noise_free_release(sim, logs[0], outcomes),))
+        res = json.loads(con.execute("SELECT dp_mdp_value(model, ?, ?) FROM rel", (pol_json, vo)).fetchone()[0])
+        check = sim.tabular(logs[0], cen)
+        agree = max([agree] + [abs(res["policies"][n]["value"] - check.value(pols[n])) for n in names])
+        plan = json.loads(con.execute("SELECT dp_mdp_plan(model, '{\"horizon\": 20}') FROM rel").fetchone()[0])
+        pv = true.value(sim.deterministic(plan["policy"]))
+        err = [res["policies"][n]["value"] - truth[n] for n in names]
+        r0 = math.sqrt(sum(x * x for x in err) / 3)
+        rows.append([label, "0", "-", "-", "-", "-", f"{res['pessimistic_pairs']}",
+                     f"{r0:.4f}"] + [f"{x:+.3f}" for x in err] +
+                    [f"{pv:.3f}", f"{share(pv):.2f}", "-", "yes" if r0 <= target else "no"])
+        con.execute("DELETE FROM rel")
+    for eps, outcomes in [(e, w) for e in ((1,) if QUICK else (0.3, 1, 3)) for w in (False, True)]:
         o = dict(ICU_RELEASE, epsilon=eps)
         verdict = []
         for how in ({}, {"visits": visits}):
@@ -556,7 +570,8 @@ def icu_model():
         errs, plans, t_rel, mb, t_val, t_plan, pess = [], [], [], [], [], [], []
         for seed in range(1, (1 if QUICK else 3) + 1):
             t = time.process_time()
-            con.execute("INSERT INTO rel SELECT dp_mdp(episode, t, state, action, reward, ?) FROM steps",
+            con.execute("INSERT INTO rel SELECT dp_mdp(episode, t, state, action, reward, "
+                        f"{ICU_OUTCOME + ', ' if outcomes else ''}?) FROM steps",
                         (json.dumps(dict(o, seed=seed)),))
             t_rel.append(time.process_time() - t)
             head, n = con.execute("SELECT substr(model, 1, 1000), length(model) FROM rel").fetchone()
@@ -570,7 +585,7 @@ def icu_model():
             r, dt = cpu(con, "SELECT dp_mdp_plan(model, '{\"horizon\": 20}') FROM rel")
             t_plan.append(dt)
             plans.append(true.value(sim.deterministic(json.loads(r)["policy"])))
-            if eps == 1 and seed == 1 and not QUICK:  # the default bootstrap's cost, from 4 draws
+            if eps == 1 and seed == 1 and not QUICK and not outcomes:  # the bootstrap's cost, 4 draws
                 _, dt = cpu(con, "SELECT dp_mdp_value(model, ?, '{\"horizon\": 20, \"bootstrap\": 4}') "
                             "FROM rel", (pol_json,))
                 boot = (dt - t_val[-1]) / 4
@@ -579,7 +594,7 @@ def icu_model():
         mean = lambda x: sum(x) / len(x)
         rmse_ = math.sqrt(mean([x * x for x in errs]))
         pv = mean(plans)
-        rows.append([f"epsilon {eps:g}", f"{sigma:.1f}", f"{mean(t_rel):.1f}", f"{mean(mb):.0f}",
+        rows.append([f"epsilon {eps:g}{', outcome' if outcomes else ''}", f"{sigma:.1f}", f"{mean(t_rel):.1f}", f"{mean(mb):.0f}",
                      f"{mean(t_val):.2f}", f"{mean(t_plan):.2f}", f"{mean(pess):.0f}", f"{rmse_:.3f}"] +
                     [f"{mean(errs[i::3]):+.3f}" for i in range(3)] +
                     [f"{pv:.3f}", f"{share(pv):.2f}", " / ".join(verdict),
@@ -592,8 +607,10 @@ def icu_model():
                f"(its worst_transition_l1) with the default steps per episode / with the exact "
                f"expected visits per pair. Target (issue 33, epsilon 1): RMSE <= "
                f"max(1.5 x {tab_rmse:.4f}, 0.05) = {target:.3f}, share >= 0.75, release <= 5 "
-               f"CPU-s and <= 20 MB, evaluation <= 0.2 s. The noise-free row is dprl reading the "
-               f"exact counts; the Python reading of the same counts agrees within {agree:.1e}",
+               f"CPU-s and <= 20 MB, evaluation <= 0.2 s. The noise-free rows are dprl reading the "
+               f"exact counts (every last step an end; with the outcome, cut stays censored); "
+               f"the Python readings of the same counts (tabular 'as ending', 'known') agree "
+               f"within {agree:.1e}. 'outcome': dp_mdp's outcome argument, {ICU_OUTCOME}",
                ["release", "sigma", "release CPU-s", "MB", "value CPU-s (3 policies)",
                 "plan CPU-s", "pessimistic pairs", "RMSE", "behaviour", "treat_all", "cautious",
                 "planned rule", "share of gain", "dp_plan useful", "RMSE within target"], rows)
