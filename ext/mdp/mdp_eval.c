@@ -55,8 +55,7 @@ static int sweep_limit(const char *fn, const dprl_mdpv_opts *o, double r, dprl_e
                    "%s: gamma = %s with tolerance %s can need %s value-iteration sweeps, "
                    "more than the 10^8 allowed (about 20 / (1 - gamma) at the default "
                    "tolerance): a smaller gamma, a larger tolerance, or gamma 1 with option "
-                   "horizon",
-                   fn, dprl_json_num(o->gamma, g, sizeof g), dprl_json_num(o->tolerance, t, sizeof t),
+                   "horizon", fn, dprl_json_num(o->gamma, g, sizeof g), dprl_json_num(o->tolerance, t, sizeof t),
                    dprl_json_num(ceil(k), n, sizeof n));
 }
 
@@ -84,18 +83,16 @@ int dprl_mdpv_options(const char *fn, const char *text, size_t len, int plan,
       (rc = dprl_opt_choice(&opt, "ends", ends, 0, &o->est.censored)) ||
       (rc = dprl_opt_choice(&opt, "unknown", unknown, 0, &o->est.renormalise)))
     goto done;
-  if (m->censored && dprl_opt_has(&opt, "ends")) {
-    rc = dprl_fail(err, DPRL_EINVAL,
-                   "%s: option ends does not apply: this model says how each episode ended "
-                   "(dp_mdp's outcome argument), its censored ends counted apart", fn);
+  if (m->censored && dprl_opt_has(&opt, "ends") &&
+      (rc = dprl_fail(err, DPRL_EINVAL, "%s: option ends does not apply: this model says how "
+                      "each episode ended (dp_mdp's outcome argument), its censored ends counted "
+                      "apart", fn)))
     goto done;
-  }
-  if (!m->sparse && dprl_opt_has(&opt, "unknown")) {
-    rc = dprl_fail(err, DPRL_EINVAL,
-                   "%s: option unknown applies to a sparse model (\"transitions\": \"sparse\"); "
-                   "this model is dense, every transition count is released", fn);
+  if (!m->sparse && dprl_opt_has(&opt, "unknown") &&
+      (rc = dprl_fail(err, DPRL_EINVAL, "%s: option unknown applies to a sparse model "
+                      "(\"transitions\": \"sparse\"); this model is dense, every transition "
+                      "count is released", fn)))
     goto done;
-  }
   if (!plan &&
       ((rc = dprl_opt_int(&opt, "bootstrap", 0, DPRL_MDPV_BOOTSTRAP,
                           DPRL_CLOSED(0, DPRL_MDPV_BOOTSTRAP_MAX), &o->bootstrap)) ||
@@ -107,11 +104,10 @@ int dprl_mdpv_options(const char *fn, const char *text, size_t len, int plan,
                    (long long)seed);
     goto done;
   }
-  if (o->bootstrap == 1) {
-    rc = dprl_fail(err, DPRL_EINVAL,
-                   "%s: option bootstrap must be 0 (no error bar) or at least 2 draws, got 1", fn);
+  if (o->bootstrap == 1 &&
+      (rc = dprl_fail(err, DPRL_EINVAL,
+                      "%s: option bootstrap must be 0 (no error bar) or at least 2 draws, got 1", fn)))
     goto done;
-  }
   o->seed = (uint64_t)seed;
   if (o->gamma == 1 && !o->horizon) {
     char h[64] = "";

@@ -236,23 +236,6 @@ static int header(const dprl_json *root, dprl_mdpv_model *m, dprl_error *err) {
   return features(root, m, err);
 }
 
-int dprl_mdpv_pair_rows(const dprl_json *root, const char *key, const dprl_mdpv_model *m,
-                        const double ***rows, dprl_error *err) {
-  const dprl_json *v = dprl_mdpv_member(root, key, err);
-  size_t S = (size_t)m->S, A = (size_t)m->A;
-  char what[64];
-  int rc;
-  if (!v) return DPRL_EINVAL;
-  if ((rc = dprl_mdpv_arrays(v, key, S, "n_states", err))) return rc;
-  if (!(*rows = dprl_malloc_array(S, sizeof **rows))) return dprl_nomem(err);
-  for (size_t s = 0; s < S; s++) {
-    dprl_snprintf(what, sizeof what, "%s[%zu]", key, s);
-    if (!((*rows)[s] = dprl_mdpv_numbers(v->items[s], what, A, "n_actions", err)))
-      return DPRL_EINVAL;
-  }
-  return DPRL_OK;
-}
-
 int dprl_mdpv_model_read(dprl_mdpv_model *m, const char *text, size_t len,
                          dprl_cancel *cancel, dprl_error *err) {
   memset(m, 0, sizeof *m);

@@ -8,6 +8,24 @@
 
 #include "mdp/model_internal.h"
 
+/* S rows of A numbers (totals, ends, reward_sums, censored) into rows: model_internal.h. */
+int dprl_mdpv_pair_rows(const dprl_json *root, const char *key, const dprl_mdpv_model *m,
+                        const double ***rows, dprl_error *err) {
+  const dprl_json *v = dprl_mdpv_member(root, key, err);
+  size_t S = (size_t)m->S, A = (size_t)m->A;
+  char what[64];
+  int rc;
+  if (!v) return DPRL_EINVAL;
+  if ((rc = dprl_mdpv_arrays(v, key, S, "n_states", err))) return rc;
+  if (!(*rows = dprl_malloc_array(S, sizeof **rows))) return dprl_nomem(err);
+  for (size_t s = 0; s < S; s++) {
+    dprl_snprintf(what, sizeof what, "%s[%zu]", key, s);
+    if (!((*rows)[s] = dprl_mdpv_numbers(v->items[s], what, A, "n_actions", err)))
+      return DPRL_EINVAL;
+  }
+  return DPRL_OK;
+}
+
 /* The kept cells of a sparse model: [[s, a, s', count], ...] sorted by
 ** (s, a, s') without repeats, into the pairs' rows. */
 static int read_cells(const dprl_json *root, dprl_mdpv_model *m, dprl_cancel *cancel,

@@ -40,7 +40,7 @@ FUNCTIONS = {  # name: (number of arguments, deterministic?)
     "dp_q_learn": (5, False),
     "dp_q_value": (3, True),
     "dp_is_value": (6, False),
-    "dp_mdp": (6, False),
+    "dp_mdp": (6, False),  # also 7 arguments (with the outcome)
     "dp_mdp_value": (2, False),  # also 3 arguments (with options); LAPACK, can run long
     "dp_mdp_plan": (1, False),  # also 2 arguments (with options); LAPACK, can run long
     "dp_expert_policy": (6, False),
@@ -86,7 +86,7 @@ def test_registry():
     # dp_prefix_stable's one pass hands a sampled row over with its values
     want |= {("dprl_prefix_key", 5)}
     want |= {("dprl_budget", 4)}
-    want |= {("dp_mdp_value", 3), ("dp_mdp_plan", 2), ("dprl_debug", 1)}
+    want |= {("dp_mdp_value", 3), ("dp_mdp_plan", 2), ("dprl_debug", 1), ("dp_mdp", 7)}
     check(set(added) == want, "loading adds exactly the listed functions",
           f"extra {set(added) - want}, missing {want - set(added)}")
     for (name, narg), flags in added.items():
