@@ -20,6 +20,7 @@ import math
 import random
 
 from harness import check, check_close, check_error, connect, run
+from reference import solve
 
 S, A = 3, 2
 BASE = {"n_states": S, "n_actions": A, "gamma": 0.9, "rmin": -1, "rmax": 1, "epsilon": 2,
@@ -133,19 +134,6 @@ def test_errors():
                 "dp_mdp_value: option ends does not apply: this model says how each episode ended "
                 "(dp_mdp's outcome argument), its censored ends counted apart",
                 "option ends on a model with outcomes", (m,))
-
-
-def solve(M, b):
-    n = len(b)
-    M = [row[:] + [b[i]] for i, row in enumerate(M)]
-    for c in range(n):
-        p = max(range(c, n), key=lambda i: abs(M[i][c]))
-        M[c], M[p] = M[p], M[c]
-        for i in range(n):
-            if i != c:
-                f = M[i][c] / M[c][c]
-                M[i] = [x - f * y for x, y in zip(M[i], M[c])]
-    return [M[i][n] / M[i][i] for i in range(n)]
 
 
 def estimate(m, renormalise=False):
