@@ -317,6 +317,28 @@ static int gather_sparse(dprl_mdp_stats *st, const dprl_mdp_config *c, const dpr
   return DPRL_OK;
 }
 
+/* The general path's end of an episode: its vector (the scratch entries
+** and its first n_cells cells) scaled down to limit when its norm is
+** above it, the entries added to the sums truncated toward zero (only
+** shrinks) and the scratch cleared; returns the scale for the cells. */
+static double commit_scaled(dprl_mdp_stats *st, const dprl_mdp_config *c, size_t n_cells) {
+  double norm2 = 0, scale = 1;
+  for (size_t i = 0; i < st->n_list; i++) norm2 += st->w[st->list[i]] * st->w[st->list[i]];
+  for (size_t i = 0; i < n_cells; i++) norm2 += st->ecells[i].w * st->ecells[i].w;
+  double norm = sqrt(norm2) / DPRL_MDP_TICK;
+  if (norm > c->limit) {
+    scale = c->limit / norm;
+    st->clipped++;
+  }
+  for (size_t i = 0; i < st->n_list; i++) {
+    uint32_t j = st->list[i];
+    st->v[j] += (int64_t)(st->w[j] * scale);
+    st->w[j] = 0;
+    st->mark[j] = 0;
+  }
+  return scale;
+}
+
 /* The general path in the sparse layout: gather, merge the episode's cells,
 ** scale the whole vector to limit, truncate toward zero to ticks. */
 static int add_general_sparse(dprl_mdp_stats *st, const dprl_mdp_config *c,
@@ -330,20 +352,7 @@ static int add_general_sparse(dprl_mdp_stats *st, const dprl_mdp_config *c,
     for (size_t i = 0; i < st->n_list; i++) st->w[st->list[i]] = 0, st->mark[st->list[i]] = 0;
     return rc;
   }
-  double norm2 = 0;
-  for (size_t i = 0; i < st->n_list; i++) norm2 += st->w[st->list[i]] * st->w[st->list[i]];
-  for (size_t i = 0; i < st->n_ecells; i++) norm2 += st->ecells[i].w * st->ecells[i].w;
-  double norm = sqrt(norm2) / DPRL_MDP_TICK, scale = 1;
-  if (norm > c->limit) {
-    scale = c->limit / norm;
-    st->clipped++;
-  }
-  for (size_t i = 0; i < st->n_list; i++) {
-    uint32_t j = st->list[i];
-    st->v[j] += (int64_t)(st->w[j] * scale); /* toward zero: only shrinks */
-    st->w[j] = 0;
-    st->mark[j] = 0;
-  }
+  double scale = commit_scaled(st, c, st->n_ecells);
   if ((rc = cells_room(&st->cells, &st->cap_cells, st->n_cells, st->n_ecells, err))) return rc;
   for (size_t i = 0; i < st->n_ecells; i++) {
     int64_t t = (int64_t)(st->ecells[i].w * scale);
@@ -379,19 +388,7 @@ int dprl_mdp_add_episode(dprl_mdp_stats *st, const dprl_mdp_config *c, const dpr
   if (c->sparse) return add_general_sparse(st, c, steps, xs, n, L, err);
   st->n_list = 0;
   gather(st, c, steps, xs, n, L);
-  double norm2 = 0;
-  for (size_t i = 0; i < st->n_list; i++) norm2 += st->w[st->list[i]] * st->w[st->list[i]];
-  double norm = sqrt(norm2) / DPRL_MDP_TICK, scale = 1;
-  if (norm > c->limit) {
-    scale = c->limit / norm;
-    st->clipped++;
-  }
-  for (size_t i = 0; i < st->n_list; i++) {
-    uint32_t j = st->list[i];
-    st->v[j] += (int64_t)(st->w[j] * scale); /* toward zero: only shrinks */
-    st->w[j] = 0;
-    st->mark[j] = 0;
-  }
+  commit_scaled(st, c, 0);
   return DPRL_OK;
 }
 
