@@ -11,11 +11,11 @@
 
 static const char *const release_names[] = {
     "gamma", "rmin", "rmax", "gmin", "gmax", "weight_max", "horizon", "epsilon", "delta",
-    "weighted", "ratio_max", "seed", "release", "budget", NULL};
+    "weighted", "ratio_max", "diagnostics", "seed", "release", "budget", NULL};
 /* The plan reads no data: no seed, release or budget; a hypothetical size. */
 static const char *const plan_names[] = {
     "mechanism", "episodes", "gamma", "rmin", "rmax", "gmin", "gmax", "weight_max", "horizon",
-    "epsilon", "delta", "weighted", "ratio_max", NULL};
+    "epsilon", "delta", "weighted", "ratio_max", "diagnostics", NULL};
 
 /* Bits of the grid below the noise scale: fine enough that rounding is
 ** negligible next to the noise, coarse enough that 2^51 grid steps hold
@@ -39,7 +39,8 @@ static int parse_all(dprl_ope_config *c, const dprl_options *o, int plan) {
       (rc = dprl_opt_number(o, "epsilon", 1, 0, DPRL_POSITIVE, &c->epsilon)) ||
       (rc = dprl_opt_number(o, "delta", 1, 0, DPRL_OPEN(0, 1), &c->delta)) ||
       (rc = dprl_opt_bool(o, "weighted", 1, &c->weighted)) ||
-      (rc = dprl_opt_number(o, "ratio_max", 0, 0, DPRL_CLOSED(1, 1e12), &c->ratio_max)))
+      (rc = dprl_opt_number(o, "ratio_max", 0, 0, DPRL_CLOSED(1, 1e12), &c->ratio_max)) ||
+      (rc = dprl_opt_number(o, "diagnostics", 0, 0, DPRL_CLOSED(0, 1), &c->diag_share)))
     return rc;
   if (plan) {
     if ((rc = dprl_opt_choice(o, "mechanism", mechs, 0, &mech)) ||
@@ -95,7 +96,13 @@ int dprl_ope_calibrate(const dprl_ope_config *c, dprl_ope_noise *nz, dprl_error 
   nz->c = c->gmin + nz->B / 2;
   nz->kw = nz->B / sqrt(2.0);
   nz->kn = c->weight_max * nz->B / 2;
-  nz->sens = c->weight_max * nz->B;
+  /* §15.7: the diagnostics' block adds at most s W^2 B^2 to the squared
+  ** distance of neighbours, for both relations */
+  double s2 = sqrt(c->diag_share / 2);
+  nz->k2 = s2 * nz->B / c->weight_max;
+  nz->kc = s2 * c->weight_max * nz->B;
+  nz->dim = c->diag_share > 0 ? 5 : 3;
+  nz->sens = c->weight_max * nz->B * (c->diag_share > 0 ? sqrt(1 + c->diag_share) : 1);
   nz->sigma1 = dprl_gdp_sigma(c->epsilon, c->delta, 1.0);
   double scale = nz->sens * nz->sigma1;
   if (!(isfinite(scale) && scale > 0x1p-900 && scale < 0x1p900))
@@ -105,10 +112,10 @@ int dprl_ope_calibrate(const dprl_ope_config *c, dprl_ope_noise *nz, dprl_error 
                      "grid is exact; change the return range or weight_max",
                      c->fn, scale, c->weight_max, nz->B, nz->sigma1, c->epsilon, c->delta);
   nz->grid = dprl_grid_bits(scale, OPE_GRID_BITS);
-  /* Rounding each of the 3 entries to the grid moves it by at most half a
-  ** step, so two neighbours' rounded vectors differ by at most sens +
-  ** sqrt(3) grid (ALGORITHMS.md §15.3). */
-  nz->sens_steps = nz->sens / nz->grid + sqrt(3.0);
+  /* Rounding each of the dim entries to the grid moves it by at most half
+  ** a step, so two neighbours' rounded vectors differ by at most sens +
+  ** sqrt(dim) grid (ALGORITHMS.md §15.3). */
+  nz->sens_steps = nz->sens / nz->grid + sqrt((double)nz->dim);
   double s = ceil(nz->sens_steps * nz->sigma1);
   if (!(s >= 1 && s <= (double)DPRL_GAUSS_STEPS_MAX))
     return dprl_fail(err, DPRL_EINVAL, "%s: the noise needs %g grid steps, outside 1..2^40",
@@ -117,7 +124,8 @@ int dprl_ope_calibrate(const dprl_ope_config *c, dprl_ope_noise *nz, dprl_error 
   nz->sigma = s * nz->grid;
   nz->rho = dprl_zcdp_rho(nz->sens_steps, s);
   nz->cap = 0x1p51 * nz->grid;
-  /* the largest |entry| one episode adds: max(W B/2, kw W, kn) = W B/sqrt(2) */
+  /* the largest |entry| one episode adds: max(W B/2, kw W, kn, k2 W^2, kc)
+  ** = W B/sqrt(2) (s <= 1) */
   nz->episodes_max = floor(nz->cap / (c->weight_max * nz->kw));
   return DPRL_OK;
 }
@@ -150,10 +158,14 @@ void dprl_ope_sums_add(const dprl_ope_config *c, const dprl_ope_noise *nz, dprl_
   s->zero += w == 0;
 }
 
-void dprl_ope_vector(const dprl_ope_noise *nz, const dprl_ope_sums *s, double v[3]) {
+void dprl_ope_vector(const dprl_ope_noise *nz, const dprl_ope_sums *s, double *v) {
   v[0] = s->S;
   v[1] = nz->kw * s->T;
   v[2] = nz->kn * s->n;
+  if (nz->dim == 5) {
+    v[3] = nz->k2 * s->T2;
+    v[4] = nz->kc * s->clipped;
+  }
 }
 
 void dprl_ope_estimate_from(const dprl_ope_config *c, const dprl_ope_noise *nz,
@@ -202,8 +214,23 @@ static void put_est(dprl_buf *b, const char *key, double weighted, double ordina
   dprl_buf_puts(b, "}");
 }
 
+/* §15.7: the effective sample size T^2 / T2 (in [0, n] for any weights,
+** so clamped to it) and the clipped share, from the noisy vector; null
+** when the noisy T, T2 or n gives none. */
+static void put_diagnostics(const dprl_ope_noise *nz, const double noisy[5],
+                            const dprl_ope_estimate *e, dprl_buf *b) {
+  double T2 = noisy[3] / nz->k2, clipped = noisy[4] / nz->kc;
+  double ess = e->T > 0 && T2 > 0 && e->n >= 1 ? clampd(e->T * e->T / T2, 0, e->n) : NAN;
+  dprl_json_put_num(b, "effective_episodes", ess);
+  dprl_json_put_num(b, "clipped_share", e->n >= 1 ? clampd(clipped / e->n, 0, 1) : NAN);
+  dprl_json_put_num(b, "weight_square_sum", T2);
+  dprl_json_put_num(b, "clipped", clipped);
+  dprl_json_put_num(b, "sigma_weight_square_sum", nz->sigma / nz->k2);
+  dprl_json_put_num(b, "sigma_clipped", nz->sigma / nz->kc);
+}
+
 static void put_json(const dprl_ope_config *c, const dprl_ope_noise *nz, const dprl_ope_sums *s,
-                     const double noisy[3], const dprl_ope_estimate *e, dprl_buf *b) {
+                     const double noisy[5], const dprl_ope_estimate *e, dprl_buf *b) {
   dprl_buf_puts(b, "{\"mechanism\":\"dp_is_value\"");
   /* a seeded or diagnostic release is not private (ALGORITHMS.md §6) */
   dprl_buf_printf(b, ",\"private\":%s", c->diagnostic || c->has_seed ? "false" : "true");
@@ -233,8 +260,12 @@ static void put_json(const dprl_ope_config *c, const dprl_ope_noise *nz, const d
   dprl_json_put_num(b, "rho", nz->rho);
   dprl_json_put_num(b, "bias_bound", dprl_ope_bias_bound(c, nz));
   dprl_json_put_num(b, "episodes_max", nz->episodes_max);
+  if (nz->dim == 5) {
+    dprl_json_put_num(b, "diagnostics", c->diag_share);
+    put_diagnostics(nz, noisy, e, b);
+  }
   dprl_json_put_key(b, "released");
-  dprl_json_put_double_array(b, noisy, 3);
+  dprl_json_put_double_array(b, noisy, (size_t)nz->dim);
   if (c->diagnostic) { /* exact, data-dependent: not covered by the guarantee */
     dprl_json_put_key(b, "exact");
     dprl_buf_puts(b, "{\"weighted\":");
@@ -253,9 +284,9 @@ static void put_json(const dprl_ope_config *c, const dprl_ope_noise *nz, const d
 
 int dprl_ope_release(const dprl_ope_config *c, const dprl_ope_noise *nz,
                      const dprl_ope_sums *sums, dprl_rng *rng, dprl_buf *out, dprl_error *err) {
-  double v[3], noisy[3];
+  double v[5], noisy[5];
   dprl_ope_vector(nz, sums, v);
-  for (int i = 0; i < 3; i++) {
+  for (int i = 0; i < nz->dim; i++) {
     /* the public clamp (1-Lipschitz per entry: the sensitivity holds) */
     double x = clampd(v[i], -nz->cap, nz->cap);
     int rc = dprl_release_gaussian_steps(rng, x, nz->steps, nz->grid, &noisy[i], err);

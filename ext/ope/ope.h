@@ -14,6 +14,11 @@
 **   weighted IS  c + S/T            (T the noisy sum of weights)
 **   ordinary IS  (S + c T)/n        (n the noisy episode count)
 ** both clamped to [gmin, gmax].
+** With the option diagnostics = s > 0, v also holds k2 sum_e w_e^2 and
+** kc (episodes whose weight was clipped), k2 = sqrt(s/2) B/W, kc =
+** sqrt(s/2) W B: the sensitivity becomes W B sqrt(1 + s), and the
+** effective sample size T^2/T2 and the clipped share are post-processing
+** (ALGORITHMS.md §15.7).
 **
 ** Plain C over typed values; the SQL glue is sql_ope.c.
 */
@@ -37,6 +42,7 @@ typedef struct dprl_ope_config {
   double epsilon, delta;
   int weighted;        /* value = weighted IS (1, default) or ordinary IS (0) */
   double ratio_max;    /* a public bound on target/behavior per step; 0: none */
+  double diag_share;   /* option diagnostics s in [0, 1]: 0, none released */
   int diagnostic;      /* release "diagnostic": exact values added (not private) */
   int has_seed;
   uint64_t seed;
@@ -48,10 +54,12 @@ typedef struct dprl_ope_config {
 typedef struct dprl_ope_noise {
   double B, c;       /* width and centre of [gmin, gmax] */
   double kw, kn;     /* scales of the weight sum and of the count */
-  double sens;       /* W B: the l2 sensitivity of v in value units */
+  double k2, kc;     /* diagnostics: scales of sum w^2 and of the clipped count */
+  int dim;           /* entries of v: 3, or 5 with diagnostics */
+  double sens;       /* W B sqrt(1 + s): the l2 sensitivity of v in value units */
   double sigma1;     /* analytic Gaussian scale for sensitivity 1 at (eps, delta) */
   double grid;       /* the power-of-two grid of every entry */
-  double sens_steps; /* (sens + sqrt(3) grid) / grid: with the rounding, in grid steps
+  double sens_steps; /* (sens + sqrt(dim) grid) / grid: with the rounding, in grid steps
                         (times grid: the reported "sensitivity") */
   uint64_t steps;    /* s = ceil(sens_steps sigma1): the noise scale in grid steps */
   double sigma;      /* s grid: the applied noise scale of every entry (value units) */
@@ -101,8 +109,9 @@ typedef struct dprl_ope_sums {
 void dprl_ope_sums_add(const dprl_ope_config *c, const dprl_ope_noise *nz, dprl_ope_sums *s,
                        double w, double g, int clipped);
 
-/* The vector v of the header for these sums (before rounding and noise). */
-void dprl_ope_vector(const dprl_ope_noise *nz, const dprl_ope_sums *s, double v[3]);
+/* The vector v of the header for these sums (before rounding and noise):
+** nz->dim entries. */
+void dprl_ope_vector(const dprl_ope_noise *nz, const dprl_ope_sums *s, double *v);
 
 /* ---- rows in any order ------------------------------------------------- */
 typedef struct dprl_ope_rows {

@@ -190,7 +190,7 @@ def test_errors():
                                   "\"weight_max\": 10, \"epsilon\": 1, \"delta\": 1e-5, "
                                   "\"epsilon_\": 1}'"),
                 'dp_is_value: unknown option "epsilon_" (known: gamma, rmin, rmax, gmin, gmax, '
-                "weight_max, horizon, epsilon, delta, weighted, ratio_max, seed, release, "
+                "weight_max, horizon, epsilon, delta, weighted, ratio_max, diagnostics, seed, release, "
                 "budget)", "an unknown option")
     msg = sql_error(con, CALL, (json.dumps(dict(BASE, gmin=1, gmax=0)),))
     check(msg is not None and "gmax > gmin, got [1, 0]" in msg, "an empty return range", msg)
