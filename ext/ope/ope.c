@@ -58,6 +58,7 @@ static int parse_all(dprl_ope_config *c, const dprl_options *o, int plan) {
   if ((rc = dprl_opt_number(o, "gmin", 0, lo, DPRL_ANY, &c->gmin)) ||
       (rc = dprl_opt_number(o, "gmax", 0, hi, DPRL_ANY, &c->gmax)))
     return rc;
+  c->range_given = dprl_opt_has(o, "gmin") && dprl_opt_has(o, "gmax");
   if (!(c->gmax > c->gmin)) {
     char a[32], b[32];
     return dprl_fail(o->err, DPRL_EINVAL,
@@ -205,6 +206,11 @@ double dprl_ope_bias_bound(const dprl_ope_config *c, const dprl_ope_noise *nz) {
   return alpha < 0.5 ? nz->B * alpha / (1 - alpha) : nz->B;
 }
 
+void dprl_ope_put_range(const dprl_ope_config *c, dprl_buf *b) {
+  dprl_json_put_key(b, "return_range");
+  dprl_json_put_string(b, c->range_given ? "given" : "from rmin, rmax and horizon");
+}
+
 static void put_est(dprl_buf *b, const char *key, double weighted, double ordinary) {
   dprl_json_put_key(b, key);
   dprl_buf_puts(b, "{\"weighted\":");
@@ -250,6 +256,7 @@ static void put_json(const dprl_ope_config *c, const dprl_ope_noise *nz, const d
   dprl_json_put_num(b, "rmax", c->rmax);
   dprl_json_put_num(b, "gmin", c->gmin);
   dprl_json_put_num(b, "gmax", c->gmax);
+  dprl_ope_put_range(c, b);
   dprl_json_put_int(b, "horizon", c->horizon);
   dprl_json_put_num(b, "weight_max", c->weight_max);
   /* the calibrated figure, rounding included: the one sigma and rho are of */

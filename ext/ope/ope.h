@@ -37,6 +37,7 @@ typedef struct dprl_ope_config {
   const char *fn;
   double gamma, rmin, rmax;
   double gmin, gmax;   /* the return range: given, or derived from the above */
+  int range_given;     /* both gmin and gmax were options */
   double weight_max;   /* W */
   int64_t horizon;     /* H: the first H steps of an episode count */
   double epsilon, delta;
@@ -74,6 +75,11 @@ typedef struct dprl_ope_noise {
 int dprl_ope_config_parse(dprl_ope_config *c, const char *fn, const char *text, size_t len,
                           int plan, dprl_cancel *cancel, dprl_error *err);
 void dprl_ope_config_free(dprl_ope_config *c);
+
+/* The key return_range: "given" (gmin and gmax were options) or "from
+** rmin, rmax and horizon" (the default, which holds a reward at every
+** step: for a reward only at the end, far wider than the returns). */
+void dprl_ope_put_range(const dprl_ope_config *c, dprl_buf *b);
 
 /* The noise of a release with these options (ALGORITHMS.md §15.3). */
 int dprl_ope_calibrate(const dprl_ope_config *c, dprl_ope_noise *nz, dprl_error *err);

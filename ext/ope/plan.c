@@ -65,6 +65,17 @@ int dprl_ope_plan(const char *text, size_t len, int64_t length_limit, dprl_cance
   dprl_json_put_num(out, "delta", c.delta);
   dprl_json_put_num(out, "gmin", c.gmin);
   dprl_json_put_num(out, "gmax", c.gmax);
+  dprl_ope_put_range(&c, out);
+  if (!c.range_given && c.horizon > 1) { /* §15.6: the noise is proportional to gmax - gmin */
+    char lo[32], hi[32], m[400];
+    dprl_snprintf(m, sizeof m, "the return range [%s, %s] allows a reward in [rmin, rmax] at "
+                  "every one of the %lld steps; if the returns are narrower (a reward only at "
+                  "the end: an outcome), state gmin and gmax: the noise is proportional to "
+                  "gmax - gmin", dprl_json_num(c.gmin, lo, sizeof lo),
+                  dprl_json_num(c.gmax, hi, sizeof hi), (long long)c.horizon);
+    dprl_json_put_key(out, "note");
+    dprl_json_put_string(out, m);
+  }
   dprl_json_put_int(out, "horizon", c.horizon);
   dprl_json_put_num(out, "weight_max", W);
   dprl_json_put_num(out, "sensitivity", nz.sens_steps * nz.grid);

@@ -139,4 +139,21 @@ def test_attack():
     check(mu_hat >= mu - margin, "and it finds the shift (the test has power)", (mu_hat, mu))
 
 
-run([test_unchanged_and_keys, test_accuracy, test_attack])
+def test_return_range():
+    con = clinical()
+    o = {k: v for k, v in BASE.items() if k not in ("gmin", "gmax")}
+    d, g = release(con, dict(o, seed=1)), release(con, dict(BASE, seed=1))
+    check(d["return_range"] == "from rmin, rmax and horizon" and [d["gmin"], d["gmax"]] == [-30, 30]
+          and g["return_range"] == "given", "return_range: given, or from rmin, rmax and horizon")
+    plan = lambda x: json.loads(con.execute("SELECT dp_plan(?)", (json.dumps(dict(
+        x, mechanism="dp_is_value", episodes=20000)),)).fetchone()[0])
+    p, q = plan(o), plan(BASE)
+    check(p["note"] == "the return range [-30, 30] allows a reward in [rmin, rmax] at every one of "
+          "the 30 steps; if the returns are narrower (a reward only at the end: an outcome), state "
+          "gmin and gmax: the noise is proportional to gmax - gmin" and "note" not in q
+          and abs(p["predicted_error"] / q["predicted_error"] - 30) < 0.5,
+          "dp_plan notes the default range (30 times the noise here), not a given one",
+          (p.get("note"), p["predicted_error"], q["predicted_error"]))
+
+
+run([test_unchanged_and_keys, test_accuracy, test_attack, test_return_range])
