@@ -47,8 +47,10 @@ async function main() {
   await con.run(
     `CREATE TABLE steps AS SELECT * FROM read_csv('${csv.replace(/'/g, "''")}', header = false,
        columns = {'episode': 'BIGINT', 't': 'BIGINT', 'state': 'BIGINT', 'reward': 'DOUBLE'})`);
-  await con.run(`CREATE TABLE dprl_params AS SELECT 0.99 AS gamma, NULL::DOUBLE AS rmin,
-    NULL::DOUBLE AS rmax, NULL::DOUBLE AS fmin, NULL::DOUBLE AS fmax, 750 AS n_states,
+  // the public options of the recipe, as dp_lsw's (rewards in [0, 1]): with
+  // NULL rmin/rmax the recipe refuses and returns NULL
+  await con.run(`CREATE TABLE dprl_params AS SELECT 0.99 AS gamma, 0::DOUBLE AS rmin,
+    1::DOUBLE AS rmax, NULL::DOUBLE AS fmin, NULL::DOUBLE AS fmax, 750 AS n_states,
     NULL::BIGINT AS max_states, NULL::BIGINT AS buckets, NULL::BIGINT AS bucket_lo, NULL::BIGINT AS bucket_hi`);
   process.stdout.write(`ready ${version}, 2 threads\n`);
   const rl = readline.createInterface({ input: process.stdin });
