@@ -24,6 +24,13 @@
 **           model (bench_mdp_eval.c);
 **   bind    the row aggregates with their options written into the SQL
 **           and bound as a parameter, as apps pass them (bench_bind.c).
+** Every row checks its result each round, after its clock stops: a number
+** must be finite (a NULL fails), a JSON result must be an object, a release
+** must say "private":true, and a first-visit row (SQLite's window SQL,
+** DuckDB's two) must give dp_fv_stats's sum of first-visit returns on the
+** same rows within a relative 1e-12.  A row that fails stops the bench with
+** exit 1, naming the row and why.  DPRL_BENCH_CORRUPT=NAME (a part of a
+** row's name) corrupts that row's result, to show that the checks fail.
 ** DuckDB (npm @duckdb/node-api, `make duckdb-deps`) runs in a child node
 ** process (tests/bench/duckdb_bench.cjs) with 2 threads on the same rows
 ** (exported once to build/bench_steps.csv); its CPU time is the child's,
@@ -182,6 +189,10 @@ typedef struct sample {
 /* One run, with bind (if not NULL) bound to parameter 1 as an app binds
 ** text (a copy: SQLITE_TRANSIENT); the first column of the last row goes
 ** to out. */
+/* The whole first cell of the last row of the last run_bound with out (a
+** copy, for the checks; NULL for an SQL NULL). */
+static char *last_text;
+
 static sample run_bound(sqlite3 *db, const char *sql, const char *bind, char *out, size_t n) {
   sqlite3_stmt *st;
   long long base = sqlite3_memory_used();
@@ -189,9 +200,18 @@ static sample run_bound(sqlite3 *db, const char *sql, const char *bind, char *ou
   double w0 = now(), c0 = cpu_now();
   if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) die(db, sql);
   if (bind && sqlite3_bind_text(st, 1, bind, -1, SQLITE_TRANSIENT) != SQLITE_OK) die(db, sql);
+  if (out) {
+    free(last_text);
+    last_text = NULL;
+    snprintf(out, n, "NULL");
+  }
   while (sqlite3_step(st) == SQLITE_ROW)
-    if (out && sqlite3_column_text(st, 0))
-      snprintf(out, n, "%s", (const char *)sqlite3_column_text(st, 0));
+    if (out) {
+      const char *t = (const char *)sqlite3_column_text(st, 0);
+      free(last_text);
+      last_text = t ? strdup(t) : NULL;
+      snprintf(out, n, "%s", t ? t : "NULL");
+    }
   if (sqlite3_finalize(st) != SQLITE_OK) die(db, sql);
   sample s = {cpu_now() - c0, now() - w0, sqlite3_memory_highwater(0) - base};
   return s;
@@ -210,6 +230,7 @@ struct item {
   int (*ext)(item *, sample *); /* a run elsewhere (DuckDB) */
   int ext_query;
   double steps; /* > 0: print bytes per step of the peak */
+  double first_visit; /* != 0: the result must be this sum of first-visit returns */
   double cpu[MAX_RUNS], wall[MAX_RUNS];
   int have[MAX_RUNS];
   long long peak;
@@ -226,15 +247,65 @@ static double median_of(double *v, int n) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+/* The result of x's last run (text: the whole of it for SQL rows, the
+** first 255 bytes for DuckDB's), checked as the header says; exits 1 when
+** it is not what the row computes. */
+static void check_result(const item *x, const char *text) {
+  const char *corrupt = getenv("DPRL_BENCH_CORRUPT");
+  char *own = text ? strdup(text) : NULL;
+  const char *why = NULL;
+  char detail[200] = "";
+  if (corrupt && *corrupt && strstr(x->name, corrupt) && own) { /* the test of the checks */
+    char *p = strstr(own, "\"private\":true");
+    if (p) memcpy(p, "\"private\":nope", 14);
+    else if (x->first_visit != 0) {
+      char v[64];
+      snprintf(v, sizeof v, "%.17g", strtod(own, NULL) * (1 + 1e-11));
+      free(own);
+      own = strdup(v);
+    } else {
+      free(own);
+      own = NULL;
+    }
+  }
+  if (!own || strcmp(own, "NULL") == 0) {
+    why = "the result is NULL";
+  } else if (own[0] == '{') {
+    size_t n = strlen(own);
+    if (own[n - 1] != '}') why = "the JSON result is not an object";
+    else if (strstr(own, "\"private\":") && !strstr(own, "\"private\":true"))
+      why = "the release does not say \"private\":true";
+  } else {
+    char *end;
+    double v = strtod(own, &end);
+    if (end == own || !isfinite(v)) {
+      why = "the result is not a finite number";
+    } else if (x->first_visit != 0 &&
+               !(fabs(v - x->first_visit) <= 1e-12 * fabs(x->first_visit))) {
+      why = "the sum of first-visit returns differs from dp_fv_stats's";
+      snprintf(detail, sizeof detail, " (%.17g, want %.17g)", v, x->first_visit);
+    }
+  }
+  if (why) {
+    fprintf(stderr, "bench: FAILED: row \"%s\": %s%s\n", x->name, why, detail);
+    exit(1);
+  }
+  free(own);
+}
+
 static void measure(sqlite3 *db, item *it, int n) {
   for (int r = 0; r < RUNS; r++) {
     for (int k = 0; k < n; k++) {
       item *x = &it[(k + r) % n];
       sample s;
-      if (x->sql)
+      if (x->sql) {
         s = run_bound(db, x->sql, x->bind, x->res, sizeof x->res);
-      else if (!x->ext || x->ext(x, &s))
+        check_result(x, last_text);
+      } else if (!x->ext || x->ext(x, &s)) {
         continue;
+      } else {
+        check_result(x, x->res);
+      }
       x->cpu[r] = s.cpu;
       x->wall[r] = s.wall;
       x->have[r] = 1;
@@ -394,7 +465,7 @@ static int duck_run(item *x, sample *s) {
   "(SELECT state, count(*) AS v, sum(G) AS s FROM g WHERE rn = 1 GROUP BY state)"
 
 static void policy_eval_bench(sqlite3 *db, const char *csv) {
-  enum { SCAN_R, LSW, LSL, SCAN_G, GROUPED, AGG, FVS, SHARD, PLAIN, DUCK_W, DUCK_S };
+  enum { SCAN_R, LSW, LSL, SCAN_G, GROUPED, AGG, FVS, SHARD, PLAIN, DUCK_W, DUCK_S, SCAN_1 };
   item it[] = {
       [SCAN_R] = {.name = "bare scan (sum of the 4 columns)", .sql = SCAN("steps"), .ref = SCAN_R},
       [LSW] = {.name = "dp_lsw, rows in random order",
@@ -443,8 +514,17 @@ static void policy_eval_bench(sqlite3 *db, const char *csv) {
                   .ref = LSW,
                   .ext = duck_run,
                   .ext_query = 1},
+      [SCAN_1] = {.name = "bare scan of one column (sum(reward))",
+                  .sql = "SELECT sum(reward) FROM steps",
+                  .ref = SCAN_1},
   };
   int n = (int)(sizeof it / sizeof it[0]);
+  /* the reference of the first-visit rows: dp_fv_stats on the same rows */
+  char fv[64];
+  run_once(db, "SELECT sum(e.value->>2) FROM (SELECT dp_fv_stats(episode, t, state, reward, "
+               "'{\"n_states\": 750, \"gamma\": 0.99, \"rmin\": 0, \"rmax\": 1}') AS j FROM steps) "
+               "AS x, json_each(x.j, '$.states') AS e", fv, sizeof fv);
+  it[PLAIN].first_visit = it[DUCK_W].first_visit = it[DUCK_S].first_visit = strtod(fv, NULL);
   printf("\n== dp_lsw / dp_lsl: %d episodes x %d steps, N = %d, dense ids (%d rounds) ==\n",
          EPISODES, STEPS, N_STATES, RUNS);
   if (getenv("DPRL_BENCH_NO_PLAIN")) it[PLAIN].sql = NULL;
@@ -457,6 +537,15 @@ static void policy_eval_bench(sqlite3 *db, const char *csv) {
   measure(db, it, n);
   duck_stop();
   report(it, n);
+  /* the two floors side by side: what dp_lsw costs over each */
+  double q4[3], q1[3], s41[3];
+  ratio_stats(it, LSW, 0, q4);
+  it[LSW].ref = it[SCAN_R].ref = SCAN_1;
+  ratio_stats(it, LSW, 0, q1);
+  ratio_stats(it, SCAN_R, 0, s41);
+  it[LSW].ref = it[SCAN_R].ref = SCAN_R;
+  printf("  floors (median CPU ratios): dp_lsw / the 4-column scan %.2f, dp_lsw / the one-column "
+         "scan %.2f; the 4-column scan / the one-column scan %.2f\n", q4[1], q1[1], s41[1]);
   printf(
       "  results: SQLite window SQL sum of returns %s; DuckDB window SQL %s, "
       "first_visit_stats.sql %s\n",

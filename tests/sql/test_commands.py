@@ -177,4 +177,32 @@ def test_documented_commands_run():
             run_here(name, entry[1], entry[2], entry[3])
 
 
-run([test_documented_commands_run])
+def test_bench_checks_fail():
+    """make bench checks each row's result: a corrupted one (DPRL_BENCH_CORRUPT)
+    stops it with exit 1 and names the row and why."""
+    if SMALL:  # the plain build's program, as make bench in PLAIN_ONLY
+        return
+    bench = os.path.join(ROOT, "build", "dprl_bench")
+    if not os.path.exists(bench):
+        return check(False, "build/dprl_bench exists", "make test builds it")
+    cases = [("bind", "dp_lsw, options in the SQL", 'the release does not say "private":true'),
+             ("bind", "dp_mdp, options bound", "the result is NULL"),
+             ("bind", "bare scan of steps", "the result is NULL"),
+             ("lsw", "SQLite window SQL", "the sum of first-visit returns differs from dp_fv_stats's")]
+    d = tempfile.mkdtemp(prefix="dprl-bench-")
+    try:
+        for section, row, why in cases:
+            env = dict(os.environ, DPRL_BENCH_RUNS="1", DPRL_BENCH=section, DPRL_BENCH_EPISODES="2000",
+                       DPRL_BENCH_CORRUPT=row)
+            env.pop("DUCKDB_NODE_DIR", None)
+            p = subprocess.run([bench, os.path.join(d, "bench.db"), SO_STEM], cwd=ROOT, env=env,
+                               capture_output=True, text=True, timeout=600)
+            out = p.stdout + p.stderr
+            check(p.returncode == 1 and f'bench: FAILED: row "{row}' in out and why in out,
+                  f"make bench with the row {row!r} corrupted: exit 1, naming the row and why",
+                  f"exit {p.returncode}\n{out[-2000:]}")
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+run([test_documented_commands_run, test_bench_checks_fail])
