@@ -228,11 +228,13 @@ static int calibrate_sparse(dprl_mdp_config *c, const dprl_options *o) {
   c->bound_rep = 2 * c->bound;
   double by_h_rep = sqrt(6 * H * H + H + 3) * (c->exact_path ? 1 : 1 + 0x1p-10);
   if (by_h_rep < c->bound_rep) c->bound_rep = by_h_rep;
-  /* the whole vector: start, every count cell with the ends (and the
-  ** censored ends), rewards, totals */
-  double ends = S * A * (S + (c->outcome ? 2 : 1)), full = S + ends + 2 * S * A;
+  /* the whole vector: start, every count cell with the ends, rewards,
+  ** totals (and the censored ends); an episode touches at most S A S cells
+  ** and one end entry (two with tent), so the cap S A (S + 1) holds with
+  ** outcomes too */
+  double full = S + S * A * (S + 1) + 2 * S * A + (c->outcome ? S * A : 0);
   double start = c->tent ? 2 : 1, per_count = c->tent ? 4 : 1, per_pair = c->tent ? 2 : 1;
-  double t = start + fmin(per_count * H, ends) + 2 * fmin(per_pair * H, A * S);
+  double t = start + fmin(per_count * H, A * S * (S + 1)) + 2 * fmin(per_pair * H, A * S);
   c->touched = (int64_t)fmin(t, full);
   c->touched_rep = (int64_t)fmin(2 * (double)c->touched, full);
   c->new_cells = (int64_t)fmin(per_count * H, S * A * S);
@@ -277,8 +279,9 @@ static int calibrate(dprl_mdp_config *c, const dprl_options *o) {
   }
   if (c->horizon) {
     double start = c->tent ? 2 : 1, per_count = c->tent ? 4 : 1, per_reward = c->tent ? 2 : 1;
-    double ends = A * S * (S + (c->outcome ? 2 : 1)); /* counts, the censored ends too */
-    double t = start + fmin(per_count * H, ends) + fmin(per_reward * H, A * S);
+    /* the counts: an end (censored or not) is one of an episode's count
+    ** entries, and it touches one end entry at most, so the cap holds */
+    double t = start + fmin(per_count * H, A * S * (S + 1)) + fmin(per_reward * H, A * S);
     c->touched = (int64_t)fmin(t, (double)c->dim);
   } else {
     c->touched = (int64_t)c->dim;

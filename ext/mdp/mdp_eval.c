@@ -77,7 +77,7 @@ int dprl_mdpv_options(const char *fn, const char *text, size_t len, int plan,
       (rc = dprl_opt_number(&opt, "gamma", 0, m->gamma, DPRL_CLOSED(0, 1), &o->gamma)) ||
       (rc = dprl_opt_number(&opt, "count_floor", 0, 0, DPRL_NONNEG, &o->est.count_floor)) ||
       (rc = dprl_opt_number(&opt, "min_count", 0,
-                            dprl_mdpv_noise_floor(m->sparse ? 1 : m->S, m->sigma,
+                            dprl_mdpv_noise_floor((m->sparse ? 1 : m->S) + !!m->censored, m->sigma,
                                                   o->est.count_floor),
                             DPRL_NONNEG, &o->est.min_count)) ||
       (rc = dprl_opt_choice(&opt, "ends", ends, 0, &o->est.censored)) ||
@@ -426,7 +426,7 @@ static int bootstrap(const dprl_mdpv_model *m, const dprl_mdpv_opts *o,
   dprl_rng rng;
   dprl_mdpv_solved how;
   int64_t S = m->S;
-  double *scratch = dprl_malloc_array((size_t)S + 2, sizeof *scratch);
+  double *scratch = dprl_malloc_array((size_t)S + 3, sizeof *scratch); /* a redraw: <= S + 3 */
   double *V = dprl_malloc_array((size_t)S, sizeof *V);
   int rc = !scratch || !V ? dprl_nomem(err) : DPRL_OK;
   dprl_rng_init_seeded(&rng, o->seed, DPRL_STREAM_MDP_BOOTSTRAP);
@@ -510,7 +510,7 @@ int dprl_mdpv_value(const dprl_mdpv_model *m, const dprl_mdpv_opts *o,
   double *V = dprl_malloc_array(n * (size_t)S, sizeof *V);
   double *mem = dprl_calloc(2 * n * (size_t)S, sizeof *mem);
   moments *mo = dprl_calloc(n, sizeof *mo);
-  double *scratch = dprl_malloc_array((size_t)S + 2, sizeof *scratch);
+  double *scratch = dprl_malloc_array((size_t)S + 3, sizeof *scratch); /* a redraw: <= S + 3 */
   int rc = dprl_mdpv_work_init(&w, S, m->A, err);
   if (!rc && (!hows || !V || !mem || !mo || !scratch)) rc = dprl_nomem(err);
   if (!rc) rc = dprl_mdpv_estimate(m, &o->est, NULL, scratch, &e, cancel, err);
@@ -562,7 +562,7 @@ int dprl_mdpv_plan(const dprl_mdpv_model *m, const dprl_mdpv_opts *o, dprl_buf *
   dprl_mdpv_solved how;
   double *Q = dprl_malloc_array((size_t)(S * A), sizeof *Q);
   double *V = dprl_malloc_array((size_t)S, sizeof *V);
-  double *scratch = dprl_malloc_array((size_t)S + 2, sizeof *scratch);
+  double *scratch = dprl_malloc_array((size_t)S + 3, sizeof *scratch); /* a redraw: <= S + 3 */
   int32_t *policy = dprl_malloc_array((size_t)S, sizeof *policy);
   int rc = dprl_mdpv_work_init(&w, S, A, err);
   if (!rc && (!Q || !V || !scratch || !policy)) rc = dprl_nomem(err);

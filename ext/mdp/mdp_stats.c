@@ -409,13 +409,15 @@ int dprl_mdp_collect(dprl_mdp_stats *st, const dprl_mdp_config *c, dprl_step_buf
     rc = dprl_step_buffer_episode(buf, e, &steps, &n, err);
     if (!rc && xbuf) rc = dprl_step_buffer_episode(xbuf, e, &xs, &nx, err);
     if (!rc) rc = dprl_cancel_poll(cancel, 8 * (uint64_t)n + 50, err);
-    if (!rc && keys) /* what the release read of the episode (outcomes too), beside its key */
+    dprl_step *own = (dprl_step *)steps; /* the buffer's, read once and freed below */
+    if (!rc && c->outcome && n) /* only the last row's outcome is read: the others' go */
+      for (size_t i = 0; i + 1 < n; i++) own[i].state &= ~DPRL_MDP_CENSORED;
+    if (!rc && keys) /* what the release read of the episode (its outcome too), beside its key */
       rc = dprl_key_set_print(&buf->ep, dprl_step_buffer_entry(buf, e),
                               dprl_print_steps_from(dprl_print_steps(steps, n), xs, nx), err);
-    if (!rc && c->outcome && n) { /* the last step's outcome is the episode's; the flags go */
+    if (!rc && c->outcome && n) { /* the episode's outcome, and its flag goes */
       st->censored = (steps[n - 1].state & DPRL_MDP_CENSORED) != 0;
-      dprl_step *own = (dprl_step *)steps; /* the buffer's, read once and freed below */
-      for (size_t i = 0; i < n; i++) own[i].state &= ~DPRL_MDP_CENSORED;
+      own[n - 1].state &= ~DPRL_MDP_CENSORED;
     }
     if (!rc) rc = dprl_mdp_add_episode(st, c, steps, xs, n, err);
   }

@@ -560,7 +560,10 @@ int dprl_mdpv_estimate(const dprl_mdpv_model *m, const dprl_mdpv_est_opts *o, dp
       R += m->reward_sigma * z;
     }
     e->row[sa] = (int64_t)first;
-    if (!(N > o->min_count) || ((o->censored || C > 0) && !(NP > 0))) { /* also N = 0 */
+    /* no observed next state: censoring (option ends) leaves nothing to go
+    ** to; per-episode outcomes only when no end was seen either */
+    int blind = !(NP > 0) && (o->censored || (C > 0 && !(c[S] > t)));
+    if (!(N > o->min_count) || blind) { /* also N = 0 */
       nnz = first;
       e->pessimistic++;
       e->reward[sa] = m->rmin;

@@ -95,16 +95,18 @@ int dprl_mdpv_read_sparse(const dprl_json *root, dprl_mdpv_model *m, dprl_cancel
 ** and N_o = N - E - C went on to a recorded state.  P(s') = c(s') / N_o
 ** times (N - E) / N (renormalise: c(s') / K times (N - E) / N), and
 ** the unknown share (N - E) / N (1 - K / N_o).  Nothing went on: no
-** next states; nothing recorded went on: all of it unknown (renormalise:
-** norm 0, a pessimistic pair). */
+** next states; nothing recorded went on: all of it unknown.  Renormalise
+** with no kept cell: the end takes the row when E > 0 (as without
+** outcomes), else norm 0, a pessimistic pair. */
 static void outcome_row(double K, double E, double C, double T, int renormalise, double *N,
                         double *norm, double *share) {
-  double n = T > K + E + C ? T : K + E + C, on = n - E, seen = on - C;
+  double n = T > K + E + C ? T : K + E + C, on = n - E;
+  double seen = n == K + E + C ? K : fmax(on - C, K); /* >= K: P sums to at most on / n */
   *N = n;
   if (!(on > 0)) {
     *norm = 1, *share = 0;
   } else if (renormalise) {
-    *norm = K > 0 ? K * n / on : 0, *share = 0;
+    *norm = K > 0 ? K * n / on : E > 0 ? 1 : 0, *share = 0;
   } else if (seen > 0) {
     *norm = seen * n / on, *share = on / n * (1 - K / seen);
   } else {

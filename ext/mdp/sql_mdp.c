@@ -94,7 +94,8 @@ static int read_outcome(sqlite3_value **argv, uint32_t *flag, dprl_error *err) {
   dprl_sql_describe(v, got, sizeof got);
   dprl_fail(err, DPRL_EINVAL,
             "outcome must be 'terminal' (the episode ended: discharge, death) or 'censored' "
-            "(the episode went on after this step, its next state not recorded), got %s", got);
+            "(the episode went on after this step, its next state not recorded), got %s; only "
+            "each episode's last row counts, e.g. COALESCE(outcome, 'terminal')", got);
   dprl_sql_say_where(argv, err);
   return err->code;
 }

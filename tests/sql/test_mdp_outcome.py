@@ -17,7 +17,9 @@ episode ended, 'terminal' or 'censored', read from its last row.
   off by more than twenty."""
 import json
 import math
+import os
 import random
+import sqlite3
 
 from harness import check, check_close, check_error, connect, run
 from reference import solve
@@ -124,10 +126,12 @@ def test_errors():
         check_error(con, f"SELECT dp_mdp(episode, t, state, action, reward, {value}, ?) FROM steps",
                     "dp_mdp: outcome must be 'terminal' (the episode ended: discharge, death) or "
                     "'censored' (the episode went on after this step, its next state not recorded), "
-                    f"got {got} (row with episode 1, t 0)", f"outcome {value}", (o,))
+                    f"got {got}; only each episode's last row counts, e.g. COALESCE(outcome, "
+                    "'terminal') (row with episode 1, t 0)", f"outcome {value}", (o,))
     check_error(con, MDP7, "dp_mdp: outcome must be 'terminal' (the episode ended: discharge, death) "
                 "or 'censored' (the episode went on after this step, its next state not recorded), "
-                "got text 'died' (row with episode 1, t 1)", "an outcome of another word", (o,))
+                "got text 'died'; only each episode's last row counts, e.g. COALESCE(outcome, "
+                "'terminal') (row with episode 1, t 1)", "an outcome of another word", (o,))
     con.execute("UPDATE steps SET outcome = 'censored'")
     m = con.execute(MDP7, (o,)).fetchone()[0]
     check_error(con, "SELECT dp_mdp_value(?, '[0, 0, 0]', '{\"ends\": \"censored\"}')",
@@ -156,11 +160,12 @@ def estimate(m, renormalise=False):
                 kept = [(k, c) for k, c in cells.get((s, a), []) if c > 0]
                 K, E = sum(c for _, c in kept), pos(m["ends"][s][a])
                 N = max(pos(m["totals"][s][a]), K + E + C)
-                on, seen = N - E, N - E - C
+                on = N - E
+                seen = K if N == K + E + C else max(on - C, K)
                 if on <= 0:
                     norm, share = 1.0, 0.0
                 elif renormalise:
-                    norm, share = (K * N / on if K > 0 else 0.0), 0.0
+                    norm, share = (K * N / on if K > 0 else 1.0 if E > 0 else 0.0), 0.0
                 elif seen > 0:
                     norm, share = seen * N / on, on / N * (1 - K / seen)
                 else:
@@ -173,11 +178,11 @@ def estimate(m, renormalise=False):
                 kept = [(k, c) for k, c in enumerate(m["counts"][s][a][:S]) if c > 0]
                 K, E = sum(c for _, c in kept), pos(m["counts"][s][a][S])
                 N = K + E + C
-                if not (N > 0) or (C > 0 and not (K > 0)):
+                if not (N > 0) or (C > 0 and not (K > 0) and not (E > 0)):
                     pess += 1
                     r[s][a] = m["rmin"]
                     continue
-                norm, share = K * N / (K + C), 0.0
+                norm, share = (K * N / (K + C) if K > 0 else 1.0), 0.0
             for k, c in kept:
                 P[s][a][k] = c / norm
             u[s][a] = share
@@ -250,4 +255,95 @@ def test_window_bias():
               (v0, truth, se))
 
 
-run([test_layout, test_exact, test_errors, test_estimate, test_window_bias])
+def test_end_only_pairs():
+    """A pair whose episodes all end there (0 -> 1 -> end, every stay
+    terminal): with the outcome it is read as without it, whatever noise
+    the censored entry gets: no more pessimistic pairs, the same value
+    within the noise (sparse renormalise and dense)."""
+    con = connect()
+    rows = [(e, t, t, 0, 1.0 if t == 1 else 0.0, "terminal") for e in range(2000) for t in range(2)]
+    table(con, rows)
+    o = {"n_states": 2, "n_actions": 1, "gamma": 0.9, "rmin": 0, "rmax": 1, "epsilon": 1,
+         "delta": 1e-5, "horizon": 2}
+    for extra, opt in (({"transitions": "sparse"}, {"unknown": "renormalise"}), ({"transitions": "dense"}, {})):
+        p6 = p7 = 0
+        v6, v7 = [], []
+        for seed in range(20):
+            vo = json.dumps(dict(opt, bootstrap=0))
+            for sql, vs in ((MDP6, v6), (MDP7, v7)):
+                m = con.execute(sql, (json.dumps(dict(o, seed=seed, **extra)),)).fetchone()[0]
+                r = json.loads(con.execute("SELECT dp_mdp_value(?, '[0, 0]', ?)", (m, vo)).fetchone()[0])
+                vs.append(r["value"])
+                if sql is MDP6:
+                    p6 += r["pessimistic_pairs"]
+                else:
+                    p7 += r["pessimistic_pairs"]
+        kind = extra["transitions"]
+        check(p7 == p6, f"{kind}: end-only pairs are not made pessimistic by the censored entry's noise",
+              (p6, p7))
+        check(max(abs(a - b) for a, b in zip(v6, v7)) < 0.05,
+              f"{kind}: the values with and without the outcome agree (no stay censored)",
+              list(zip(v6, v7))[:5])
+
+
+def test_bootstrap_and_plan():
+    """The bootstrap redraws the censored entries too (a pair keeping all S
+    cells: the redraw's largest scratch), and dp_mdp_plan reads the model."""
+    con = connect()
+    table(con, log(2000, 6))
+    for extra in ({"transitions": "sparse", "epsilon": 5}, {}):
+        m = con.execute(MDP7, (json.dumps(dict(BASE, seed=2, **extra)),)).fetchone()[0]
+        a = json.loads(con.execute("SELECT dp_mdp_value(?, '[0, 1, 1]', '{\"bootstrap\": 20}')", (m,)).fetchone()[0])
+        b = json.loads(con.execute("SELECT dp_mdp_value(?, '[0, 1, 1]', '{\"bootstrap\": 20}')", (m,)).fetchone()[0])
+        p = json.loads(con.execute("SELECT dp_mdp_plan(?)", (m,)).fetchone()[0])
+        kind = extra.get("transitions", "dense")
+        check(a == b and a["stderr"] > 0 and len(p["policy"]) == S and p["ends"] == "per episode",
+              f"{kind}: the bootstrap runs and repeats, stderr > 0; dp_mdp_plan reads the outcome model")
+
+
+def test_calibration_cap():
+    """Where the horizon passes S A (S + 1), the bound is the same with the
+    outcome, and sigma differs only by the grid rounding term (the guide's
+    one-state example)."""
+    con = connect()
+    table(con, [(1, 0, 0, 0, 0.0, "censored")])
+    for extra in ({}, {"transitions": "sparse"}, {"features": {"tent": 2, "low": 0, "high": 1}}):
+        o = dict(n_states=2 if extra.get("features") else 1, n_actions=1, gamma=0.9, rmin=0, rmax=1,
+                 epsilon=1, delta=1e-5, horizon=3, seed=1, **extra)
+        a, b = release(con, MDP6, o), release(con, MDP7, o)
+        # the bound is the same; only the grid-rounding term sqrt(touched_rep) g may
+        # count the censored entries where two episodes can touch the whole vector
+        check(abs(a["sigma"] - b["sigma"]) <= 1e-4 * a["sigma"] and a["rho"] > 0 and b["sigma"] >= a["sigma"],
+              f"{extra or 'dense'}: H = 3 past the cap, sigma the same up to the grid rounding term",
+              (a["sigma"], b["sigma"]))
+
+
+def test_units_print():
+    """The words on rows before an episode's last are not read, so copies of
+    the episodes that differ only there are copies (the ledger's check), and
+    a copy that differs in its last row's word is a new episode."""
+    import tempfile
+    d = tempfile.mkdtemp()
+    con = connect(os.path.join(d, "p.db"))
+    con.execute("PRAGMA journal_mode = WAL")
+    table(con, log(50, 8))
+    con.commit()
+    con.execute("SELECT dprl_budget('b', 100, 1e-3, '{\"unit\": \"episode\"}')")
+    o = json.dumps(dict(BASE, budget="b"))
+    # group 1 repeats group 0's episodes (of two rows or more) under other
+    # keys, with the word of each first row flipped
+    bad = ("SELECT k, length(dp_mdp(episode * 10 + k, t, state, action, reward, CASE WHEN t = 0 AND k = 1 "
+           "THEN (CASE outcome WHEN 'terminal' THEN 'censored' ELSE 'terminal' END) ELSE outcome END, ?)) "
+           "FROM steps, (SELECT 0 AS k UNION ALL SELECT 1) WHERE episode IN (SELECT episode FROM steps "
+           "GROUP BY episode HAVING count(*) > 1) GROUP BY k")
+    err = None
+    try:
+        con.execute(bad, (o,)).fetchall()
+    except sqlite3.Error as e:
+        err = str(e)
+    check(err is not None and "those of an episode of an earlier group under another key" in err,
+          "copies differing only in the words of rows before the last are refused as copies", err)
+
+
+run([test_layout, test_exact, test_errors, test_estimate, test_window_bias, test_end_only_pairs,
+     test_bootstrap_and_plan, test_calibration_cap, test_units_print])
