@@ -133,10 +133,32 @@ int dprl_mdpv_arrays(const dprl_json *v, const char *what, size_t n, const char 
                    what, size, n, g);
 }
 
+/* {"aggregate": k} or {"map": [...]}: the release counted groups of the
+** rows' states, and the model is tabular over its n_states groups. */
+static int grouped(const dprl_json *f, dprl_mdpv_model *m, dprl_error *err) {
+  const dprl_json *v = f->n == 1 ? f->items[0] : NULL;
+  char g[96];
+  int agg = strcmp(f->keys[0], "aggregate") == 0;
+  if (agg && v && v->type == DPRL_JSON_NUMBER && v->num == floor(v->num) && v->num >= 1)
+    return DPRL_OK;
+  for (size_t i = 0; !agg && v && v->type == DPRL_JSON_ARRAY && v->nums && i <= v->n; i++) {
+    if (i == v->n) return DPRL_OK;
+    if (!(v->nums[i] == floor(v->nums[i]) && v->nums[i] >= 0 && v->nums[i] < (double)m->S))
+      return dprl_fail(err, DPRL_EINVAL, "model: features.map[%zu] must be a group in "
+                       "0..n_states-1 = 0..%lld", i, (long long)m->S - 1);
+  }
+  dprl_mdpv_got(f, g, sizeof g);
+  return dprl_fail(err, DPRL_EINVAL, "model: features must be {\"aggregate\": k >= 1} or "
+                   "{\"map\": [g_0, ...]} (integer groups), got %s", g);
+}
+
 static int features(const dprl_json *root, dprl_mdpv_model *m, dprl_error *err) {
   const dprl_json *f = dprl_mdpv_member(root, "features", err);
   if (!f) return DPRL_EINVAL;
   if (f->type == DPRL_JSON_STRING && strcmp(f->str, "tabular") == 0) return DPRL_OK;
+  if (f->type == DPRL_JSON_OBJECT && f->n >= 1 &&
+      (strcmp(f->keys[0], "aggregate") == 0 || strcmp(f->keys[0], "map") == 0))
+    return grouped(f, m, err);
   const dprl_json *k = f->type == DPRL_JSON_OBJECT ? dprl_json_get(f, "tent") : NULL;
   const dprl_json *lo = k ? dprl_json_get(f, "low") : NULL, *hi = k ? dprl_json_get(f, "high") : NULL;
   if (!k || !lo || !hi || k->type != DPRL_JSON_NUMBER || lo->type != DPRL_JSON_NUMBER ||
@@ -145,8 +167,8 @@ static int features(const dprl_json *root, dprl_mdpv_model *m, dprl_error *err) 
     char g[96];
     dprl_mdpv_got(f, g, sizeof g);
     return dprl_fail(err, DPRL_EINVAL,
-                     "model: features must be \"tabular\" or {\"tent\": K, \"low\": lo, "
-                     "\"high\": hi} with finite lo < hi, got %s", g);
+                     "model: features must be \"tabular\", {\"aggregate\": k}, {\"map\": [...]} "
+                     "or {\"tent\": K, \"low\": lo, \"high\": hi} with finite lo < hi, got %s", g);
   }
   if (k->num != (double)m->S)
     return dprl_fail(err, DPRL_EINVAL,
