@@ -65,7 +65,7 @@ static int parse_map(dprl_mdp_config *c, const dprl_options *o, const dprl_json 
     return dprl_fail(o->err, DPRL_EINVAL,
                      "%s: features.map has %zu states, more than 2^31 - 1", o->fn, m->n);
   int64_t S = c->n_states;
-  size_t echo = 2; /* the brackets */
+  size_t echo = 1; /* [g_0,g_1,...]: the brackets, less the comma the last entry has not */
   unsigned char *hit = dprl_calloc((size_t)S, 1);
   c->map = dprl_malloc_array(m->n, sizeof *c->map);
   if (!hit || !c->map) {
