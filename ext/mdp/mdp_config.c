@@ -65,6 +65,11 @@ static int parse_map(dprl_mdp_config *c, const dprl_options *o, const dprl_json 
     return dprl_fail(o->err, DPRL_EINVAL,
                      "%s: features.map has %zu states, more than 2^31 - 1", o->fn, m->n);
   int64_t S = c->n_states;
+  if ((double)S > (double)m->n) /* before a table of S marks */
+    return dprl_fail(o->err, DPRL_EINVAL,
+                     "%s: features.map has %zu states for n_states = %lld groups: each group "
+                     "must be some state's, so n_states is at most the map's length", o->fn,
+                     m->n, (long long)S);
   size_t echo = 1; /* [g_0,g_1,...]: the brackets, less the comma the last entry has not */
   unsigned char *hit = dprl_calloc((size_t)S, 1);
   c->map = dprl_malloc_array(m->n, sizeof *c->map);

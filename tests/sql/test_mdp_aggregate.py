@@ -127,6 +127,8 @@ def test_errors():
         ({"map": [0, 1, 3, 1]}, "features.map gives group 2 to no state: the groups are the "
                                 "model's n_states = 4 states, each some state's group (the map "
                                 "uses 3 of them)"),
+        ({"map": [0, 1, 2]}, "features.map has 3 states for n_states = 4 groups: each group "
+                             "must be some state's, so n_states is at most the map's length"),
         ({"aggregate": 3, "map": MAP}, "option features {\"aggregate\": ...} takes no other key, "
                                        f"got 2 keys (the forms: {forms})"),
         ({"map": MAP, "low": 0}, "option features {\"map\": ...} takes no other key, got 2 keys "
