@@ -271,11 +271,12 @@ bench: deps check-deps duckdb-deps dprl.so $(B)/dprl_bench
 # (tests/utility/utility.py: dp_lsw/dp_lsl on the ICU sample and the
 # paper's chain, dp_prefix_stable, a study's charges, dp_mdp off-policy,
 # dp_expert_policy on the clinical sample, dp_mdp at clinical scale on
-# samples/icu_model: 1,440 states, 8 actions), then the consensus vote state
+# samples/icu_model: 1,440 states, 8 actions, and over 48 groups of its
+# states), then the consensus vote state
 # by state against its plan (tests/utility/expert.py), and what the reward
 # relation allows on the paper's Q-learning task against dp_q_learn
-# (tests/utility/q_impossibility.py).  A few minutes, and about 6 more
-# for icu_model (nine dense dp_mdp releases of 16.6 M entries).
+# (tests/utility/q_impossibility.py).  A few minutes; icu_model about
+# half a minute (sparse releases).
 utility: deps check-deps dprl.so
 	@DPRL_SO=./dprl.so $(PYTHON) tests/utility/utility.py
 	@DPRL_SO=./dprl.so $(PYTHON) tests/utility/expert.py

@@ -10,7 +10,9 @@
 #include "mdp/mdp.h"
 
 /* The options both forms share, checked and calibrated; plan = 1: no
-** seed, budget or release (they are the release's). */
-int dprl_mdp_parse_options(dprl_mdp_config *c, const dprl_options *o, int plan);
+** seed, budget or release (they are the release's).  Polls cancel (a
+** map of features can be long). */
+int dprl_mdp_parse_options(dprl_mdp_config *c, const dprl_options *o, int plan,
+                           dprl_cancel *cancel);
 
 #endif

@@ -23,7 +23,9 @@
 ** each.  The result's reward_sums are b * reward (reward_sigma = b sigma).
 ** With tent features a real state x is phi(x) over K anchors (two
 ** non-zero weights summing to 1) and the entries are sums of phi(s) (x)
-** phi(s'), phi(s0), phi(s) (r - c)/b.
+** phi(s'), phi(s0), phi(s) (r - c)/b.  With aggregate or map features
+** s is the group of the row's state (dprl_mdp_group), so the vector and
+** its bounds are the tabular ones over the groups (§13.1).
 **
 ** Contributions are bounded by public options: only the first `horizon`
 ** steps (by t) of an episode count, and/or the episode's whole vector is
@@ -59,6 +61,14 @@ typedef struct dprl_mdp_config {
   double clip;               /* C > 0, or 0: no clip */
   int tent;                  /* features {"tent": K, "low": lo, "high": hi} */
   double low, high;
+  /* features {"aggregate": k} (group floor(s / k)) or {"map": [g_0, ...]}
+  ** (group map[s]): a public function of a row's state, applied before
+  ** counting; n_states is then the number of groups, the model's states */
+  int64_t agg_k;             /* k, or 0 */
+  int32_t *map;              /* map[R], or NULL */
+  int64_t raw_states;        /* the states a row may give, 0..raw_states-1: S tabular,
+                             ** k S aggregated, R with a map (0 with tent features) */
+  size_t echo_bytes;         /* the bytes of the map's echo in the result */
   int has_seed;
   uint64_t seed;
   int diagnostic;            /* release "diagnostic": exact statistics too */
@@ -120,7 +130,8 @@ extern const char *const dprl_mdp_option_names[];
 int dprl_mdp_calibrate_grid(dprl_mdp_config *c, double g, dprl_error *err);
 
 /* ---- rows into steps -------------------------------------------------------
-** A buffered step (rows/steps.h) carries, tabular: state = s << abits | a,
+** A buffered step (rows/steps.h) carries, tabular: state = s << abits | a
+** (s the group with aggregate or map features),
 ** reward = the step's reward in ticks; tent: state = a, reward = the
 ** reward in ticks, and a second buffer (same keys and t) holds the real
 ** state x (clamped to [low, high]) in its reward field. */
@@ -136,6 +147,12 @@ static inline double dprl_mdp_reward_ticks(const dprl_mdp_config *c, double r) {
 ** the action).  dprl_mdp_collect reads the episode's last step's and
 ** clears it before the statistics. */
 #define DPRL_MDP_CENSORED 0x80000000u
+/* The model state (group) of a row's state s, or -1 when s is outside
+** 0..raw_states-1 (tabular, aggregate or map; not tent). */
+static inline int64_t dprl_mdp_group(const dprl_mdp_config *c, int64_t s) {
+  if (s < 0 || s >= c->raw_states) return -1;
+  return c->map ? c->map[s] : c->agg_k ? s / c->agg_k : s;
+}
 static inline uint32_t dprl_mdp_pack(const dprl_mdp_config *c, int64_t s, int64_t a) {
   return (uint32_t)((uint64_t)s << c->abits | (uint64_t)a);
 }

@@ -29,25 +29,103 @@ const char *const dprl_mdp_option_names[] = {
 ** counts is as many steps as a release takes (DPRL_MDP_MAX_STEPS). */
 #define GRID_FLOOR 0x1p-12
 
-/* {"tent": K, "low": lo, "high": hi}, or "tabular". */
-static int parse_features(dprl_mdp_config *c, const dprl_options *o) {
-  const dprl_json *f = dprl_opt_get(o, "features");
-  char got[64];
-  if (!f || (f->type == DPRL_JSON_STRING && strcmp(f->str, "tabular") == 0)) return DPRL_OK;
-  if (f->type != DPRL_JSON_OBJECT) {
-    dprl_json_describe(f, got, sizeof got);
+#define FEATURES_FORMS                                                                       \
+  "\"tabular\", {\"aggregate\": k}, {\"map\": [g_0, ..., g_{R-1}]} or {\"tent\": K, "         \
+  "\"low\": lo, \"high\": hi}"
+
+/* {"aggregate": k}: a row's state s counts in group floor(s / k); the
+** groups are the model's n_states states, so s is in 0..k n_states - 1. */
+static int parse_aggregate(dprl_mdp_config *c, const dprl_options *o, const dprl_json *k) {
+  if (!(k->type == DPRL_JSON_NUMBER && k->num == floor(k->num) && k->num >= 1 &&
+        k->num <= 2147483647.0)) {
+    char got[64];
+    dprl_json_describe(k, got, sizeof got);
     return dprl_fail(o->err, DPRL_EINVAL,
-                     "%s: option features must be \"tabular\" or {\"tent\": K, \"low\": lo, "
-                     "\"high\": hi}, got %s", o->fn, got);
+                     "%s: features.aggregate must be an integer in [1, 2^31 - 1] (the states a "
+                     "group holds: state s counts in group floor(s / k)), got %s", o->fn, got);
   }
+  c->agg_k = (int64_t)k->num;
+  c->raw_states = c->agg_k * c->n_states; /* < 2^62 */
+  return DPRL_OK;
+}
+
+/* {"map": [g_0, ..., g_{R-1}]}: a row's state s in 0..R-1 counts in group
+** g_s; every g_s is a state of the model, 0..n_states - 1, and every one
+** of those is some state's group.  The result echoes the map. */
+static int parse_map(dprl_mdp_config *c, const dprl_options *o, const dprl_json *m,
+                     dprl_cancel *cancel) {
+  char got[64];
+  if (m->type != DPRL_JSON_ARRAY || m->n == 0) {
+    dprl_json_describe(m, got, sizeof got);
+    return dprl_fail(o->err, DPRL_EINVAL,
+                     "%s: features.map must be a non-empty array of group numbers, one per "
+                     "state (state s counts in group map[s]), got %s", o->fn, got);
+  }
+  if (m->n > 2147483647u)
+    return dprl_fail(o->err, DPRL_EINVAL,
+                     "%s: features.map has %zu states, more than 2^31 - 1", o->fn, m->n);
+  int64_t S = c->n_states;
+  if ((double)S > (double)m->n) /* before a table of S marks */
+    return dprl_fail(o->err, DPRL_EINVAL,
+                     "%s: features.map has %zu states for n_states = %lld groups: each group "
+                     "must be some state's, so n_states is at most the map's length", o->fn,
+                     m->n, (long long)S);
+  size_t echo = 1; /* [g_0,g_1,...]: the brackets, less the comma the last entry has not */
+  unsigned char *hit = dprl_calloc((size_t)S, 1);
+  c->map = dprl_malloc_array(m->n, sizeof *c->map);
+  if (!hit || !c->map) {
+    dprl_free(hit);
+    return dprl_nomem(o->err);
+  }
+  int rc = DPRL_OK;
+  int64_t groups = 0;
+  for (size_t i = 0; i < m->n && !rc; i++) {
+    if ((rc = dprl_cancel_poll(cancel, 100, o->err))) break;
+    const dprl_json *g = m->items[i];
+    if (!(g->type == DPRL_JSON_NUMBER && g->num == floor(g->num) && g->num >= 0 &&
+          g->num < (double)S)) {
+      dprl_json_describe(g, got, sizeof got);
+      rc = dprl_fail(o->err, DPRL_EINVAL,
+                     "%s: features.map[%zu] must be a group, an integer in 0..n_states-1 = "
+                     "0..%lld, got %s", o->fn, i, (long long)S - 1, got);
+      break;
+    }
+    int32_t v = (int32_t)g->num;
+    c->map[i] = v;
+    groups += !hit[v];
+    hit[v] = 1;
+    char digits[16];
+    echo += (size_t)dprl_snprintf(digits, sizeof digits, "%d", (int)v) + 1;
+  }
+  for (int64_t v = 0; !rc && groups < S && v < S; v++)
+    if (!hit[v])
+      rc = dprl_fail(o->err, DPRL_EINVAL,
+                     "%s: features.map gives group %lld to no state: the groups are the model's "
+                     "n_states = %lld states, each some state's group (the map uses %lld of "
+                     "them)", o->fn, (long long)v, (long long)S, (long long)groups);
+  dprl_free(hit);
+  if (rc) return rc;
+  c->raw_states = (int64_t)m->n;
+  c->echo_bytes = echo;
+  if (c->length_limit > 0 && (double)echo > (double)c->length_limit - 4096)
+    return dprl_fail(o->err, DPRL_EINVAL,
+                     "%s: features.map of %zu states is echoed in the result in %zu bytes, more "
+                     "than this connection's SQLITE_LIMIT_LENGTH (%lld bytes) leaves beside the "
+                     "model", o->fn, m->n, echo, (long long)c->length_limit);
+  return DPRL_OK;
+}
+
+/* {"tent": K, "low": lo, "high": hi}. */
+static int parse_tent(dprl_mdp_config *c, const dprl_options *o, const dprl_json *f) {
   static const char *const keys[] = {"tent", "low", "high"};
+  char got[64];
   for (size_t i = 0; i < f->n; i++) {
     int known = 0;
     for (int k = 0; k < 3; k++) known |= strcmp(f->keys[i], keys[k]) == 0;
     if (!known)
       return dprl_fail(o->err, DPRL_EINVAL,
-                       "%s: option features has an unknown key \"%s\" (known: tent, low, high)",
-                       o->fn, f->keys[i]);
+                       "%s: option features has an unknown key \"%s\" (known: aggregate, map, "
+                       "or tent, low, high)", o->fn, f->keys[i]);
   }
   double v[3];
   for (int k = 0; k < 3; k++) {
@@ -77,9 +155,34 @@ static int parse_features(dprl_mdp_config *c, const dprl_options *o) {
                      "are the model's states)",
                      o->fn, (long long)c->n_states, (long long)v[0]);
   c->tent = 1;
+  c->raw_states = 0;
   c->low = v[1];
   c->high = v[2];
   return DPRL_OK;
+}
+
+/* "tabular", {"aggregate": k}, {"map": [...]} or {"tent": K, "low": lo,
+** "high": hi}; n_states is the model's states (groups, anchors). */
+static int parse_features(dprl_mdp_config *c, const dprl_options *o, dprl_cancel *cancel) {
+  const dprl_json *f = dprl_opt_get(o, "features");
+  char got[64];
+  c->raw_states = c->n_states;
+  if (!f || (f->type == DPRL_JSON_STRING && strcmp(f->str, "tabular") == 0)) return DPRL_OK;
+  if (f->type != DPRL_JSON_OBJECT) {
+    dprl_json_describe(f, got, sizeof got);
+    return dprl_fail(o->err, DPRL_EINVAL, "%s: option features must be " FEATURES_FORMS ", got %s",
+                     o->fn, got);
+  }
+  const char *one = dprl_json_get(f, "aggregate") ? "aggregate"
+                    : dprl_json_get(f, "map")     ? "map"
+                                                  : NULL;
+  if (!one) return parse_tent(c, o, f);
+  if (f->n != 1)
+    return dprl_fail(o->err, DPRL_EINVAL,
+                     "%s: option features {\"%s\": ...} takes no other key, got %zu keys (the "
+                     "forms: " FEATURES_FORMS ")", o->fn, one, f->n);
+  return one[0] == 'a' ? parse_aggregate(c, o, f->items[0])
+                       : parse_map(c, o, f->items[0], cancel);
 }
 
 /* The result's length from the options, for a layout: dense, every entry
@@ -89,7 +192,8 @@ static void length_room(const dprl_mdp_config *c, int per_entry, double *most, c
   *most = (double)(DPRL_MAX_ALLOC / sizeof(int64_t));
   dprl_snprintf(why, n, "one allocation can hold");
   if (c->length_limit > 0) {
-    double by_length = floor((double)(c->length_limit - 4096) / (BYTES_PER_NUMBER * per_entry));
+    double by_length = floor(((double)c->length_limit - 4096 - (double)c->echo_bytes) /
+                             (BYTES_PER_NUMBER * per_entry));
     if (by_length < *most) {
       *most = by_length > 0 ? by_length : 0;
       dprl_snprintf(why, n, "a result can hold within this connection's SQLITE_LIMIT_LENGTH "
@@ -146,7 +250,7 @@ static int check_size_sparse(dprl_mdp_config *c, const dprl_options *o, int per_
                      o->fn, (long long)c->n_states, (long long)c->n_actions);
   length_room(c, per_entry, &most, why, sizeof why);
   double room = c->length_limit > 0
-                    ? floor(((double)(c->length_limit - 4096) -
+                    ? floor(((double)c->length_limit - 4096 - (double)c->echo_bytes -
                              dense * BYTES_PER_NUMBER * per_entry) / (BYTES_PER_CELL * per_entry))
                     : cells;
   if (dense > most || !(room >= 1))
@@ -321,7 +425,8 @@ static int parse_transitions(dprl_mdp_config *c, const dprl_options *o) {
   return DPRL_OK;
 }
 
-int dprl_mdp_parse_options(dprl_mdp_config *c, const dprl_options *o, int plan) {
+int dprl_mdp_parse_options(dprl_mdp_config *c, const dprl_options *o, int plan,
+                           dprl_cancel *cancel) {
   static const char *const releases[] = {"private", "diagnostic", NULL};
   int rc;
   if ((rc = dprl_opt_int(o, "n_states", 1, 0, DPRL_CLOSED(1, 2147483647.0), &c->n_states)) ||
@@ -344,7 +449,7 @@ int dprl_mdp_parse_options(dprl_mdp_config *c, const dprl_options *o, int plan) 
                      "%s: option horizon (only the first H steps of an episode count) or option "
                      "clip (a public l2 bound on one episode's contribution) is required: "
                      "without one, one episode could move the release without bound", o->fn);
-  if ((rc = parse_features(c, o))) return rc;
+  if ((rc = parse_features(c, o, cancel))) return rc;
   if (!plan && ((rc = dprl_opt_choice(o, "release", releases, 0, &c->diagnostic)) ||
                 (rc = dprl_opt_seed(o, &c->has_seed, &c->seed)) ||
                 (rc = dprl_opt_name(o, "budget", &c->budget))))
@@ -365,7 +470,7 @@ int dprl_mdp_config_parse(dprl_mdp_config *c, const char *fn, const char *text, 
   c->length_limit = length_limit;
   c->outcome = outcome != 0;
   int rc = dprl_options_open_polled(&o, fn, text, len, dprl_mdp_option_names, cancel, err);
-  if (!rc) rc = dprl_mdp_parse_options(c, &o, 0);
+  if (!rc) rc = dprl_mdp_parse_options(c, &o, 0, cancel);
   dprl_options_close(&o);
   if (rc) dprl_mdp_config_free(c);
   return rc;
@@ -374,4 +479,6 @@ int dprl_mdp_config_parse(dprl_mdp_config *c, const char *fn, const char *text, 
 void dprl_mdp_config_free(dprl_mdp_config *c) {
   dprl_free(c->budget);
   c->budget = NULL;
+  dprl_free(c->map);
+  c->map = NULL;
 }

@@ -143,7 +143,32 @@ static int put_cells(const dprl_mdp_config *c, dprl_buf *b, const char *key,
   return DPRL_OK;
 }
 
-static void put_header(const dprl_mdp_config *c, dprl_buf *b) {
+/* The features as given (public): the map whole. */
+static int put_features(const dprl_mdp_config *c, dprl_buf *b, dprl_cancel *cancel,
+                        dprl_error *err) {
+  dprl_json_put_key(b, "features");
+  if (c->tent) {
+    dprl_buf_printf(b, "{\"tent\":%lld", (long long)c->n_states);
+    dprl_json_put_num(b, "low", c->low);
+    dprl_json_put_num(b, "high", c->high);
+    dprl_buf_puts(b, "}");
+  } else if (c->agg_k) {
+    dprl_buf_printf(b, "{\"aggregate\":%lld}", (long long)c->agg_k);
+  } else if (c->map) {
+    dprl_buf_puts(b, "{\"map\":[");
+    for (int64_t s = 0; s < c->raw_states; s++) {
+      dprl_buf_printf(b, s ? ",%d" : "%d", (int)c->map[s]);
+      if (dprl_cancel_poll(cancel, 20, err)) return err->code;
+    }
+    dprl_buf_puts(b, "]}");
+  } else {
+    dprl_buf_puts(b, "\"tabular\"");
+  }
+  return DPRL_OK;
+}
+
+static int put_header(const dprl_mdp_config *c, dprl_buf *b, dprl_cancel *cancel,
+                      dprl_error *err) {
   dprl_buf_puts(b, "{\"mechanism\":\"dp_mdp\"");
   /* a seeded release is reproducible, hence not private (§6) */
   dprl_buf_printf(b, ",\"private\":%s", c->diagnostic || c->has_seed ? "false" : "true");
@@ -162,15 +187,8 @@ static void put_header(const dprl_mdp_config *c, dprl_buf *b) {
   dprl_json_put_key(b, "clip");
   if (c->clip > 0) dprl_json_put_double(b, c->clip);
   else dprl_buf_puts(b, "null");
-  dprl_json_put_key(b, "features");
-  if (c->tent) {
-    dprl_buf_printf(b, "{\"tent\":%lld", (long long)c->n_states);
-    dprl_json_put_num(b, "low", c->low);
-    dprl_json_put_num(b, "high", c->high);
-    dprl_buf_puts(b, "}");
-  } else {
-    dprl_buf_puts(b, "\"tabular\"");
-  }
+  int rc = put_features(c, b, cancel, err);
+  if (rc) return rc;
   if (c->outcome) dprl_buf_puts(b, ",\"outcome\":\"per episode\"");
   dprl_json_put_num(b, "sensitivity", c->sens);
   dprl_json_put_num(b, "sigma", c->sigma);
@@ -178,12 +196,13 @@ static void put_header(const dprl_mdp_config *c, dprl_buf *b) {
   dprl_json_put_num(b, "reward_center", c->center);
   dprl_json_put_num(b, "grid", c->grid);
   dprl_json_put_num(b, "rho", c->rho);
-  if (!c->sparse) return;
+  if (!c->sparse) return DPRL_OK;
   dprl_buf_puts(b, ",\"transitions\":\"sparse\"");
   dprl_json_put_num(b, "threshold", c->tau);
   dprl_json_put_num(b, "delta_threshold", c->delta_thr);
   dprl_json_put_num(b, "delta_gaussian", c->delta_gauss);
   dprl_json_put_int(b, "cells_max", c->cells_max);
+  return DPRL_OK;
 }
 
 /* The sparse release (§13.5): the dense parts' noise, then the cells'. */
@@ -196,10 +215,12 @@ static int release_sparse(const dprl_mdp_config *c, const dprl_mdp_stats *st, dp
   if (!rc) rc = dprl_mdp_perturb_cells(c, st, rng, kept, &n_kept, &above, cancel, err);
   dprl_rng_wipe(rng);
   if (!rc) {
-    size_t guess = 4096 + (20 * c->dim + 40 * n_kept) * (c->diagnostic ? 2 : 1);
+    size_t guess = 4096 + c->echo_bytes + (20 * c->dim + 40 * n_kept) * (c->diagnostic ? 2 : 1);
     if (c->length_limit > 0 && guess > (size_t)c->length_limit) guess = (size_t)c->length_limit;
     dprl_buf_reserve(out, guess);
-    put_header(c, out);
+    rc = put_header(c, out, cancel, err);
+  }
+  if (!rc) {
     /* cells above the threshold that the cap left out: post-processing too */
     dprl_json_put_int(out, "cells_cut", (int64_t)(above - n_kept));
     rc = put_dense_parts(c, out, "", x, cancel, err);
@@ -237,11 +258,11 @@ int dprl_mdp_release(const dprl_mdp_config *c, const dprl_mdp_stats *st, dprl_bu
   if (!rc) {
     /* One allocation for the usual length (most numbers print in 20 bytes
     ** or fewer) instead of a chain of copies; failing is harmless. */
-    size_t guess = 4096 + 20 * c->dim * (c->diagnostic ? 2 : 1);
+    size_t guess = 4096 + c->echo_bytes + 20 * c->dim * (c->diagnostic ? 2 : 1);
     if (c->length_limit > 0 && guess > (size_t)c->length_limit) guess = (size_t)c->length_limit;
     dprl_buf_reserve(out, guess);
-    put_header(c, out);
-    rc = put_parts(c, out, "", x, cancel, err);
+    rc = put_header(c, out, cancel, err);
+    if (!rc) rc = put_parts(c, out, "", x, cancel, err);
   }
   if (!rc && c->diagnostic) { /* exact, NOT private */
     dprl_json_put_int(out, "episodes", st->episodes);

@@ -18,15 +18,14 @@ const dprl_json *dprl_mdpv_member(const dprl_json *root, const char *key, dprl_e
   return v;
 }
 
-/* "3 items", "1 item". */
-static void plural(char *out, size_t n, size_t k, const char *noun) {
+void dprl_mdpv_plural(char *out, size_t n, size_t k, const char *noun) {
   dprl_snprintf(out, n, "%zu %s%s", k, noun, k == 1 ? "" : "s");
 }
 
 int dprl_mdpv_got(const dprl_json *v, char *out, size_t n) {
   if (v->type == DPRL_JSON_ARRAY && v->nums) {
     char k[48];
-    plural(k, sizeof k, v->n, "number");
+    dprl_mdpv_plural(k, sizeof k, v->n, "number");
     dprl_snprintf(out, n, "an array of %s", k);
   } else {
     dprl_json_describe(v, out, n);
@@ -88,7 +87,7 @@ const double *dprl_mdpv_numbers(const dprl_json *v, const char *what, size_t n, 
                              dprl_error *err) {
   char g[96];
   if (v->type != DPRL_JSON_ARRAY || v->n != n) {
-    if (v->type == DPRL_JSON_ARRAY) plural(g, sizeof g, v->n, "item");
+    if (v->type == DPRL_JSON_ARRAY) dprl_mdpv_plural(g, sizeof g, v->n, "item");
     else dprl_mdpv_got(v, g, sizeof g);
     dprl_fail(err, DPRL_EINVAL, "model: %s must be an array of %s = %zu numbers, got %s", what,
               size, n, g);
@@ -127,16 +126,39 @@ int dprl_mdpv_arrays(const dprl_json *v, const char *what, size_t n, const char 
       }
     return DPRL_OK;
   }
-  if (v->type == DPRL_JSON_ARRAY) plural(g, sizeof g, v->n, v->nums ? "number" : "item");
+  if (v->type == DPRL_JSON_ARRAY)
+    dprl_mdpv_plural(g, sizeof g, v->n, v->nums ? "number" : "item");
   else dprl_mdpv_got(v, g, sizeof g);
   return dprl_fail(err, DPRL_EINVAL, "model: %s must be an array of %s = %zu arrays, got %s",
                    what, size, n, g);
+}
+
+/* {"aggregate": k} or {"map": [...]}: the release counted groups of the
+** rows' states, and the model is tabular over its n_states groups. */
+static int grouped(const dprl_json *f, dprl_mdpv_model *m, dprl_error *err) {
+  const dprl_json *v = f->n == 1 ? f->items[0] : NULL;
+  char g[96];
+  int agg = strcmp(f->keys[0], "aggregate") == 0;
+  if (agg && v && v->type == DPRL_JSON_NUMBER && v->num == floor(v->num) && v->num >= 1)
+    return DPRL_OK;
+  for (size_t i = 0; !agg && v && v->type == DPRL_JSON_ARRAY && v->nums && i <= v->n; i++) {
+    if (i == v->n) return DPRL_OK;
+    if (!(v->nums[i] == floor(v->nums[i]) && v->nums[i] >= 0 && v->nums[i] < (double)m->S))
+      return dprl_fail(err, DPRL_EINVAL, "model: features.map[%zu] must be a group in "
+                       "0..n_states-1 = 0..%lld", i, (long long)m->S - 1);
+  }
+  dprl_mdpv_got(f, g, sizeof g);
+  return dprl_fail(err, DPRL_EINVAL, "model: features must be {\"aggregate\": k >= 1} or "
+                   "{\"map\": [g_0, ...]} (integer groups), got %s", g);
 }
 
 static int features(const dprl_json *root, dprl_mdpv_model *m, dprl_error *err) {
   const dprl_json *f = dprl_mdpv_member(root, "features", err);
   if (!f) return DPRL_EINVAL;
   if (f->type == DPRL_JSON_STRING && strcmp(f->str, "tabular") == 0) return DPRL_OK;
+  if (f->type == DPRL_JSON_OBJECT && f->n >= 1 &&
+      (strcmp(f->keys[0], "aggregate") == 0 || strcmp(f->keys[0], "map") == 0))
+    return grouped(f, m, err);
   const dprl_json *k = f->type == DPRL_JSON_OBJECT ? dprl_json_get(f, "tent") : NULL;
   const dprl_json *lo = k ? dprl_json_get(f, "low") : NULL, *hi = k ? dprl_json_get(f, "high") : NULL;
   if (!k || !lo || !hi || k->type != DPRL_JSON_NUMBER || lo->type != DPRL_JSON_NUMBER ||
@@ -145,8 +167,8 @@ static int features(const dprl_json *root, dprl_mdpv_model *m, dprl_error *err) 
     char g[96];
     dprl_mdpv_got(f, g, sizeof g);
     return dprl_fail(err, DPRL_EINVAL,
-                     "model: features must be \"tabular\" or {\"tent\": K, \"low\": lo, "
-                     "\"high\": hi} with finite lo < hi, got %s", g);
+                     "model: features must be \"tabular\", {\"aggregate\": k}, {\"map\": [...]} "
+                     "or {\"tent\": K, \"low\": lo, \"high\": hi} with finite lo < hi, got %s", g);
   }
   if (k->num != (double)m->S)
     return dprl_fail(err, DPRL_EINVAL,
@@ -319,133 +341,6 @@ void dprl_mdpv_model_free(dprl_mdpv_model *m) {
   dprl_free(m->cell_count);
   dprl_json_free(m->root);
   memset(m, 0, sizeof *m);
-}
-
-/* ---- policies ------------------------------------------------------------------ */
-
-/* One policy into q (pi[S*A] or act[S], allocated here); who is "policy" or
-** "policy \"name\"". */
-static int policy_one(const dprl_json *v, const char *who, int64_t S, int64_t A,
-                      dprl_mdpv_policy *q, dprl_error *err) {
-  char g[96];
-  if (v->type != DPRL_JSON_ARRAY || v->n != (size_t)S) {
-    if (v->type == DPRL_JSON_ARRAY) plural(g, sizeof g, v->n, "item");
-    else dprl_json_describe(v, g, sizeof g);
-    return dprl_fail(err, DPRL_EINVAL,
-                     "%s must be an array with one entry per state (n_states = %lld): an "
-                     "action number or an array of n_actions = %lld probabilities, got %s",
-                     who, (long long)S, (long long)A, g);
-  }
-  int actions = v->items[0]->type == DPRL_JSON_NUMBER;
-  int32_t *act = actions ? dprl_malloc_array((size_t)S, sizeof *act) : NULL;
-  double *pi = actions ? NULL : dprl_calloc((size_t)(S * A), sizeof *pi);
-  if (!act && !pi) return dprl_nomem(err);
-  q->act = act;
-  q->pi = pi;
-  for (int64_t s = 0; s < S; s++) {
-    const dprl_json *x = v->items[s];
-    if (actions) {
-      if (x->type != DPRL_JSON_NUMBER || !(x->num >= 0 && x->num <= (double)(A - 1)) ||
-          x->num != floor(x->num)) {
-        dprl_json_describe(x, g, sizeof g);
-        return dprl_fail(err, DPRL_EINVAL,
-                         "%s[%lld] must be an action: an integer in 0..%lld (n_actions - 1), "
-                         "got %s",
-                         who, (long long)s, (long long)(A - 1), g);
-      }
-      act[s] = (int32_t)x->num;
-      continue;
-    }
-    if (x->type != DPRL_JSON_ARRAY || x->n != (size_t)A) {
-      if (x->type == DPRL_JSON_ARRAY) plural(g, sizeof g, x->n, "item");
-      else dprl_json_describe(x, g, sizeof g);
-      return dprl_fail(err, DPRL_EINVAL,
-                       "%s[%lld] must be an array of n_actions = %lld probabilities (as state "
-                       "0's), got %s",
-                       who, (long long)s, (long long)A, g);
-    }
-    double sum = 0;
-    for (int64_t a = 0; a < A; a++) {
-      const dprl_json *p = x->items[a];
-      if (p->type != DPRL_JSON_NUMBER || !(p->num >= 0) || !isfinite(p->num)) {
-        dprl_json_describe(p, g, sizeof g);
-        return dprl_fail(err, DPRL_EINVAL,
-                         "%s[%lld][%lld] must be a probability (a finite number >= 0), got %s",
-                         who, (long long)s, (long long)a, g);
-      }
-      pi[s * A + a] = p->num;
-      sum += p->num;
-    }
-    if (!(fabs(sum - 1) <= 1e-9)) {
-      dprl_json_num(sum, g, sizeof g);
-      return dprl_fail(err, DPRL_EINVAL,
-                       "%s: the probabilities of state %lld sum to %s; a distribution sums to 1 "
-                       "(within 1e-9)",
-                       who, (long long)s, g);
-    }
-    /* a distribution, so that gamma P_pi is a gamma-contraction (§14.2) */
-    for (int64_t a = 0; a < A; a++) pi[s * A + a] /= sum;
-  }
-  return DPRL_OK;
-}
-
-int dprl_mdpv_policies_read(const char *text, size_t len, const dprl_mdpv_model *m,
-                            dprl_mdpv_policies *p, dprl_error *err) {
-  memset(p, 0, sizeof *p);
-  if (!text) return dprl_fail(err, DPRL_EINVAL, "policy must be JSON text");
-  dprl_error perr = {0};
-  dprl_json *root = dprl_json_parse(text, len, &perr);
-  if (!root) {
-    if (perr.code != DPRL_EINVAL) {
-      *err = perr;
-      return perr.code;
-    }
-    return dprl_fail(err, DPRL_EINVAL, "policy: %s", perr.msg);
-  }
-  int named = root->type == DPRL_JSON_OBJECT, rc = DPRL_OK;
-  p->n = named ? root->n : 1;
-  if (named && !p->n) {
-    rc = dprl_fail(err, DPRL_EINVAL, "policy: an object of named policies needs at least one");
-    goto done;
-  }
-  p->pol = dprl_calloc(p->n, sizeof *p->pol);
-  p->names = named ? dprl_calloc(p->n, sizeof *p->names) : NULL;
-  if (!p->pol || (named && !p->names)) {
-    rc = dprl_nomem(err);
-    goto done;
-  }
-  for (size_t i = 0; i < p->n && !rc; i++) {
-    char who[96];
-    if (named) {
-      size_t k = strlen(root->keys[i]);
-      if (!(p->names[i] = dprl_malloc(k + 1))) {
-        rc = dprl_nomem(err);
-        break;
-      }
-      memcpy(p->names[i], root->keys[i], k + 1);
-      dprl_snprintf(who, sizeof who, "policy \"%.60s\"", root->keys[i]);
-    } else {
-      dprl_snprintf(who, sizeof who, "policy");
-    }
-    rc = policy_one(named ? root->items[i] : root, who, m->S, m->A, &p->pol[i], err);
-  }
-done:
-  dprl_json_free(root);
-  if (rc) dprl_mdpv_policies_free(p);
-  return rc;
-}
-
-void dprl_mdpv_policies_free(dprl_mdpv_policies *p) {
-  for (size_t i = 0; i < p->n; i++) {
-    if (p->pol) {
-      dprl_free((void *)p->pol[i].pi);
-      dprl_free((void *)p->pol[i].act);
-    }
-    if (p->names) dprl_free(p->names[i]);
-  }
-  dprl_free(p->pol);
-  dprl_free(p->names);
-  memset(p, 0, sizeof *p);
 }
 
 /* ---- the estimate ----------------------------------------------------------- */

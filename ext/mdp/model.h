@@ -24,13 +24,13 @@
 #define DPRL_MDPV_NUMBER_MAX 1e150
 
 typedef struct dprl_mdpv_model {
-  int64_t S, A;              /* states (tent: anchors) and actions */
+  int64_t S, A;              /* states (tent: anchors; aggregate or map: groups) and actions */
   double gamma, rmin, rmax;  /* as given to the release */
   double center;             /* reward_center c: reward sums are of r - c */
   double sigma;              /* noise sd of every count entry (start and counts) */
   double reward_sigma;       /* noise sd of every reward sum */
   int64_t horizon;           /* the release's H, 0 when it had none */
-  int tent;                  /* features: 0 tabular, 1 tent */
+  int tent;                  /* features: 0 tabular (or groups: aggregate, map), 1 tent */
   double tent_low, tent_high;
   const double *start;       /* [S] released start counts */
   const double **counts;     /* dense: [S*A] rows of S + 1 released counts; [S] = episode ended */

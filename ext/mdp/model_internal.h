@@ -1,5 +1,5 @@
 /*
-** model_internal.h: what model.c and model_sparse.c share and nothing
+** model_internal.h: what model.c, model_sparse.c and policy_read.c share and nothing
 ** else uses: the model reader's checks (errors named "model: ...") and
 ** the pieces of the estimate both layouts use.
 */
@@ -12,6 +12,8 @@
 const dprl_json *dprl_mdpv_member(const dprl_json *root, const char *key, dprl_error *err);
 /* What v is, for a message ("an array of 3 numbers"); returns 0. */
 int dprl_mdpv_got(const dprl_json *v, char *out, size_t n);
+/* "3 items", "1 item". */
+void dprl_mdpv_plural(char *out, size_t n, size_t k, const char *noun);
 /* v (named what) must be an array of exactly n finite numbers; its values. */
 const double *dprl_mdpv_numbers(const dprl_json *v, const char *what, size_t n, const char *size,
                                 dprl_error *err);

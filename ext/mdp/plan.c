@@ -189,7 +189,7 @@ int dprl_mdp_plan(const char *text, size_t len, int64_t length_limit, dprl_cance
   c.length_limit = length_limit;
   int rc = dprl_options_open_polled(&o, c.fn, text, len, plan_option_names, cancel, err);
   if (!rc) rc = dprl_opt_choice(&o, "mechanism", mechs, 0, &mech);
-  if (!rc) rc = dprl_mdp_parse_options(&c, &o, 1);
+  if (!rc) rc = dprl_mdp_parse_options(&c, &o, 1, cancel);
   if (!rc) rc = dprl_opt_int(&o, "episodes", 1, 0, DPRL_CLOSED(1, 0x1p53), &episodes);
   if (!rc && dprl_opt_has(&o, "visits") && dprl_opt_has(&o, "steps"))
     rc = dprl_fail(err, DPRL_EINVAL,

@@ -50,9 +50,9 @@ static int mdp_start(dprl_agg *a, const char *text, size_t len, int argc, dprl_e
 }
 
 static int out_of_range(sqlite3_value **argv, const char *what, const char *n, int64_t most,
-                        int64_t got, dprl_error *err) {
-  dprl_fail(err, DPRL_EINVAL, "%s must be in 0..%s-1 = 0..%lld, got %lld", what, n,
-            (long long)most - 1, (long long)got);
+                        const char *note, int64_t got, dprl_error *err) {
+  dprl_fail(err, DPRL_EINVAL, "%s must be in 0..%s-1 = 0..%lld%s, got %lld", what, n,
+            (long long)most - 1, note, (long long)got);
   dprl_sql_say_where(argv, err);
   return err->code;
 }
@@ -72,10 +72,15 @@ static int read_slow(const dprl_mdp_config *c, sqlite3_value **argv, dprl_key *e
     dprl_sql_say_where(argv, err);
     return rc;
   }
-  if (!c->tent && (*s < 0 || *s >= c->n_states))
-    return out_of_range(argv, "state", "n_states", c->n_states, *s, err);
+  if (!c->tent && dprl_mdp_group(c, *s) < 0)
+    return out_of_range(argv, "state", c->agg_k ? "k n_states" : c->map ? "R" : "n_states",
+                        c->raw_states,
+                        c->agg_k ? " (features.aggregate k: state s counts in group floor(s / k))"
+                        : c->map ? " (the R states of features.map)"
+                                 : "",
+                        *s, err);
   if (*act < 0 || *act >= c->n_actions)
-    return out_of_range(argv, "action", "n_actions", c->n_actions, *act, err);
+    return out_of_range(argv, "action", "n_actions", c->n_actions, "", *act, err);
   return DPRL_OK;
 }
 
@@ -120,17 +125,19 @@ static int mdp_row(dprl_agg *a, int argc, sqlite3_value **argv, dprl_error *err)
     s = sqlite3_value_int64(argv[2]);
     act = sqlite3_value_int64(argv[3]);
     r = sqlite3_value_double(argv[4]);
-    if (s >= 0 && s < c->n_states && act >= 0 && act < c->n_actions && isfinite(r)) {
+    int64_t grp = dprl_mdp_group(c, s);
+    if (grp >= 0 && act >= 0 && act < c->n_actions && isfinite(r)) {
       ep = (dprl_key){0, sqlite3_value_int64(argv[0]), NULL, 0};
       return dprl_step_buffer_push(&g->buf, &ep, sqlite3_value_int64(argv[1]),
-                                   dprl_mdp_pack(c, s, act) | flag, dprl_mdp_reward_ticks(c, r),
-                                   err);
+                                   dprl_mdp_pack(c, grp, act) | flag,
+                                   dprl_mdp_reward_ticks(c, r), err);
     }
   }
   int rc = read_slow(c, argv, &ep, &t, &s, &x, &act, &r, err);
   if (rc) return rc;
-  if (!c->tent)
-    return dprl_step_buffer_push(&g->buf, &ep, t, dprl_mdp_pack(c, s, act) | flag,
+  if (!c->tent) /* the group: what is counted (aggregate or map features) */
+    return dprl_step_buffer_push(&g->buf, &ep, t,
+                                 dprl_mdp_pack(c, dprl_mdp_group(c, s), act) | flag,
                                  dprl_mdp_reward_ticks(c, r), err);
   /* tent: the same key and t in both buffers, so both group alike */
   x = x < c->low ? c->low : x > c->high ? c->high : x;

@@ -230,7 +230,8 @@ def test_errors():
         ("tent without high", dict(BASE, features={"tent": 2, "low": 0}),
          "dp_mdp: option features needs \"high\""),
         ("features of the wrong form", dict(BASE, features="linear"),
-         "dp_mdp: option features must be \"tabular\" or {\"tent\": K"),
+         "dp_mdp: option features must be \"tabular\", {\"aggregate\": k}, {\"map\": "
+         "[g_0, ..., g_{R-1}]} or {\"tent\": K, \"low\": lo, \"high\": hi}, got \"linear\""),
         ("an unknown option", dict(BASE, horizn=3), "dp_mdp: unknown option \"horizn\""),
         ("release", dict(BASE, release="exact"), "dp_mdp: option release must be one of"),
     ]

@@ -276,7 +276,14 @@ static void test_errors(void) {
               "reward_sums[0][1] must be a finite number of magnitude at most 10^150, got null");
   model_error(t, "\"tabular\"", "{\"tent\": 3, \"low\": 0, \"high\": 1}",
               "features.tent is 3 anchors but n_states is 2");
-  model_error(t, "\"tabular\"", "\"linear\"", "features must be \"tabular\" or {\"tent\"");
+  model_error(t, "\"tabular\"", "\"linear\"", "features must be \"tabular\", {\"aggregate\": k}");
+  model_error(t, "\"tabular\"", "{\"map\": [0, 2, 1]}",
+              "model: features.map[1] must be a group in 0..n_states-1 = 0..1");
+  model_error(t, "\"tabular\"", "{\"map\": [0, 0.5]}", "model: features.map[1] must be a group");
+  model_error(t, "\"tabular\"", "{\"map\": []}", "model: features must be {\"aggregate\": k >= 1}");
+  model_error(t, "\"tabular\"", "{\"aggregate\": 0}", "model: features must be {\"aggregate\": k >= 1}");
+  model_error(t, "\"tabular\"", "{\"aggregate\": 2, \"map\": [0, 1]}",
+              "model: features must be {\"aggregate\": k >= 1}");
   model_error(t, "\"horizon\":null", "\"horizon\":0", "horizon must be an integer in [1,");
   model_error(t, "\"n_states\":2,\"n_actions\":2", "\"n_states\":20000,\"n_actions\":2",
               "is more than the");
@@ -290,6 +297,15 @@ static void test_errors(void) {
   CHECK(!dprl_mdpv_model_read(&m, tt, strlen(tt), NULL, &err) && m.tent && m.tent_low == -1,
         "model: tent features with K = n_states");
   dprl_mdpv_model_free(&m);
+  /* groups (aggregate, map): a tabular model over the n_states groups */
+  static const char *const groups[] = {"{\"aggregate\": 3}", "{\"map\": [1, 0, 0, 1, 1]}"};
+  for (int i = 0; i < 2; i++) {
+    sprintf(tt, "%.*s%s%s", (int)(at - t), t, groups[i], at + 9);
+    dprl_error_clear(&err);
+    CHECK(!dprl_mdpv_model_read(&m, tt, strlen(tt), NULL, &err) && !m.tent && m.S == 2,
+          LABEL("model: features %s read as a tabular model of its groups", groups[i]));
+    dprl_mdpv_model_free(&m);
+  }
   free(tt);
   /* policies */
   dprl_mdpv_model_read(&m, t, strlen(t), NULL, &err);
