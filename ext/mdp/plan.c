@@ -20,7 +20,8 @@
 ** p = Q((tau - N/k) / sigma), so a share 1 - p of the row is unknown, and
 ** the kept cells, the end and the total carry the noise:
 ** L1 <= sqrt(2/pi) sigma (k p + 2) / N + (1 - p), capped at 2; the reward's
-** sd <= b sigma sqrt(2) / N.
+** sd <= b sigma sqrt(2) / N.  With the outcome argument the censored end is
+** one more noisy entry of each row (S + 2 dense, k p + 3 sparse).
 */
 #include <math.h>
 #include <stdio.h>
@@ -32,7 +33,7 @@
 static const char *const plan_option_names[] = {
     "mechanism", "episodes", "visits", "steps", "n_states", "n_actions", "gamma", "rmin", "rmax",
     "epsilon", "delta", "horizon", "clip", "features", "transitions", "max_cells", "next_states",
-    "tolerance", NULL};
+    "tolerance", "outcome", NULL};
 
 /* "visits": S arrays of A numbers >= 0, into v (S A, row-major). */
 static int parse_visits(const dprl_mdp_config *c, const dprl_options *o, double *v,
@@ -82,7 +83,7 @@ typedef struct mdp_plan_errors {
 static int plan_errors(const dprl_mdp_config *c, const double *v, mdp_plan_errors *e,
                        dprl_cancel *cancel, dprl_error *err) {
   size_t S = (size_t)c->n_states, A = (size_t)c->n_actions;
-  double rows = (double)S + 1, sig = c->sigma, total = 0;
+  double rows = (double)S + 1 + c->outcome, sig = c->sigma, total = 0; /* + censored */
   double spurious = sig / sqrt(2 * M_PI) * (double)S; /* E max(z, 0) over S empty entries */
   e->mean_l1 = e->noise_mass = 0;
   e->worst_l1 = e->worst_rsd = NAN;
@@ -95,7 +96,7 @@ static int plan_errors(const dprl_mdp_config *c, const double *v, mdp_plan_error
     if (c->sparse) { /* moved: the share of the row in cells below the threshold */
       double k = (double)e->next_states, keep = 0.5 * erfc((c->tau - n / k) / (sig * M_SQRT2));
       moved = 1 - keep;
-      l1 = fmin(2, sqrt(2 / M_PI) * sig * (k * keep + 2) / n + moved);
+      l1 = fmin(2, sqrt(2 / M_PI) * sig * (k * keep + 2 + c->outcome) / n + moved);
       rsd = c->half * sig * M_SQRT2 / n;
     } else {
       moved = spurious / (n + spurious);
@@ -147,6 +148,7 @@ static int plan_json(const dprl_mdp_config *c, int64_t episodes, const mdp_plan_
   if (c->clip > 0) dprl_json_put_double(out, c->clip);
   else dprl_buf_puts(out, "null");
   dprl_json_put_int(out, "episodes", episodes);
+  if (c->outcome) dprl_buf_puts(out, ",\"outcome\":\"per episode\"");
   dprl_json_put_num(out, "sensitivity", c->sens);
   dprl_json_put_num(out, "sigma", c->sigma);
   dprl_json_put_num(out, "reward_sigma", c->sigma * c->half);
@@ -189,6 +191,7 @@ int dprl_mdp_plan(const char *text, size_t len, int64_t length_limit, dprl_cance
   c.length_limit = length_limit;
   int rc = dprl_options_open_polled(&o, c.fn, text, len, plan_option_names, cancel, err);
   if (!rc) rc = dprl_opt_choice(&o, "mechanism", mechs, 0, &mech);
+  if (!rc) rc = dprl_opt_bool(&o, "outcome", 0, &c.outcome); /* the argument's calibration */
   if (!rc) rc = dprl_mdp_parse_options(&c, &o, 1, cancel);
   if (!rc) rc = dprl_opt_int(&o, "episodes", 1, 0, DPRL_CLOSED(1, 0x1p53), &episodes);
   if (!rc && dprl_opt_has(&o, "visits") && dprl_opt_has(&o, "steps"))

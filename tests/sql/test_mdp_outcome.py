@@ -318,6 +318,39 @@ def test_calibration_cap():
               (a["sigma"], b["sigma"]))
 
 
+def test_plan_outcome():
+    """dp_plan's option outcome gives the release's calibration with the
+    outcome argument (sigma, rho, threshold as the seven-argument release's
+    on a log where the grid term differs: H past the cap), and one more noisy
+    entry per row in the planned L1."""
+    con = connect()
+    table(con, [(1, 0, 0, 0, 0.0, "censored")])
+    keys = ("sigma", "sensitivity", "rho", "threshold")
+    for extra in ({"transitions": "dense"}, {"transitions": "sparse"}):
+        o = dict(n_states=1, n_actions=1, gamma=0.9, rmin=0, rmax=1, epsilon=1, delta=1e-5,
+                 horizon=3, **extra)
+        rel = release(con, MDP7, dict(o, seed=1))
+        p = [json.loads(con.execute("SELECT dp_plan(?)", (json.dumps(dict(
+            o, mechanism="dp_mdp", episodes=1000, outcome=w)),)).fetchone()[0]) for w in (False, True)]
+        check(all(p[1].get(k) == rel.get(k) for k in keys) and p[1]["outcome"] == "per episode"
+              and "outcome" not in p[0] and p[0]["sigma"] < p[1]["sigma"],
+              f"{extra['transitions']}: dp_plan with outcome true has the seven-argument release's "
+              "calibration (and false the six-argument one's)",
+              {k: (p[1].get(k), rel.get(k)) for k in keys})
+        if extra["transitions"] == "dense":
+            # one pair, 3000 steps: L1 = sqrt(2/pi) sigma (rows + sqrt(rows)) / N + 2 M/(N + M)
+            def l1(sig, rows, n=3000.0):
+                m = sig / math.sqrt(2 * math.pi)
+                return min(2, math.sqrt(2 / math.pi) * sig * (rows + math.sqrt(rows)) / n + 2 * m / (n + m))
+            check_close(p[1]["transition_l1"], l1(p[1]["sigma"], 3),
+                        "dense, outcome: the row's L1 counts the censored entry (S + 2 entries)")
+            check_close(p[0]["transition_l1"], l1(p[0]["sigma"], 2),
+                        "dense, no outcome: S + 1 entries")
+    check_error(con, "SELECT dp_plan(?)", "dp_plan: option outcome must be true or false, got \"yes\"",
+                "a non-boolean outcome names the option",
+                (json.dumps(dict(BASE, mechanism="dp_mdp", episodes=10, outcome="yes")),))
+
+
 def test_units_print():
     """The words on rows before an episode's last are not read, so copies of
     the episodes that differ only there are copies (the ledger's check), and
@@ -346,4 +379,4 @@ def test_units_print():
 
 
 run([test_layout, test_exact, test_errors, test_estimate, test_window_bias, test_end_only_pairs,
-     test_bootstrap_and_plan, test_calibration_cap, test_units_print])
+     test_bootstrap_and_plan, test_calibration_cap, test_plan_outcome, test_units_print])
