@@ -33,7 +33,7 @@
 static const char *const plan_option_names[] = {
     "mechanism", "episodes", "visits", "steps", "n_states", "n_actions", "gamma", "rmin", "rmax",
     "epsilon", "delta", "horizon", "clip", "features", "transitions", "max_cells", "next_states",
-    "tolerance", "outcome", NULL};
+    "tolerance", "outcome", "error", "value_range", NULL};
 
 /* "visits": S arrays of A numbers >= 0, into v (S A, row-major). */
 static int parse_visits(const dprl_mdp_config *c, const dprl_options *o, double *v,
@@ -74,6 +74,10 @@ typedef struct mdp_plan_errors {
   double mean_l1, worst_l1, noise_mass, worst_rsd, tolerance;
   size_t pairs;
   int64_t next_states; /* sparse: the planned next states of a pair */
+  int value;           /* "error": "value": the verdict is on value_rmse */
+  int range_given;     /* value_range given, else from rmin, rmax, gamma, horizon */
+  double range, episodes;           /* the span of a value; the planned episodes */
+  double value_bias, value_var;     /* ALGORITHMS.md §13.4: first order, the visits' policy */
 } mdp_plan_errors;
 
 /* ALGORITHMS.md §13.4: per visited pair, the row's L1 error, first order
@@ -85,7 +89,7 @@ static int plan_errors(const dprl_mdp_config *c, const double *v, mdp_plan_error
   size_t S = (size_t)c->n_states, A = (size_t)c->n_actions;
   double rows = (double)S + 1 + c->outcome, sig = c->sigma, total = 0; /* + censored */
   double spurious = sig / sqrt(2 * M_PI) * (double)S; /* E max(z, 0) over S empty entries */
-  e->mean_l1 = e->noise_mass = 0;
+  e->mean_l1 = e->noise_mass = e->value_bias = e->value_var = 0;
   e->worst_l1 = e->worst_rsd = NAN;
   e->pairs = 0;
   for (size_t j = 0; j < S * A; j++) {
@@ -103,6 +107,14 @@ static int plan_errors(const dprl_mdp_config *c, const double *v, mdp_plan_error
       l1 = fmin(2, sqrt(2 / M_PI) * sig * (rows + sqrt(rows)) / n + 2 * moved);
       rsd = c->half * sig * sqrt(rows + 1) / n;
     }
+    /* the value of the visits' policy (§13.4): d = n / E visits an episode;
+    ** value_bias sums d times the row's misplaced mass (turned into the bias
+    ** below), and the noise of the row's m entries and of its reward adds
+    ** d^2 Var in quadrature */
+    double d = n / e->episodes;
+    double m = c->sparse ? (double)e->next_states * (1 - moved) + 2 + c->outcome : rows;
+    e->value_bias += d * moved;
+    e->value_var += d * d * (sig * sig * m * e->range * e->range / 4 / (n * n) + rsd * rsd);
     e->pairs++;
     total += n;
     e->mean_l1 += n * l1;
@@ -110,16 +122,34 @@ static int plan_errors(const dprl_mdp_config *c, const double *v, mdp_plan_error
     if (!(l1 <= e->worst_l1)) e->worst_l1 = l1;
     if (!(rsd <= e->worst_rsd)) e->worst_rsd = rsd;
   }
+  /* sparse: an episode reaches an unknown end with probability at most
+  ** 1 - exp(-sum d u) (independent rows), and from there its value is the
+  ** worst, at most the span away; dense: the spurious mass moves the value
+  ** by half the span on average per unit, at most the span in all */
+  e->value_bias = c->sparse ? e->range * -expm1(-e->value_bias)
+                            : fmin(e->range, e->value_bias * e->range / 2);
   e->mean_l1 = e->pairs ? e->mean_l1 / total : NAN;
   e->noise_mass = e->pairs ? e->noise_mass / total : NAN;
   return DPRL_OK;
 }
 
+static double value_rmse(const mdp_plan_errors *e) {
+  return sqrt(e->value_bias * e->value_bias + e->value_var);
+}
+
 static void plan_verdict(const dprl_mdp_config *c, const mdp_plan_errors *e,
                          dprl_plan_cost *cost) {
-  cost->useful = e->pairs > 0 && e->mean_l1 <= e->tolerance;
+  double planned = e->value ? value_rmse(e) : e->mean_l1;
+  cost->useful = e->pairs > 0 && planned <= e->tolerance;
   if (!e->pairs)
     dprl_snprintf(cost->why, sizeof cost->why, "no (state, action) pair has a planned count > 0");
+  else if (!cost->useful && e->value)
+    dprl_snprintf(cost->why, sizeof cost->why,
+                  "the planned error of a value, %.3g (bias %.3g from %s mass, sd %.3g from "
+                  "noise, on a value range of %.4g), is above the tolerance %.3g: more "
+                  "episodes, a larger epsilon, a smaller horizon or clip, or fewer states",
+                  planned, e->value_bias, c->sparse ? "unknown" : "spurious", sqrt(e->value_var),
+                  e->range, e->tolerance);
   else if (!cost->useful && c->sparse)
     dprl_snprintf(cost->why, sizeof cost->why,
                   "the transition rows' planned L1 error, %.3g on average (of at most 2; "
@@ -167,6 +197,16 @@ static int plan_json(const dprl_mdp_config *c, int64_t episodes, const mdp_plan_
   dprl_json_put_num(out, "worst_transition_l1", e->worst_l1);
   dprl_json_put_num(out, c->sparse ? "unknown_mass" : "noise_mass", e->noise_mass);
   dprl_json_put_num(out, "worst_reward_sd", e->worst_rsd);
+  if (e->value) {
+    dprl_json_put_num(out, "value_range", e->range);
+    dprl_json_put_key(out, "value_range_from");
+    dprl_json_put_string(out, e->range_given ? "given" : "from rmin, rmax, gamma and horizon");
+    dprl_json_put_num(out, "value_bias", e->value_bias);
+    dprl_json_put_num(out, "value_sd", sqrt(e->value_var));
+    dprl_json_put_num(out, "value_rmse", value_rmse(e));
+  }
+  dprl_json_put_key(out, "verdict_on");
+  dprl_json_put_string(out, e->value ? "value_rmse" : "transition_l1");
   dprl_json_put_num(out, "tolerance", e->tolerance);
   dprl_buf_printf(out, ",\"useful\":%s", cost->useful ? "true" : "false");
   if (!cost->useful) {
@@ -218,7 +258,26 @@ int dprl_mdp_plan(const char *text, size_t len, int64_t length_limit, dprl_cance
   }
   mdp_plan_errors e;
   memset(&e, 0, sizeof e);
-  if (!rc) rc = dprl_opt_number(&o, "tolerance", 0, 0.5, DPRL_OPEN(0, 2), &e.tolerance);
+  static const char *const errors[] = {"transitions", "value", NULL};
+  if (!rc) rc = dprl_opt_choice(&o, "error", errors, 1, &e.value);
+  /* the span of a value: H (rmax - rmin), or (rmax - rmin) / (1 - gamma) */
+  double span = c.horizon ? (double)c.horizon * (c.rmax - c.rmin)
+                          : c.gamma < 1 ? (c.rmax - c.rmin) / (1 - c.gamma) : INFINITY;
+  e.range_given = !rc && dprl_opt_has(&o, "value_range");
+  if (!rc && e.value && !e.range_given && !isfinite(span))
+    rc = dprl_fail(err, DPRL_EINVAL,
+                   "%s: option value_range (the span of a policy's value) is required for "
+                   "error \"value\" with gamma 1 and no horizon", c.fn);
+  if (!rc && e.range_given && !e.value)
+    rc = dprl_fail(err, DPRL_EINVAL,
+                   "%s: option value_range plans the error of a value: give error \"value\"",
+                   c.fn);
+  if (!rc) rc = dprl_opt_number(&o, "value_range", 0, span, DPRL_OPEN(0, INFINITY), &e.range);
+  e.episodes = (double)episodes;
+  if (!rc)
+    rc = e.value ? dprl_opt_number(&o, "tolerance", 0, 0.025 * e.range, DPRL_OPEN(0, INFINITY),
+                                   &e.tolerance)
+                 : dprl_opt_number(&o, "tolerance", 0, 0.5, DPRL_OPEN(0, 2), &e.tolerance);
   if (!rc && !c.sparse && dprl_opt_has(&o, "next_states"))
     rc = dprl_fail(err, DPRL_EINVAL,
                    "%s: option next_states plans a sparse release, and this one is dense", c.fn);

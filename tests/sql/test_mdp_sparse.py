@@ -374,7 +374,9 @@ def test_plan():
                 1e-12)
     check_close(p["worst_reward_sd"], p["sigma"] * math.sqrt(2) / n, "plan: worst_reward_sd = b sigma sqrt 2 / N",
                 1e-12)
-    check(p["useful"] == (l1 <= 0.5), "plan: useful when transition_l1 <= tolerance")
+    t = json.loads(con.execute("SELECT dp_plan(?)", (json.dumps(dict(o, error="transitions")),)).fetchone()[0])
+    check(t["verdict_on"] == "transition_l1" and t["useful"] == (l1 <= 0.5),
+          "plan with error transitions: useful when transition_l1 <= 0.5", t["useful"])
     check_error(con, "SELECT dp_plan(?)", "dp_plan: option next_states plans a sparse release, and this "
                 "one is dense", "next_states for a dense plan",
                 (json.dumps(dict(o, transitions="dense")),))

@@ -219,7 +219,7 @@ static void test_plan(void) {
   const char *model = "\"n_states\": 4, \"n_actions\": 2, \"gamma\": 0.9, \"rmin\": 0, "
                       "\"rmax\": 2, \"epsilon\": 1, \"delta\": 1e-5, \"horizon\": 10";
   char json[600];
-  snprintf(json, sizeof json, "{\"mechanism\": \"dp_mdp\", %s, \"episodes\": 1000}", model);
+  snprintf(json, sizeof json, "{\"mechanism\": \"dp_mdp\", \"error\": \"transitions\", %s, \"episodes\": 1000}", model);
   dprl_buf out = {0};
   dprl_plan_cost cost;
   dprl_error err = {0};
@@ -250,7 +250,7 @@ static void test_plan(void) {
   CHECK(l1 > 0.5 && cost.useful == 0, "an L1 error of 0.53 is above the tolerance: not useful");
   dprl_buf_free(&out);
   /* few episodes: every row is noise */
-  snprintf(json, sizeof json, "{%s, \"episodes\": 20, \"steps\": 3}", model);
+  snprintf(json, sizeof json, "{\"error\": \"transitions\", %s, \"episodes\": 20, \"steps\": 3}", model);
   rc = dprl_mdp_plan(json, strlen(json), 0, NULL, &out, &cost, &err);
   CHECK(rc == DPRL_OK && cost.useful == 0 && strstr(cost.why, "above the tolerance 0.5") &&
             strstr(out.data, "\"useful\":false"),
@@ -258,18 +258,18 @@ static void test_plan(void) {
   dprl_buf_free(&out);
   /* visits per pair, and a bad one named */
   snprintf(json, sizeof json,
-           "{%s, \"episodes\": 20, \"visits\": [[1e6, 0], [5, 5], [5, 5], [5, -1]]}", model);
+           "{\"error\": \"transitions\", %s, \"episodes\": 20, \"visits\": [[1e6, 0], [5, 5], [5, 5], [5, -1]]}", model);
   rc = dprl_mdp_plan(json, strlen(json), 0, NULL, &out, &cost, &err);
   CHECK(rc == DPRL_EINVAL && strstr(err.msg, "got -1 at state 3, action 1"), err.msg);
   dprl_buf_free(&out);
   snprintf(json, sizeof json,
-           "{%s, \"episodes\": 20, \"visits\": [[1e6, 0], [5, 5], [5, 5], [5, 1]]}", model);
+           "{\"error\": \"transitions\", %s, \"episodes\": 20, \"visits\": [[1e6, 0], [5, 5], [5, 5], [5, 1]]}", model);
   memset(&err, 0, sizeof err);
   rc = dprl_mdp_plan(json, strlen(json), 0, NULL, &out, &cost, &err);
   CHECK(rc == DPRL_OK && cost.useful == 1 && strstr(out.data, "\"pairs_visited\":7,"),
         "visits as given; a pair with most of the visits makes the mean L1 error small: useful");
   dprl_buf_free(&out);
-  snprintf(json, sizeof json, "{%s, \"episodes\": 20, \"seed\": 1}", model);
+  snprintf(json, sizeof json, "{\"error\": \"transitions\", %s, \"episodes\": 20, \"seed\": 1}", model);
   rc = dprl_mdp_plan(json, strlen(json), 0, NULL, &out, &cost, &err);
   CHECK(rc == DPRL_EINVAL && strstr(err.msg, "dp_plan: unknown option \"seed\""), err.msg);
   dprl_buf_free(&out);
