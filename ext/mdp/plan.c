@@ -77,7 +77,7 @@ typedef struct mdp_plan_errors {
   int value;           /* "error": "value": the verdict is on value_rmse */
   int range_given;     /* value_range given, else from rmin, rmax, gamma, horizon */
   double range, episodes;           /* the span of a value; the planned episodes */
-  double value_bias, value_var;     /* ALGORITHMS.md §13.4: first order, the visits' policy */
+  double value_bias, value_var;     /* §13.4: the visits' policy; value_var over range^2 */
 } mdp_plan_errors;
 
 /* ALGORITHMS.md §13.4: per visited pair, the row's L1 error, first order
@@ -96,25 +96,28 @@ static int plan_errors(const dprl_mdp_config *c, const double *v, mdp_plan_error
     if (dprl_cancel_poll(cancel, 20, err)) return err->code;
     double n = v[j];
     if (!(n > 0)) continue;
-    double moved, l1, rsd;
+    double moved, l1, rsd, rk; /* rk: rsd n / sigma */
     if (c->sparse) { /* moved: the share of the row in cells below the threshold */
       double k = (double)e->next_states, keep = 0.5 * erfc((c->tau - n / k) / (sig * M_SQRT2));
       moved = 1 - keep;
       l1 = fmin(2, sqrt(2 / M_PI) * sig * (k * keep + 2 + c->outcome) / n + moved);
-      rsd = c->half * sig * M_SQRT2 / n;
+      rk = c->half * M_SQRT2;
+      rsd = rk * sig / n;
     } else {
       moved = spurious / (n + spurious);
       l1 = fmin(2, sqrt(2 / M_PI) * sig * (rows + sqrt(rows)) / n + 2 * moved);
-      rsd = c->half * sig * sqrt(rows + 1) / n;
+      rk = c->half * sqrt(rows + 1);
+      rsd = rk * sig / n;
     }
     /* the value of the visits' policy (§13.4): d = n / E visits an episode;
     ** value_bias sums d times the row's misplaced mass (turned into the bias
     ** below), and the noise of the row's m entries and of its reward adds
-    ** d^2 Var in quadrature */
-    double d = n / e->episodes;
+    ** d^2 Var in quadrature, kept over R^2; d sigma / n = sigma / E, so
+    ** the noise terms do not depend on n (no 0 * inf for tiny visits) */
+    double d = n / e->episodes, se = sig / e->episodes, rn = rk / e->range;
     double m = c->sparse ? (double)e->next_states * (1 - moved) + 2 + c->outcome : rows;
     e->value_bias += d * moved;
-    e->value_var += d * d * (sig * sig * m * e->range * e->range / 4 / (n * n) + rsd * rsd);
+    e->value_var += se * se * (m / 4 + rn * rn);
     e->pairs++;
     total += n;
     e->mean_l1 += n * l1;
@@ -133,9 +136,9 @@ static int plan_errors(const dprl_mdp_config *c, const double *v, mdp_plan_error
   return DPRL_OK;
 }
 
-static double value_rmse(const mdp_plan_errors *e) {
-  return sqrt(e->value_bias * e->value_bias + e->value_var);
-}
+static double value_sd(const mdp_plan_errors *e) { return e->range * sqrt(e->value_var); }
+
+static double value_rmse(const mdp_plan_errors *e) { return hypot(e->value_bias, value_sd(e)); }
 
 static void plan_verdict(const dprl_mdp_config *c, const mdp_plan_errors *e,
                          dprl_plan_cost *cost) {
@@ -148,7 +151,7 @@ static void plan_verdict(const dprl_mdp_config *c, const mdp_plan_errors *e,
                   "the planned error of a value, %.3g (bias %.3g from %s mass, sd %.3g from "
                   "noise, on a value range of %.4g), is above the tolerance %.3g: more "
                   "episodes, a larger epsilon, a smaller horizon or clip, or fewer states",
-                  planned, e->value_bias, c->sparse ? "unknown" : "spurious", sqrt(e->value_var),
+                  planned, e->value_bias, c->sparse ? "unknown" : "spurious", value_sd(e),
                   e->range, e->tolerance);
   else if (!cost->useful && c->sparse)
     dprl_snprintf(cost->why, sizeof cost->why,
@@ -202,7 +205,7 @@ static int plan_json(const dprl_mdp_config *c, int64_t episodes, const mdp_plan_
     dprl_json_put_key(out, "value_range_from");
     dprl_json_put_string(out, e->range_given ? "given" : "from rmin, rmax, gamma and horizon");
     dprl_json_put_num(out, "value_bias", e->value_bias);
-    dprl_json_put_num(out, "value_sd", sqrt(e->value_var));
+    dprl_json_put_num(out, "value_sd", value_sd(e));
     dprl_json_put_num(out, "value_rmse", value_rmse(e));
   }
   dprl_json_put_key(out, "verdict_on");

@@ -141,6 +141,9 @@ def test_value():
           "1,440 x 8 from 20,000 stays: almost every stay reaches an unknown end, not useful", icu)
     check(plan(con, base, **dict(steps=15, epsilon=1e4, value_range=2))["useful"] is True,
           "epsilon 10^4: the value is planned within 0.05")
+    tiny = plan(con, base, n_states=2, n_actions=1, episodes=1, visits=[[1e300], [1e-300]])
+    check(isinstance(tiny["value_sd"], float) and math.isfinite(tiny["value_sd"]) and tiny["value_bias"] == 40,
+          "visits of 1e300 and 1e-300: a finite sd (the noise terms do not divide by the visits)", tiny)
     no_h = dict(base, steps=15, gamma=1, clip=5)
     del no_h["horizon"]
     check_error(con, "SELECT dp_plan(?)", "dp_plan: option value_range (the span of a policy's value) "
