@@ -275,12 +275,15 @@ bench: deps check-deps duckdb-deps dprl.so $(B)/dprl_bench
 # states), then the consensus vote state
 # by state against its plan (tests/utility/expert.py), and what the reward
 # relation allows on the paper's Q-learning task against dp_q_learn
-# (tests/utility/q_impossibility.py).  A few minutes; icu_model about
-# half a minute (sparse releases).
+# (tests/utility/q_impossibility.py), and dp_mdp's privately chosen clip
+# against fixed ones on three tasks (tests/utility/clip_auto.py, about
+# 3 minutes).  A few minutes; icu_model about half a minute (sparse
+# releases).
 utility: deps check-deps dprl.so
 	@DPRL_SO=./dprl.so $(PYTHON) tests/utility/utility.py
 	@DPRL_SO=./dprl.so $(PYTHON) tests/utility/expert.py
 	@DPRL_SO=./dprl.so $(PYTHON) tests/utility/q_impossibility.py
+	@DPRL_SO=./dprl.so $(PYTHON) tests/utility/clip_auto.py
 
 # libFuzzer (clang, Debian's libclang-rt): a separate instrumented tree in
 # build/fuzz; each harness runs FUZZ_SECONDS on a working copy of its

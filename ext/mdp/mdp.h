@@ -52,6 +52,9 @@
 #define DPRL_MDP_TICK 0x1p24
 #define DPRL_MDP_MAX_STEPS ((size_t)1 << 39)
 
+/* The most edges of "clip": "auto"'s grid: 4 log2(sqrt(1 + 3 2^80)) + 1 < 170. */
+#define DPRL_MDP_EDGES_MAX 176
+
 typedef struct dprl_mdp_config {
   const char *fn;            /* for messages: "dp_mdp" or "dp_plan" */
   int64_t n_states;          /* S, or K anchors with tent features */
@@ -106,6 +109,18 @@ typedef struct dprl_mdp_config {
   double delta_gauss;        /* delta / 2: the Gaussian part's delta (zCDP conversion) */
   double delta_thr;          /* delta_0 = delta_gauss / (1 + e^eps), rounded down */
   double tau;                /* the threshold: sigma sqrt(2 ln(T_c / delta_0)), rounded up */
+  /* "clip": "auto" (ALGORITHMS.md §13.6): C is chosen before the release,
+  ** from a noisy histogram of the episodes' norms over a public grid of
+  ** edges top 2^((j + 1 - n_edges) / 4), j < n_edges, top the unclipped
+  ** bound; the histogram takes rho_hist of rho_cap, the release the rest */
+  int clip_auto;
+  double clip_q, clip_share; /* the quantile aimed at; the histogram's share of rho_cap */
+  int n_edges;
+  double edge_top;
+  uint64_t hist_steps;       /* the histogram's discrete Gaussian scale, in counts */
+  double rho_hist, rho_cap;  /* its rho; rho*, what the whole release is charged */
+  double hist[DPRL_MDP_EDGES_MAX]; /* after the choice: the noisy counts (private output) */
+  double clipped_share;      /* after the choice: noisy share above C (private output) */
 } dprl_mdp_config;
 
 /* "auto" picks the sparse layout above this many count entries
@@ -128,6 +143,16 @@ extern const char *const dprl_mdp_option_names[];
 ** (used by parse; the unit
 ** tests call it with a coarse g to see the rounding term). */
 int dprl_mdp_calibrate_grid(dprl_mdp_config *c, double g, dprl_error *err);
+/* The whole calibration from the options' values (bounds from the clip,
+** touched entries, grid, sigma); parse calls it, and "clip": "auto" again
+** once C is chosen. */
+int dprl_mdp_calibrate(dprl_mdp_config *c, dprl_error *err);
+/* "clip": "auto" (clip_auto.c, §13.6; its options: internal.h): given the episodes' exact bin counts (n_edges of them), the noisy
+** histogram, C (the edge of the noisy quantile) and the calibration for
+** it.  rng is the release's histogram stream. */
+int dprl_mdp_auto_bin(const dprl_mdp_config *c, double norm);
+double dprl_mdp_auto_edge(const dprl_mdp_config *c, int j); /* edge j of the grid */
+int dprl_mdp_auto_choose(dprl_mdp_config *c, const int64_t *bins, dprl_error *err);
 
 /* ---- rows into steps -------------------------------------------------------
 ** A buffered step (rows/steps.h) carries, tabular: state = s << abits | a
@@ -198,11 +223,15 @@ void dprl_mdp_stats_free(dprl_mdp_stats *st);
 ** scratch list grows to the longest episode). */
 int dprl_mdp_add_episode(dprl_mdp_stats *st, const dprl_mdp_config *c, const dprl_step *steps,
                          const dprl_step *xs, size_t n, dprl_error *err);
+/* The l2 norm (count units) of the vector the general path would add for
+** the episode, before any clip; nothing is added. */
+int dprl_mdp_episode_norm(dprl_mdp_stats *st, const dprl_mdp_config *c, const dprl_step *steps,
+                          const dprl_step *xs, size_t n, double *norm, dprl_error *err);
 /* Every episode of the buffers (xbuf: tent only), grouped here; the
 ** buffers are read, then freed but for buf's episode keys, which move to
 ** *keys when keys is not NULL (the release's units), each with the print
 ** of its steps as read (rows/print.h). */
-int dprl_mdp_collect(dprl_mdp_stats *st, const dprl_mdp_config *c, dprl_step_buffer *buf,
+int dprl_mdp_collect(dprl_mdp_stats *st, dprl_mdp_config *c, dprl_step_buffer *buf,
                      dprl_step_buffer *xbuf, dprl_episode_index *keys, dprl_cancel *cancel,
                      dprl_error *err);
 

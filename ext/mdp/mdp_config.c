@@ -15,7 +15,8 @@
 
 const char *const dprl_mdp_option_names[] = {
     "n_states", "n_actions", "gamma", "rmin", "rmax", "epsilon", "delta", "horizon", "clip",
-    "features", "transitions", "max_cells", "seed", "budget", "release", NULL};
+    "features", "transitions", "max_cells", "seed", "budget", "release", "clip_quantile",
+    "clip_share", NULL};
 
 /* A result holds at most this many bytes per number (a noisy count in its
 ** shortest round-trip form and its comma). */
@@ -295,7 +296,24 @@ int dprl_mdp_calibrate_grid(dprl_mdp_config *c, double g, dprl_error *err) {
                      c->fn, c->epsilon, c->delta, target, g);
   c->steps = s < 1 ? 1 : (uint64_t)s;
   if ((double)c->steps * g < target) c->steps++; /* never round the scale down */
-  if (c->sparse) {
+  if (c->clip_auto) {
+    /* §13.6: the smallest s with rho_hist + (Delta/g)^2 / (2 s^2) <= rho_cap
+    ** (the sum rounded up), so the charge rho_cap holds whatever C is */
+    double k = c->sens / g;
+    while (c->steps > 1 &&
+           nextafter(c->rho_hist + dprl_zcdp_rho(k, (double)(c->steps - 1)), INFINITY) <=
+               c->rho_cap)
+      c->steps--;
+    while (!(nextafter(c->rho_hist + dprl_zcdp_rho(k, (double)c->steps), INFINITY) <=
+             c->rho_cap)) {
+      if (c->steps >= DPRL_GAUSS_STEPS_MAX)
+        return dprl_fail(err, DPRL_EINVAL,
+                         "%s: epsilon = %g and delta = %g need a noise scale outside the exact "
+                         "sampler's range on a grid of %.17g (ALGORITHMS.md §13.6)", c->fn,
+                         c->epsilon, c->delta, g);
+      c->steps++;
+    }
+  } else if (c->sparse) {
     /* §13.5: the smallest s whose rho = (Delta/g)^2 / (2 s^2) converts to
     ** (epsilon, delta_gauss) (dp/zcdp.c); sigma1 = 1/sqrt(2 rho*) put s within
     ** a step or two of it */
@@ -313,7 +331,7 @@ int dprl_mdp_calibrate_grid(dprl_mdp_config *c, double g, dprl_error *err) {
     }
   }
   c->sigma = (double)c->steps * g;
-  c->rho = dprl_zcdp_rho(c->sens / g, (double)c->steps);
+  c->rho = c->clip_auto ? c->rho_cap : dprl_zcdp_rho(c->sens / g, (double)c->steps);
   if (c->sparse) /* rounded up: T_c exp(-tau^2 / (2 sigma^2)) <= delta_thr */
     c->tau = c->sigma * sqrt(2 * log((double)c->new_cells / c->delta_thr)) * (1 + 0x1p-40);
   return DPRL_OK;
@@ -323,11 +341,11 @@ int dprl_mdp_calibrate_grid(dprl_mdp_config *c, double g, dprl_error *err) {
 ** them, and the cells; a horizon is required.  Its Gaussian part is
 ** calibrated by the zCDP conversion at delta_gauss = delta / 2, its
 ** threshold to delta_thr = delta_gauss / (1 + e^eps). */
-static int calibrate_sparse(dprl_mdp_config *c, const dprl_options *o) {
+static int calibrate_sparse(dprl_mdp_config *c, dprl_error *err) {
   double H = (double)c->horizon, S = (double)c->n_states, A = (double)c->n_actions;
   double by_h = sqrt(1 + 3 * H * H);
   c->bound = c->clip > 0 && c->clip < by_h ? c->clip : by_h;
-  c->exact_path = !c->tent && !(c->clip > 0 && c->clip < by_h);
+  c->exact_path = !c->tent && !c->clip_auto && !(c->clip > 0 && c->clip < by_h);
   c->limit = c->bound * (1 - 0x1p-20);
   c->bound_rep = 2 * c->bound;
   double by_h_rep = sqrt(6 * H * H + H + 3) * (c->exact_path ? 1 : 1 + 0x1p-10);
@@ -345,32 +363,33 @@ static int calibrate_sparse(dprl_mdp_config *c, const dprl_options *o) {
   c->delta_gauss = c->delta / 2;
   c->delta_thr = c->delta_gauss / (1 + exp(c->epsilon)) * (1 - 0x1p-50);
   if (!(c->delta_thr >= DBL_MIN)) /* then T_c / delta_0 is finite, and so is tau */
-    return dprl_fail(o->err, DPRL_EINVAL,
+    return dprl_fail(err, DPRL_EINVAL,
                      "%s: epsilon = %g is too large for the sparse release: its threshold's "
                      "delta_0 = (delta/2)/(1 + e^epsilon) = %g is below the smallest normal "
                      "double (ALGORITHMS.md §13.5); give a smaller epsilon or \"transitions\": "
-                     "\"dense\"", o->fn, c->epsilon, c->delta_thr);
-  double rho = dprl_zcdp_rho_left(0, 0, 0, c->epsilon, c->delta_gauss);
+                     "\"dense\"", c->fn, c->epsilon, c->delta_thr);
+  double rho = c->clip_auto ? c->rho_cap - c->rho_hist
+                            : dprl_zcdp_rho_left(0, 0, 0, c->epsilon, c->delta_gauss);
   c->sigma1 = rho > 0 ? 1 / sqrt(2 * rho) : HUGE_VAL;
   double first = c->bound_rep * c->sigma1;
   if (!(isfinite(first) && first > 0))
-    return dprl_fail(o->err, DPRL_EINVAL,
-                     "%s: epsilon = %g and delta = %g give no finite noise scale", o->fn,
+    return dprl_fail(err, DPRL_EINVAL,
+                     "%s: epsilon = %g and delta = %g give no finite noise scale", c->fn,
                      c->epsilon, c->delta);
   double g = dprl_grid_for(first);
-  return dprl_mdp_calibrate_grid(c, g > GRID_FLOOR ? g : GRID_FLOOR, o->err);
+  return dprl_mdp_calibrate_grid(c, g > GRID_FLOOR ? g : GRID_FLOOR, err);
 }
 
 /* The bounds on one episode's contribution, on the distance between two,
 ** and the grid (§13). */
-static int calibrate(dprl_mdp_config *c, const dprl_options *o) {
+int dprl_mdp_calibrate(dprl_mdp_config *c, dprl_error *err) {
   double H = (double)c->horizon, S = (double)c->n_states, A = (double)c->n_actions;
-  if (c->sparse) return calibrate_sparse(c, o);
+  if (c->sparse) return calibrate_sparse(c, err);
   double by_h = c->horizon ? sqrt(1 + 2 * H * H) : HUGE_VAL;
   c->bound = c->clip > 0 && c->clip < by_h ? c->clip : by_h;
   /* tabular with a horizon the clip does not cut: the bound holds in exact
   ** integer arithmetic, no clip is applied */
-  c->exact_path = !c->tent && c->horizon && !(c->clip > 0 && c->clip < by_h);
+  c->exact_path = !c->tent && c->horizon && !c->clip_auto && !(c->clip > 0 && c->clip < by_h);
   c->limit = c->bound * (1 - 0x1p-20);
   /* Replacing one episode by another (§13.1): every added vector has norm
   ** at most Delta_0, so 2 Delta_0; with a horizon, sqrt(4H^2 + H + 3) for
@@ -392,14 +411,15 @@ static int calibrate(dprl_mdp_config *c, const dprl_options *o) {
   }
   /* the entries where either episode's vector is not zero */
   c->touched_rep = (int64_t)fmin(2 * (double)c->touched, (double)c->dim);
-  c->sigma1 = dprl_gdp_sigma(c->epsilon, c->delta, 1.0);
+  c->sigma1 = c->clip_auto ? 1 / sqrt(2 * (c->rho_cap - c->rho_hist))
+                           : dprl_gdp_sigma(c->epsilon, c->delta, 1.0);
   double first = c->bound_rep * c->sigma1;
   if (!(isfinite(first) && first > 0))
-    return dprl_fail(o->err, DPRL_EINVAL,
-                     "%s: epsilon = %g and delta = %g give no finite noise scale", o->fn,
+    return dprl_fail(err, DPRL_EINVAL,
+                     "%s: epsilon = %g and delta = %g give no finite noise scale", c->fn,
                      c->epsilon, c->delta);
   double g = dprl_grid_for(first);
-  return dprl_mdp_calibrate_grid(c, g > GRID_FLOOR ? g : GRID_FLOOR, o->err);
+  return dprl_mdp_calibrate_grid(c, g > GRID_FLOOR ? g : GRID_FLOOR, err);
 }
 
 /* "transitions": "auto" (sparse above DPRL_MDP_AUTO_SPARSE count entries
@@ -435,7 +455,19 @@ int dprl_mdp_parse_options(dprl_mdp_config *c, const dprl_options *o, int plan,
       (rc = dprl_opt_reward_bounds(o, &c->rmin, &c->rmax)) ||
       (rc = dprl_opt_number(o, "epsilon", 1, 0, DPRL_POSITIVE, &c->epsilon)) ||
       (rc = dprl_opt_number(o, "delta", 1, 0, DPRL_OPEN(0, 1), &c->delta)) ||
-      (rc = dprl_opt_int(o, "horizon", 0, 0, DPRL_CLOSED(1, 0x1p40), &c->horizon)) ||
+      (rc = dprl_opt_int(o, "horizon", 0, 0, DPRL_CLOSED(1, 0x1p40), &c->horizon)))
+    return rc;
+  const dprl_json *clip = dprl_opt_get(o, "clip");
+  c->clip_auto = clip && clip->type == DPRL_JSON_STRING && clip->n == 4 &&
+                 memcmp(clip->str, "auto", 4) == 0;
+  if (clip && clip->type == DPRL_JSON_STRING && !c->clip_auto) {
+    char got[64];
+    dprl_json_describe(clip, got, sizeof got);
+    return dprl_fail(o->err, DPRL_EINVAL,
+                     "%s: option clip must be a number > 0 (a public l2 bound on one episode's "
+                     "contribution) or \"auto\" (chosen privately), got %s", o->fn, got);
+  }
+  if (!c->clip_auto &&
       (rc = dprl_opt_number(o, "clip", 0, 0, DPRL_OPEN(0, 0x1p500), &c->clip)))
     return rc;
   c->center = c->rmin / 2 + c->rmax / 2;
@@ -444,7 +476,7 @@ int dprl_mdp_parse_options(dprl_mdp_config *c, const dprl_options *o, int plan,
     return dprl_fail(o->err, DPRL_EINVAL,
                      "%s: options rmin = %g, rmax = %g and epsilon = %g must be finite", o->fn,
                      c->rmin, c->rmax, c->epsilon);
-  if (!c->horizon && !(c->clip > 0))
+  if (!c->horizon && !(c->clip > 0) && !c->clip_auto)
     return dprl_fail(o->err, DPRL_EINVAL,
                      "%s: option horizon (only the first H steps of an episode count) or option "
                      "clip (a public l2 bound on one episode's contribution) is required: "
@@ -454,11 +486,12 @@ int dprl_mdp_parse_options(dprl_mdp_config *c, const dprl_options *o, int plan,
                 (rc = dprl_opt_seed(o, &c->has_seed, &c->seed)) ||
                 (rc = dprl_opt_name(o, "budget", &c->budget))))
     return rc;
-  if ((rc = parse_transitions(c, o))) return rc;
+  if ((rc = parse_transitions(c, o)) || (rc = dprl_mdp_auto_options(c, o))) return rc;
   int per_entry = plan ? 1 : c->diagnostic ? 2 : 1;
   if ((rc = c->sparse ? check_size_sparse(c, o, per_entry) : check_size(c, o, per_entry)))
     return rc;
-  return calibrate(c, o);
+  rc = dprl_mdp_calibrate(c, o->err);
+  return !rc && c->clip_auto ? dprl_mdp_auto_check(c, o->err) : rc;
 }
 
 int dprl_mdp_config_parse(dprl_mdp_config *c, const char *fn, const char *text, size_t len,

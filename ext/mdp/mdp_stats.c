@@ -364,6 +364,49 @@ static int add_general_sparse(dprl_mdp_stats *st, const dprl_mdp_config *c,
   return DPRL_OK;
 }
 
+/* The general path's scratch list for an episode of L counted steps:
+** 2 + 6 entries per step (tent; sparse: 2 + 6 in the dense parts, the
+** cells apart), at most dim. */
+static int list_room(dprl_mdp_stats *st, const dprl_mdp_config *c, size_t L, dprl_error *err) {
+  double most = 2 + 6 * (double)L;
+  size_t need = most < (double)c->dim ? (size_t)most : c->dim;
+  if (need > st->cap_list) {
+    uint32_t *l = dprl_realloc(st->list, need * sizeof *l);
+    if (!l) return dprl_nomem(err);
+    st->list = l;
+    st->cap_list = need;
+  }
+  return DPRL_OK;
+}
+
+int dprl_mdp_episode_norm(dprl_mdp_stats *st, const dprl_mdp_config *c, const dprl_step *steps,
+                          const dprl_step *xs, size_t n, double *norm, dprl_error *err) {
+  *norm = 0;
+  if (!n) return DPRL_OK;
+  size_t L = c->horizon && n > (size_t)c->horizon ? (size_t)c->horizon : n;
+  int rc = list_room(st, c, L, err);
+  if (rc) return rc;
+  st->n_list = 0;
+  st->n_ecells = 0;
+  if (c->sparse) {
+    rc = gather_sparse(st, c, steps, xs, n, L, err);
+    if (!rc) rc = merge_keys(st, st->ecells, &st->n_ecells, 1, NULL, err);
+  } else {
+    gather(st, c, steps, xs, n, L);
+  }
+  double norm2 = 0;
+  for (size_t i = 0; i < st->n_list; i++) {
+    uint32_t j = st->list[i];
+    norm2 += st->w[j] * st->w[j];
+    st->w[j] = 0;
+    st->mark[j] = 0;
+  }
+  for (size_t i = 0; !rc && i < st->n_ecells; i++) norm2 += st->ecells[i].w * st->ecells[i].w;
+  st->n_ecells = 0;
+  *norm = sqrt(norm2) / DPRL_MDP_TICK;
+  return rc;
+}
+
 int dprl_mdp_add_episode(dprl_mdp_stats *st, const dprl_mdp_config *c, const dprl_step *steps,
                          const dprl_step *xs, size_t n, dprl_error *err) {
   if (!n) return DPRL_OK;
@@ -375,16 +418,8 @@ int dprl_mdp_add_episode(dprl_mdp_stats *st, const dprl_mdp_config *c, const dpr
     return DPRL_OK;
   }
   size_t L = c->horizon && n > (size_t)c->horizon ? (size_t)c->horizon : n;
-  /* entries one episode can touch: 2 + 6 per step (tent; sparse: 2 + 6 in
-  ** the dense parts, the cells apart), at most dim */
-  double most = 2 + 6 * (double)L;
-  size_t need = most < (double)c->dim ? (size_t)most : c->dim;
-  if (need > st->cap_list) {
-    uint32_t *l = dprl_realloc(st->list, need * sizeof *l);
-    if (!l) return dprl_nomem(err);
-    st->list = l;
-    st->cap_list = need;
-  }
+  int rc = list_room(st, c, L, err);
+  if (rc) return rc;
   if (c->sparse) return add_general_sparse(st, c, steps, xs, n, L, err);
   st->n_list = 0;
   gather(st, c, steps, xs, n, L);
@@ -392,7 +427,46 @@ int dprl_mdp_add_episode(dprl_mdp_stats *st, const dprl_mdp_config *c, const dpr
   return DPRL_OK;
 }
 
-int dprl_mdp_collect(dprl_mdp_stats *st, const dprl_mdp_config *c, dprl_step_buffer *buf,
+/* Episode e of the grouped buffers, its rows' outcome words cleared but
+** the last one's (only the last row counts). */
+static int episode_at(const dprl_mdp_config *c, dprl_step_buffer *buf, dprl_step_buffer *xbuf,
+                      size_t e, const dprl_step **steps, size_t *n, const dprl_step **xs,
+                      size_t *nx, dprl_cancel *cancel, dprl_error *err) {
+  *xs = NULL;
+  *nx = 0;
+  int rc = dprl_step_buffer_episode(buf, e, steps, n, err);
+  if (!rc && xbuf) rc = dprl_step_buffer_episode(xbuf, e, xs, nx, err);
+  if (!rc) rc = dprl_cancel_poll(cancel, 8 * (uint64_t)*n + 50, err);
+  dprl_step *own = (dprl_step *)*steps; /* the buffer's, read here and freed by collect */
+  if (!rc && c->outcome && *n)
+    for (size_t i = 0; i + 1 < *n; i++) own[i].state &= ~DPRL_MDP_CENSORED;
+  return rc;
+}
+
+/* "clip": "auto" (§13.6): every episode's norm into its bin, then the
+** noisy histogram chooses C and the calibration follows it. */
+static int choose_clip(dprl_mdp_stats *st, dprl_mdp_config *c, dprl_step_buffer *buf,
+                       dprl_step_buffer *xbuf, size_t E, dprl_cancel *cancel, dprl_error *err) {
+  int64_t bins[DPRL_MDP_EDGES_MAX] = {0};
+  int rc = DPRL_OK;
+  for (size_t e = 0; e < E && !rc; e++) {
+    const dprl_step *steps, *xs;
+    size_t n, nx;
+    double norm;
+    rc = episode_at(c, buf, xbuf, e, &steps, &n, &xs, &nx, cancel, err);
+    if (rc || !n) continue;
+    dprl_step *own = (dprl_step *)steps;
+    uint32_t flag = c->outcome ? own[n - 1].state & DPRL_MDP_CENSORED : 0;
+    st->censored = flag != 0;
+    own[n - 1].state &= ~DPRL_MDP_CENSORED;
+    rc = dprl_mdp_episode_norm(st, c, steps, xs, n, &norm, err);
+    own[n - 1].state |= flag; /* the second pass reads it again */
+    if (!rc) bins[dprl_mdp_auto_bin(c, norm)]++;
+  }
+  return rc ? rc : dprl_mdp_auto_choose(c, bins, err);
+}
+
+int dprl_mdp_collect(dprl_mdp_stats *st, dprl_mdp_config *c, dprl_step_buffer *buf,
                      dprl_step_buffer *xbuf, dprl_episode_index *keys, dprl_cancel *cancel,
                      dprl_error *err) {
   int rc = DPRL_OK;
@@ -403,15 +477,12 @@ int dprl_mdp_collect(dprl_mdp_stats *st, const dprl_mdp_config *c, dprl_step_buf
   if (!rc) rc = dprl_step_buffer_group(buf, err);
   if (!rc && xbuf) rc = dprl_step_buffer_group(xbuf, err);
   size_t E = rc ? 0 : dprl_step_buffer_episodes(buf);
+  if (!rc && c->clip_auto) rc = choose_clip(st, c, buf, xbuf, E, cancel, err);
   for (size_t e = 0; e < E && !rc; e++) {
-    const dprl_step *steps, *xs = NULL;
-    size_t n, nx = 0;
-    rc = dprl_step_buffer_episode(buf, e, &steps, &n, err);
-    if (!rc && xbuf) rc = dprl_step_buffer_episode(xbuf, e, &xs, &nx, err);
-    if (!rc) rc = dprl_cancel_poll(cancel, 8 * (uint64_t)n + 50, err);
-    dprl_step *own = (dprl_step *)steps; /* the buffer's, read once and freed below */
-    if (!rc && c->outcome && n) /* only the last row's outcome is read: the others' go */
-      for (size_t i = 0; i + 1 < n; i++) own[i].state &= ~DPRL_MDP_CENSORED;
+    const dprl_step *steps, *xs;
+    size_t n, nx;
+    rc = episode_at(c, buf, xbuf, e, &steps, &n, &xs, &nx, cancel, err);
+    dprl_step *own = (dprl_step *)steps;
     if (!rc && keys) /* what the release read of the episode (its outcome too), beside its key */
       rc = dprl_key_set_print(&buf->ep, dprl_step_buffer_entry(buf, e),
                               dprl_print_steps_from(dprl_print_steps(steps, n), xs, nx), err);

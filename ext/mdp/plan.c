@@ -33,7 +33,7 @@
 static const char *const plan_option_names[] = {
     "mechanism", "episodes", "visits", "steps", "n_states", "n_actions", "gamma", "rmin", "rmax",
     "epsilon", "delta", "horizon", "clip", "features", "transitions", "max_cells", "next_states",
-    "tolerance", "outcome", "error", "value_range", NULL};
+    "tolerance", "outcome", "error", "value_range", "clip_quantile", "clip_share", NULL};
 
 /* "visits": S arrays of A numbers >= 0, into v (S A, row-major). */
 static int parse_visits(const dprl_mdp_config *c, const dprl_options *o, double *v,
@@ -178,7 +178,8 @@ static int plan_json(const dprl_mdp_config *c, int64_t episodes, const mdp_plan_
   if (c->horizon) dprl_buf_printf(out, "%lld", (long long)c->horizon);
   else dprl_buf_puts(out, "null");
   dprl_json_put_key(out, "clip");
-  if (c->clip > 0) dprl_json_put_double(out, c->clip);
+  if (c->clip_auto) dprl_buf_puts(out, "\"auto\""); /* sigma at the top of its grid */
+  else if (c->clip > 0) dprl_json_put_double(out, c->clip);
   else dprl_buf_puts(out, "null");
   dprl_json_put_int(out, "episodes", episodes);
   if (c->outcome) dprl_buf_puts(out, ",\"outcome\":\"per episode\"");

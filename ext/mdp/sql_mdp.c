@@ -148,7 +148,7 @@ static int mdp_row(dprl_agg *a, int argc, sqlite3_value **argv, dprl_error *err)
 
 static int mdp_final(dprl_agg *a, dprl_buf *out, dprl_spend *spend, dprl_error *err) {
   mdp_state *g = a->state;
-  const dprl_mdp_config *c = &g->cfg;
+  dprl_mdp_config *c = &g->cfg; /* "clip": "auto" sets C (§13.6) */
   dprl_cancel *cancel = &a->cancel.base;
   int rc = dprl_mdp_collect(&g->st, c, &g->buf, c->tent ? &g->xbuf : NULL,
                             c->budget ? &g->keys : NULL, cancel, err);
