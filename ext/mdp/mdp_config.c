@@ -280,6 +280,16 @@ static int check_size_sparse(dprl_mdp_config *c, const dprl_options *o, int per_
   return DPRL_OK;
 }
 
+/* Whether a scale of s grid steps for sensitivity k (in steps) fits:
+** "clip": "auto" (§13.6), rho_hist + k^2 / (2 s^2) <= rho_cap, the sum
+** rounded up, so the charge rho_cap holds whatever C is; sparse (§13.5),
+** rho = k^2 / (2 s^2) converts to (epsilon, delta_gauss) (dp/zcdp.c). */
+static int scale_fits(const dprl_mdp_config *c, double k, uint64_t s) {
+  double rho = dprl_zcdp_rho(k, (double)s);
+  if (c->clip_auto) return nextafter(c->rho_hist + rho, INFINITY) <= c->rho_cap;
+  return dprl_zcdp_eps(rho, c->delta_gauss) <= c->epsilon;
+}
+
 int dprl_mdp_calibrate_grid(dprl_mdp_config *c, double g, dprl_error *err) {
   int e;
   frexp(g, &e); /* g = 2^(e - 1) */
@@ -296,37 +306,17 @@ int dprl_mdp_calibrate_grid(dprl_mdp_config *c, double g, dprl_error *err) {
                      c->fn, c->epsilon, c->delta, target, g);
   c->steps = s < 1 ? 1 : (uint64_t)s;
   if ((double)c->steps * g < target) c->steps++; /* never round the scale down */
-  if (c->clip_auto) {
-    /* §13.6: the smallest s with rho_hist + (Delta/g)^2 / (2 s^2) <= rho_cap
-    ** (the sum rounded up), so the charge rho_cap holds whatever C is */
+  if (c->clip_auto || c->sparse) {
+    /* the smallest s that fits (scale_fits); sigma1 put s within a step
+    ** or two of it */
     double k = c->sens / g;
-    while (c->steps > 1 &&
-           nextafter(c->rho_hist + dprl_zcdp_rho(k, (double)(c->steps - 1)), INFINITY) <=
-               c->rho_cap)
-      c->steps--;
-    while (!(nextafter(c->rho_hist + dprl_zcdp_rho(k, (double)c->steps), INFINITY) <=
-             c->rho_cap)) {
+    while (c->steps > 1 && scale_fits(c, k, c->steps - 1)) c->steps--;
+    while (!scale_fits(c, k, c->steps)) {
       if (c->steps >= DPRL_GAUSS_STEPS_MAX)
         return dprl_fail(err, DPRL_EINVAL,
                          "%s: epsilon = %g and delta = %g need a noise scale outside the exact "
-                         "sampler's range on a grid of %.17g (ALGORITHMS.md §13.6)", c->fn,
-                         c->epsilon, c->delta, g);
-      c->steps++;
-    }
-  } else if (c->sparse) {
-    /* §13.5: the smallest s whose rho = (Delta/g)^2 / (2 s^2) converts to
-    ** (epsilon, delta_gauss) (dp/zcdp.c); sigma1 = 1/sqrt(2 rho*) put s within
-    ** a step or two of it */
-    double k = c->sens / g;
-    while (c->steps > 1 &&
-           dprl_zcdp_eps(dprl_zcdp_rho(k, (double)(c->steps - 1)), c->delta_gauss) <= c->epsilon)
-      c->steps--;
-    while (!(dprl_zcdp_eps(dprl_zcdp_rho(k, (double)c->steps), c->delta_gauss) <= c->epsilon)) {
-      if (c->steps >= DPRL_GAUSS_STEPS_MAX)
-        return dprl_fail(err, DPRL_EINVAL,
-                         "%s: epsilon = %g and delta = %g need a noise scale outside the exact "
-                         "sampler's range on a grid of %.17g (ALGORITHMS.md §13.5)", c->fn,
-                         c->epsilon, c->delta, g);
+                         "sampler's range on a grid of %.17g (ALGORITHMS.md %s)", c->fn,
+                         c->epsilon, c->delta, g, c->clip_auto ? "§13.6" : "§13.5");
       c->steps++;
     }
   }
