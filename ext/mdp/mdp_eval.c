@@ -1,6 +1,7 @@
 /* mdp_eval.c: values, optimal policies and bootstrap error bars on a
 ** released MDP model (mdp_eval.h, ALGORITHMS.md §14). */
 #include "mdp/mdp_eval.h"
+#include "mdp/mdp_interval.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -63,11 +64,12 @@ int dprl_mdpv_options(const char *fn, const char *text, size_t len, int plan,
                       const dprl_mdpv_model *m, dprl_mdpv_opts *o, dprl_error *err) {
   static const char *const value_keys[] = {"horizon", "gamma", "min_count", "count_floor",
                                            "ends", "unknown", "bootstrap", "bootstrap_seed",
-                                           "tolerance", NULL};
+                                           "interval", "level", "tolerance", NULL};
   static const char *const plan_keys[] = {"horizon", "gamma", "min_count", "count_floor",
                                           "ends", "unknown", "tolerance", NULL};
   static const char *const ends[] = {"terminal", "censored", NULL};
   static const char *const unknown[] = {"pessimistic", "renormalise", NULL};
+  static const char *const intervals[] = {"log", "none", NULL};
   dprl_options opt;
   int64_t seed = 0;
   memset(o, 0, sizeof *o);
@@ -96,7 +98,15 @@ int dprl_mdpv_options(const char *fn, const char *text, size_t len, int plan,
   if (!plan &&
       ((rc = dprl_opt_int(&opt, "bootstrap", 0, DPRL_MDPV_BOOTSTRAP,
                           DPRL_CLOSED(0, DPRL_MDPV_BOOTSTRAP_MAX), &o->bootstrap)) ||
-       (rc = dprl_opt_int(&opt, "bootstrap_seed", 0, 0, DPRL_ANY, &seed))))
+       (rc = dprl_opt_int(&opt, "bootstrap_seed", 0, 0, DPRL_ANY, &seed)) ||
+       (rc = dprl_opt_choice(&opt, "interval", intervals, m->tent, &o->interval)) ||
+       (rc = dprl_opt_number(&opt, "level", 0, DPRL_MDPV_LEVEL, DPRL_OPEN(0, 1), &o->level))))
+    goto done;
+  o->interval = !plan && !o->interval && o->bootstrap > 0;
+  if (o->interval && m->tent &&
+      (rc = dprl_fail(err, DPRL_EINVAL, "%s: option interval \"log\" needs a tabular model: this "
+                      "one has tent features, whose episodes cannot be redrawn from the model "
+                      "(interval \"none\")", fn)))
     goto done;
   if (seed < 0 || seed >= (INT64_C(1) << 53)) { /* from 2^53 on, two texts read as one */
     rc = dprl_fail(err, DPRL_EINVAL,
@@ -135,10 +145,17 @@ done:
 /* sum_k P(k|sa) V(k) over the stored entries (ending adds 0), and a sparse
 ** model's unknown mass worth wv (ALGORITHMS.md §14.1): rmin, or 0 when the
 ** values V have no step left (left 0; -1: discounted). */
-static inline double expect(const dprl_mdpv_est *e, int64_t sa, const double *V, double wv) {
+static inline double expect(const dprl_mdpv_est *e, int64_t sa, const double *V, double wv,
+                            double vm) {
   double q = 0;
   for (int64_t j = e->row[sa]; j < e->row[sa + 1]; j++) q += e->prob[j] * V[e->next[j]];
+  if (e->spread) q += e->spread[sa] * vm; /* a world's uniform moves (vm: the mean of V) */
   return e->unknown ? q + e->unknown[sa] * wv : q;
+}
+static double mean_of(const dprl_mdpv_est *e, const double *V) {
+  double t = 0;
+  for (int64_t s = 0; e->spread && s < e->S; s++) t += V[s];
+  return t / (double)e->S;
 }
 #define UNKNOWN_WORTH(e, left) ((left) == 0 ? 0 : (e)->unknown_value)
 
@@ -157,13 +174,13 @@ static int backup_policy(const dprl_mdpv_est *e, const dprl_mdpv_policy *p, doub
                          const double *V, int64_t left, double *out, double *diff,
                          dprl_cancel *cancel, dprl_error *err) {
   int64_t S = e->S, A = e->A, lo, hi;
-  double d = 0, wv = UNKNOWN_WORTH(e, left);
+  double d = 0, wv = UNKNOWN_WORTH(e, left), vm = mean_of(e, V);
   for (int64_t s = 0; s < S; s++) {
     double acc = 0;
     actions(p, s, A, &lo, &hi);
     for (int64_t a = lo; a < hi; a++) {
       double w = weight(p, s * A + a);
-      if (w != 0) acc += w * (e->reward[s * A + a] + gamma * expect(e, s * A + a, V, wv));
+      if (w != 0) acc += w * (e->reward[s * A + a] + gamma * expect(e, s * A + a, V, wv, vm));
     }
     out[s] = acc;
     d = fmax(d, fabs(acc - V[s]));
@@ -179,11 +196,11 @@ static int backup_optimal(const dprl_mdpv_est *e, double gamma, const double *V,
                           double *Q, double *out, double *diff, dprl_cancel *cancel,
                           dprl_error *err) {
   int64_t S = e->S, A = e->A;
-  double d = 0, wv = UNKNOWN_WORTH(e, left);
+  double d = 0, wv = UNKNOWN_WORTH(e, left), vm = mean_of(e, V);
   for (int64_t s = 0; s < S; s++) {
     double best = -HUGE_VAL;
     for (int64_t a = 0; a < A; a++) {
-      double q = e->reward[s * A + a] + gamma * expect(e, s * A + a, V, wv);
+      double q = e->reward[s * A + a] + gamma * expect(e, s * A + a, V, wv, vm);
       Q[s * A + a] = q;
       best = fmax(best, q);
     }
@@ -211,6 +228,8 @@ static int solve_policy(const dprl_mdpv_est *e, const dprl_mdpv_policy *p, doubl
       int64_t sa = s * A + a;
       rhs += w * e->reward[sa];
       if (e->unknown) rhs += w * gamma * e->unknown[sa] * e->unknown_value;
+      for (int64_t k = 0; e->spread && e->spread[sa] > 0 && k < S; k++)
+        row[k] -= gamma * w * e->spread[sa] / (double)S;
       for (int64_t j = e->row[sa]; j < e->row[sa + 1]; j++)
         row[e->next[j]] -= gamma * w * e->prob[j];
     }
@@ -390,58 +409,10 @@ int dprl_mdpv_optimize(const dprl_mdpv_est *e, const dprl_mdpv_opts *o, dprl_mdp
   return DPRL_OK;
 }
 
-/* ---- the bootstrap -------------------------------------------------------------- */
-
-/* Running mean and sum of squared deviations (Welford): value, then the
-** S values, per policy. */
-typedef struct moments {
-  double mean, m2;
-  double *means, *m2s;
-} moments;
-
-static void moments_add(moments *mo, double x, const double *V, int64_t S, int64_t count) {
-  double d = x - mo->mean;
-  mo->mean += d / (double)count;
-  mo->m2 += d * (x - mo->mean);
-  for (int64_t s = 0; s < S; s++) {
-    double ds = V[s] - mo->means[s];
-    mo->means[s] += ds / (double)count;
-    mo->m2s[s] += ds * (V[s] - mo->means[s]);
-  }
-}
-
 static double dot(const double *x, const double *y, int64_t n) {
   double t = 0;
   for (int64_t i = 0; i < n; i++) t += x[i] * y[i];
   return t;
-}
-
-/* B draws of the model around the release, every policy evaluated on each
-** draw (the same draws for all, so differences between policies are
-** resampled together). */
-static int bootstrap(const dprl_mdpv_model *m, const dprl_mdpv_opts *o,
-                     const dprl_mdpv_policies *p, dprl_mdpv_work *w, moments *mo,
-                     dprl_cancel *cancel, dprl_error *err) {
-  dprl_mdpv_est eb = {0};
-  dprl_rng rng;
-  dprl_mdpv_solved how;
-  int64_t S = m->S;
-  double *scratch = dprl_malloc_array((size_t)S + 3, sizeof *scratch); /* a redraw: <= S + 3 */
-  double *V = dprl_malloc_array((size_t)S, sizeof *V);
-  int rc = !scratch || !V ? dprl_nomem(err) : DPRL_OK;
-  dprl_rng_init_seeded(&rng, o->seed, DPRL_STREAM_MDP_BOOTSTRAP);
-  for (int64_t b = 1; b <= o->bootstrap && !rc; b++) {
-    rc = dprl_mdpv_estimate(m, &o->est, &rng, scratch, &eb, cancel, err);
-    for (size_t i = 0; i < p->n && !rc; i++) {
-      rc = dprl_mdpv_evaluate_policy(&eb, o, &p->pol[i], w, V, &how, cancel, err);
-      if (!rc) moments_add(&mo[i], dot(eb.start, V, S), V, S, b);
-    }
-  }
-  dprl_rng_wipe(&rng);
-  dprl_mdpv_est_free(&eb);
-  dprl_free(scratch);
-  dprl_free(V);
-  return rc;
 }
 
 /* ---- results ---------------------------------------------------------------------- */
@@ -473,7 +444,8 @@ static void put_common(dprl_buf *b, const dprl_mdpv_model *m, const dprl_mdpv_op
 }
 
 /* One policy's value, values, error bars and bound, without braces. */
-static int put_policy(dprl_buf *b, double value, const double *V, int64_t S, const moments *mo,
+static int put_policy(dprl_buf *b, double value, const double *V, int64_t S,
+                      const dprl_mdpv_moments *mo, const dprl_mdpv_interval *ci,
                       int64_t draws, int noiseless, double bound, dprl_cancel *cancel,
                       dprl_error *err) {
   dprl_buf_puts(b, "\"value\":");
@@ -481,6 +453,15 @@ static int put_policy(dprl_buf *b, double value, const double *V, int64_t S, con
   dprl_json_put_key(b, "stderr");
   if (!draws) dprl_buf_puts(b, "null");
   else dprl_json_put_double(b, noiseless ? 0 : sqrt(mo->m2 / (double)(draws - 1)));
+  dprl_json_put_key(b, "ci_low");
+  if (ci) dprl_json_put_double(b, ci->low);
+  else dprl_buf_puts(b, "null");
+  dprl_json_put_key(b, "ci_high");
+  if (ci) dprl_json_put_double(b, ci->high);
+  else dprl_buf_puts(b, "null");
+  dprl_json_put_key(b, "ci_bias");
+  if (ci) dprl_json_put_double(b, ci->bias);
+  else dprl_buf_puts(b, "null");
   dprl_json_put_num(b, "error_bound", bound);
   dprl_json_put_key(b, "values");
   int rc = dprl_json_put_double_array_polled(b, V, (size_t)S, cancel, err);
@@ -509,21 +490,27 @@ int dprl_mdpv_value(const dprl_mdpv_model *m, const dprl_mdpv_opts *o,
   dprl_mdpv_solved how = {"direct", 0, 0}, *hows = dprl_calloc(n, sizeof *hows);
   double *V = dprl_malloc_array(n * (size_t)S, sizeof *V);
   double *mem = dprl_calloc(2 * n * (size_t)S, sizeof *mem);
-  moments *mo = dprl_calloc(n, sizeof *mo);
+  dprl_mdpv_moments *mo = dprl_calloc(n, sizeof *mo);
+  dprl_mdpv_interval *ci = dprl_calloc(n, sizeof *ci);
+  dprl_mdpv_world_info world = {0, 0, 0};
+  double *value = dprl_malloc_array(n, sizeof *value);
   double *scratch = dprl_malloc_array((size_t)S + 3, sizeof *scratch); /* a redraw: <= S + 3 */
   int rc = dprl_mdpv_work_init(&w, S, m->A, err);
-  if (!rc && (!hows || !V || !mem || !mo || !scratch)) rc = dprl_nomem(err);
+  if (!rc && (!hows || !V || !mem || !mo || !ci || !value || !scratch)) rc = dprl_nomem(err);
   if (!rc) rc = dprl_mdpv_estimate(m, &o->est, NULL, scratch, &e, cancel, err);
   for (size_t i = 0; i < n && !rc; i++) {
     mo[i].means = mem + 2 * i * (size_t)S;
     mo[i].m2s = mo[i].means + S;
     rc = dprl_mdpv_evaluate_policy(&e, o, &p->pol[i], &w, V + i * (size_t)S, &hows[i], cancel,
                                    err);
-    if (!rc) how = hows[i];
+    if (!rc) how = hows[i], value[i] = dot(e.start, V + i * (size_t)S, S);
   }
   /* A model without noise resamples to itself: no draws needed. */
   int noiseless = m->sigma == 0 && m->reward_sigma == 0;
-  if (!rc && o->bootstrap && !noiseless) rc = bootstrap(m, o, p, &w, mo, cancel, err);
+  if (!rc && o->bootstrap && !noiseless)
+    rc = dprl_mdpv_noise_bootstrap(m, o, p, &w, mo, cancel, err);
+  if (!rc && o->interval)
+    rc = dprl_mdpv_log_bootstrap(m, o, p, value, &w, ci, &world, cancel, err);
   if (!rc) {
     dprl_buf_puts(out, "{");
     if (p->names) dprl_buf_puts(out, "\"policies\":{");
@@ -533,7 +520,7 @@ int dprl_mdpv_value(const dprl_mdpv_model *m, const dprl_mdpv_opts *o,
         dprl_json_put_string(out, p->names[i]);
         dprl_buf_puts(out, ":{");
       }
-      rc = put_policy(out, dot(e.start, V + i * (size_t)S, S), V + i * (size_t)S, S, &mo[i],
+      rc = put_policy(out, value[i], V + i * (size_t)S, S, &mo[i], o->interval ? &ci[i] : NULL,
                       o->bootstrap, noiseless, hows[i].bound, cancel, err);
       if (p->names) dprl_buf_puts(out, "}");
     }
@@ -541,6 +528,14 @@ int dprl_mdpv_value(const dprl_mdpv_model *m, const dprl_mdpv_opts *o,
     put_common(out, m, o, &e, how.method);
     dprl_json_put_int(out, "bootstrap", o->bootstrap);
     dprl_json_put_int(out, "bootstrap_seed", (int64_t)o->seed);
+    dprl_json_put_key(out, "interval");
+    dprl_json_put_string(out, o->interval ? "log bootstrap" : "none");
+    if (o->interval) { /* the world the logs were drawn from (§14.4) */
+      dprl_json_put_num(out, "level", o->level);
+      dprl_json_put_int(out, "world_episodes", world.episodes);
+      dprl_json_put_int(out, "world_steps", world.steps);
+      dprl_json_put_num(out, "world_clipped_share", world.clipped_share);
+    }
     dprl_buf_puts(out, "}");
     if (!rc && out->oom) rc = dprl_nomem(err);
   }
@@ -550,6 +545,8 @@ int dprl_mdpv_value(const dprl_mdpv_model *m, const dprl_mdpv_opts *o,
   dprl_free(V);
   dprl_free(mem);
   dprl_free(mo);
+  dprl_free(ci);
+  dprl_free(value);
   dprl_free(scratch);
   return rc;
 }

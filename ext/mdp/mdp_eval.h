@@ -16,6 +16,7 @@
 #define DPRL_MDPV_DIRECT_MAX 2048
 #define DPRL_MDPV_BOOTSTRAP 200      /* default number of bootstrap draws */
 #define DPRL_MDPV_BOOTSTRAP_MAX 100000
+#define DPRL_MDPV_LEVEL 0.95         /* default confidence level of the interval */
 #define DPRL_MDPV_TOLERANCE 1e-9     /* default tolerance, relative to max|r| / (1 - gamma) */
 #define DPRL_MDPV_TIE 1e-12          /* Q values this close (relative) are tied */
 /* The most value-iteration sweeps: a gamma that can need more (about
@@ -27,6 +28,8 @@ typedef struct dprl_mdpv_opts {
   int64_t horizon;       /* option horizon: H steps; 0 = discounted, infinite */
   dprl_mdpv_est_opts est;
   int64_t bootstrap;     /* draws; 0: no error bar */
+  int interval;          /* 1: the log bootstrap's interval (mdp_interval.h); 0: none */
+  double level;          /* its confidence level */
   uint64_t seed;         /* the bootstrap's seeded stream */
   double tolerance;      /* bound on the error of every value (iterative solves) */
 } dprl_mdpv_opts;

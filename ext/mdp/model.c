@@ -183,7 +183,7 @@ static int features(const dprl_json *root, dprl_mdpv_model *m, dprl_error *err) 
 /* The scalar keys of the contract. */
 static int header(const dprl_json *root, dprl_mdpv_model *m, dprl_error *err) {
   const dprl_json *mech = dprl_mdpv_member(root, "mechanism", err), *unit;
-  double eps, delta, sens, clip_dummy;
+  double eps, delta, sens;
   int rc;
   if (!mech) return DPRL_EINVAL;
   if (mech->type != DPRL_JSON_STRING || strcmp(mech->str, "dp_mdp") != 0) {
@@ -214,7 +214,7 @@ static int header(const dprl_json *root, dprl_mdpv_model *m, dprl_error *err) {
     return rc;
   const dprl_json *clip = dprl_mdpv_member(root, "clip", err);
   if (!clip) return DPRL_EINVAL;
-  if (clip->type != DPRL_JSON_NULL && (rc = number(root, "clip", DPRL_POSITIVE, &clip_dummy, err)))
+  if (clip->type != DPRL_JSON_NULL && (rc = number(root, "clip", DPRL_POSITIVE, &m->clip, err)))
     return rc;
   if (!(m->rmin < m->rmax))
     return dprl_fail(err, DPRL_EINVAL, "model: rmin (%g) must be below rmax (%g)", m->rmin,
@@ -487,5 +487,6 @@ void dprl_mdpv_est_free(dprl_mdpv_est *e) {
   dprl_free(e->reward);
   dprl_free(e->start);
   dprl_free(e->unknown);
+  dprl_free(e->spread);
   memset(e, 0, sizeof *e);
 }

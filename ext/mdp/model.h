@@ -30,6 +30,7 @@ typedef struct dprl_mdpv_model {
   double sigma;              /* noise sd of every count entry (start and counts) */
   double reward_sigma;       /* noise sd of every reward sum */
   int64_t horizon;           /* the release's H, 0 when it had none */
+  double clip;               /* the release's bound on an episode's norm, 0 when it had none */
   int tent;                  /* features: 0 tabular (or groups: aggregate, map), 1 tent */
   double tent_low, tent_high;
   const double *start;       /* [S] released start counts */
@@ -115,6 +116,9 @@ typedef struct dprl_mdpv_est {
   ** steps remain; NULL for dense models and with renormalise */
   double *unknown;
   double unknown_value;
+  /* the log bootstrap's world (mdp_interval.c) only: the mass of pair sa
+  ** that moves to a uniformly random state; NULL otherwise */
+  double *spread;
   double unknown_mass; /* sparse: the N-weighted mean over the pairs that are not pessimistic of
                        ** the share of N the release does not place; NaN if there are none */
 } dprl_mdpv_est;

@@ -1,6 +1,6 @@
 /*
-** model_internal.h: what model.c, model_sparse.c and policy_read.c share and nothing
-** else uses: the model reader's checks (errors named "model: ...") and
+** model_internal.h: what model.c, model_sparse.c, policy_read.c and mdp_interval.c
+** share and nothing else uses: the model reader's checks (errors named "model: ...") and
 ** the pieces of the estimate both layouts use.
 */
 #ifndef DPRL_MDP_MODEL_INTERNAL_H
