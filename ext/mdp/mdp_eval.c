@@ -69,7 +69,7 @@ int dprl_mdpv_options(const char *fn, const char *text, size_t len, int plan,
                                           "ends", "unknown", "tolerance", NULL};
   static const char *const ends[] = {"terminal", "censored", NULL};
   static const char *const unknown[] = {"pessimistic", "renormalise", NULL};
-  static const char *const intervals[] = {"log", "none", NULL};
+  static const char *const intervals[] = {"none", "log", NULL};
   dprl_options opt;
   int64_t seed = 0;
   memset(o, 0, sizeof *o);
@@ -99,10 +99,13 @@ int dprl_mdpv_options(const char *fn, const char *text, size_t len, int plan,
       ((rc = dprl_opt_int(&opt, "bootstrap", 0, DPRL_MDPV_BOOTSTRAP,
                           DPRL_CLOSED(0, DPRL_MDPV_BOOTSTRAP_MAX), &o->bootstrap)) ||
        (rc = dprl_opt_int(&opt, "bootstrap_seed", 0, 0, DPRL_ANY, &seed)) ||
-       (rc = dprl_opt_choice(&opt, "interval", intervals, m->tent, &o->interval)) ||
+       (rc = dprl_opt_choice(&opt, "interval", intervals, 0, &o->interval)) ||
        (rc = dprl_opt_number(&opt, "level", 0, DPRL_MDPV_LEVEL, DPRL_OPEN(0, 1), &o->level))))
     goto done;
-  o->interval = !plan && !o->interval && o->bootstrap > 0;
+  if (o->interval && !o->bootstrap &&
+      (rc = dprl_fail(err, DPRL_EINVAL, "%s: option interval \"log\" needs bootstrap draws "
+                      "(at least 2), got bootstrap 0", fn)))
+    goto done;
   if (o->interval && m->tent &&
       (rc = dprl_fail(err, DPRL_EINVAL, "%s: option interval \"log\" needs a tabular model: this "
                       "one has tent features, whose episodes cannot be redrawn from the model "

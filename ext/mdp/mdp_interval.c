@@ -83,13 +83,13 @@ int dprl_mdpv_log_bootstrap(const dprl_mdpv_model *m, const dprl_mdpv_opts *o,
   double *scratch = dprl_malloc_array((size_t)S + 3, sizeof *scratch);
   int rc = dprl_mdpv_world_open(m, &o->est, o->seed, &wd, cancel, err);
   if (!rc && (!truth || !D || !V || !scratch)) rc = dprl_nomem(err);
-  for (size_t i = 0; i < n && !rc; i++) {
-    const dprl_mdpv_est *t = dprl_mdpv_world_truth(wd);
-    rc = dprl_mdpv_evaluate_policy(t, o, &p->pol[i], w, V, &how, cancel, err);
-    truth[i] = dot(t->start, V, S);
-  }
   for (int64_t b = 0; b < B && !rc; b++) {
     rc = dprl_mdpv_world_release(wd, &r, cancel, err);
+    for (size_t i = 0; i < n && !rc; i++) { /* this draw's world's values */
+      const dprl_mdpv_est *t = dprl_mdpv_world_truth(wd);
+      rc = dprl_mdpv_evaluate_policy(t, o, &p->pol[i], w, V, &how, cancel, err);
+      truth[i] = dot(t->start, V, S);
+    }
     if (!rc) rc = dprl_mdpv_estimate(r, &o->est, NULL, scratch, &eb, cancel, err);
     for (size_t i = 0; i < n && !rc; i++) {
       rc = dprl_mdpv_evaluate_policy(&eb, o, &p->pol[i], w, V, &how, cancel, err);

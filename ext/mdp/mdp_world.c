@@ -1,5 +1,5 @@
 /* mdp_world.c: the log bootstrap's world (mdp_world.h, ALGORITHMS.md §14.4). */
-#include "mdp/mdp_world.h"
+#include "mdp/mdp_world_internal.h"
 
 #include <math.h>
 #include <string.h>
@@ -7,47 +7,6 @@
 #include "base/json.h"
 #include "dp/noise.h"
 #include "mdp/model_internal.h"
-
-/* ---- the world ---------------------------------------------------------------- */
-
-/* A fast generator for the draws of the world's logs (post-processing of
-** public numbers: no cryptographic need), xoshiro256**, keyed from the
-** seeded stream. */
-typedef struct fast_rng {
-  uint64_t s[4];
-} fast_rng;
-static inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-static inline uint64_t fast_u64(fast_rng *r) {
-  uint64_t *s = r->s, out = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
-  s[2] ^= s[0], s[3] ^= s[1], s[1] ^= s[2], s[0] ^= s[3], s[2] ^= t, s[3] = rotl(s[3], 45);
-  return out;
-}
-static inline double fast_unit(fast_rng *r) { return (double)(fast_u64(r) >> 11) * 0x1p-53; }
-
-/* The first j in [0, n) with u < cum[j] (cum rises to cum[n-1] = 1). */
-static inline int64_t pick(const double *cum, int64_t n, double u) {
-  int64_t lo = 0, hi = n - 1;
-  while (lo < hi) {
-    int64_t mid = lo + (hi - lo) / 2;
-    if (u < cum[mid]) hi = mid;
-    else lo = mid + 1;
-  }
-  return lo;
-}
-
-enum { TO_END = -1, TO_CENSORED = -2, TO_SPREAD = -3 };
-
-typedef struct world {
-  int64_t S, A;
-  int64_t *row;   /* [S*A + 1]: pair sa's outcomes are [row[sa], row[sa+1]) */
-  int32_t *to;    /* a next state, or TO_* */
-  double *cum;    /* their cumulative probabilities */
-  double *act;    /* [S*A]: per state, the behaviour's cumulative probabilities */
-  double *start;  /* [S] cumulative */
-  double *gain;   /* [S*A]: r(s,a) - reward_center */
-  int64_t episodes, steps;
-  dprl_mdpv_est truth; /* the world as an MDP, for its values */
-} world;
 
 static void world_free(world *w) {
   dprl_free(w->row);
@@ -97,9 +56,10 @@ static void pair_numbers(const dprl_mdpv_model *m, int64_t sa, double t, int32_t
   }
 }
 
-/* The world of §14.4 from the release m and the estimate's choices o. */
-static int world_build(const dprl_mdpv_model *m, const dprl_mdpv_est_opts *o, world *w,
-                       dprl_cancel *cancel, dprl_error *err) {
+/* The world of §14.4 from the numbers of m, the estimate's choices o and
+** the episodes of a log. */
+static int world_build(const dprl_mdpv_model *m, const dprl_mdpv_est_opts *o, double episodes,
+                       world *w, dprl_cancel *cancel, dprl_error *err) {
   int64_t S = m->S, A = m->A, SA = S * A;
   size_t most = m->sparse ? m->n_cells + 3 * (size_t)SA : (size_t)SA * (size_t)(S + 3);
   dprl_mdpv_est *e = &w->truth;
@@ -131,7 +91,10 @@ static int world_build(const dprl_mdpv_model *m, const dprl_mdpv_est_opts *o, wo
     pair_numbers(m, sa, o->count_floor, w->to, w->cum, &n, &K, &E, &C, &U, &N);
     /* the mass that went on unseen: censored ends (option ends: the ended column) */
     double gone = m->censored ? C : o->censored ? E : 0, seen = K + U;
-    int pess = !(N > o->min_count) || (!(seen > 0) && (gone > 0 || o->censored));
+    /* a pair the estimate deems too rare (N <= min_count) is still visited
+    ** in the world, as often as released: whether a new log's count passes
+    ** min_count is part of the spread; only a pair without visits ends */
+    int pess = !(N > 0) || (!(seen > 0) && (gone > 0 || o->censored));
     w->act[sa] = pess ? 0 : N;
     if (pess) { /* the estimate's pessimistic pair: the episode ends with rmin */
       n = first;
@@ -173,23 +136,12 @@ static int world_build(const dprl_mdpv_model *m, const dprl_mdpv_est_opts *o, wo
     for (int64_t a = 0; a < A; a++) c[a] = tot > 0 ? (run += c[a]) / tot : (double)(a + 1) / (double)A;
     c[A - 1] = 1;
   }
-  /* the start: the estimate's distribution; the episodes: the start counts' sum */
+  /* the start: the estimate's distribution */
   dprl_mdpv_estimate_start(m, o->count_floor, NULL, NULL, e);
-  double run = 0, released = 0;
-  for (int64_t s = 0; s < S; s++) {
-    w->start[s] = (run += e->start[s]);
-    released += m->start[s];
-  }
+  double run = 0;
+  for (int64_t s = 0; s < S; s++) w->start[s] = (run += e->start[s]);
   w->start[S - 1] = 1;
-  released = nearbyint(released);
-  if (!(released <= (double)DPRL_MDPV_WORLD_EPISODES_MAX)) {
-    char g[32];
-    return dprl_fail(err, DPRL_EINVAL,
-                     "dp_mdp_value: the model's start counts sum to %s episodes, more than the "
-                     "2^31 a log bootstrap draws: option interval \"none\"",
-                     dprl_json_num(released, g, sizeof g));
-  }
-  w->episodes = released >= 1 ? (int64_t)released : 1;
+  w->episodes = episodes >= 1 ? (int64_t)nearbyint(episodes) : 1;
   if (m->horizon) {
     w->steps = m->horizon;
   } else {
@@ -200,309 +152,120 @@ static int world_build(const dprl_mdpv_model *m, const dprl_mdpv_est_opts *o, wo
   return DPRL_OK;
 }
 
-/* ---- a log drawn from the world, released as dp_mdp would ------------------------- */
+/* ---- the world's numbers, calibrated to the clip ------------------------------ */
 
-/* A table from keys to sums, open addressing (linear probes); used lists
-** the occupied slots so that clearing costs what was used. */
-typedef struct table {
-  uint64_t *key; /* key + 1; 0: empty */
-  double *val;
-  uint32_t *used;
-  size_t cap, n;
-} table;
-
-static void table_free(table *t) {
-  dprl_free(t->key);
-  dprl_free(t->val);
-  dprl_free(t->used);
-  memset(t, 0, sizeof *t);
-}
-
-static int table_init(table *t, size_t want, dprl_error *err) {
-  size_t cap = 64;
-  while (cap < 2 * want) cap *= 2;
-  if (cap > UINT32_MAX) return dprl_nomem(err);
-  t->key = dprl_calloc(cap, sizeof *t->key);
-  t->val = dprl_malloc_array(cap, sizeof *t->val);
-  t->used = dprl_malloc_array(cap / 2 + 1, sizeof *t->used);
-  t->cap = cap, t->n = 0;
-  return t->key && t->val && t->used ? DPRL_OK : dprl_nomem(err);
-}
-
-static inline size_t slot_of(const table *t, uint64_t k) {
-  size_t i = (size_t)((k * UINT64_C(0x9E3779B97F4A7C15)) >> 17) & (t->cap - 1);
-  while (t->key[i] && t->key[i] != k + 1) i = (i + 1) & (t->cap - 1);
-  return i;
-}
-
-static int table_grow(table *t, dprl_error *err) {
-  table b;
-  int rc = table_init(&b, t->cap, err);
-  for (size_t j = 0; !rc && j < t->n; j++) {
-    size_t i = t->used[j], k = slot_of(&b, t->key[i] - 1);
-    b.key[k] = t->key[i], b.val[k] = t->val[i], b.used[b.n++] = (uint32_t)k;
-  }
-  if (rc) {
-    table_free(&b);
-    return rc;
-  }
-  table_free(t);
-  *t = b;
-  return DPRL_OK;
-}
-
-/* t[k] += x; the old value in *old. */
-static inline int table_add(table *t, uint64_t k, double x, double *old, dprl_error *err) {
-  if (2 * (t->n + 1) > t->cap && table_grow(t, err)) return err->code;
-  size_t i = slot_of(t, k);
-  if (!t->key[i]) {
-    t->key[i] = k + 1, t->val[i] = 0, t->used[t->n++] = (uint32_t)i;
-  }
-  *old = t->val[i];
-  t->val[i] += x;
-  return DPRL_OK;
-}
-
-/* The sums of one drawn log, laid out as the release's parts. */
-enum { K_START, K_COUNT, K_TOTAL, K_END, K_CELL, K_REWARD, K_CENSORED };
-typedef struct sums {
-  double *start, *counts, *totals, *ends, *reward, *censored; /* counts dense, totals/ends sparse */
-  table cells;  /* sparse: key sa * S + s' */
-  table ep;     /* one episode's entries, key kind << 58 | index (a clip applies) */
-  double norm2; /* its squared norm, rewards in units of (rmax - rmin) / 2 */
-  int64_t clipped;
-} sums;
-
-static int sums_init(sums *y, const dprl_mdpv_model *m, int64_t steps, dprl_error *err) {
-  size_t S = (size_t)m->S, SA = S * (size_t)m->A;
-  memset(y, 0, sizeof *y);
-  y->start = dprl_malloc_array(S, sizeof *y->start);
-  y->reward = dprl_malloc_array(SA, sizeof *y->reward);
-  int ok = y->start && y->reward;
-  if (m->sparse) {
-    y->totals = dprl_malloc_array(SA, sizeof *y->totals);
-    y->ends = dprl_malloc_array(SA, sizeof *y->ends);
-    ok = ok && y->totals && y->ends && !table_init(&y->cells, 4096, err);
-  } else {
-    ok = ok && (y->counts = dprl_malloc_array(SA * (S + 1), sizeof *y->counts));
-  }
-  if (m->censored) ok = ok && (y->censored = dprl_malloc_array(SA, sizeof *y->censored));
-  if (m->clip > 0) ok = ok && !table_init(&y->ep, 3 * (size_t)steps + 2, err);
-  return ok ? DPRL_OK : dprl_nomem(err);
-}
-
-static void sums_free(sums *y) {
-  dprl_free(y->start);
-  dprl_free(y->counts);
-  dprl_free(y->totals);
-  dprl_free(y->ends);
-  dprl_free(y->reward);
-  dprl_free(y->censored);
-  table_free(&y->cells);
-  table_free(&y->ep);
-}
-
-static void sums_clear(sums *y, const dprl_mdpv_model *m) {
-  size_t S = (size_t)m->S, SA = S * (size_t)m->A;
-  memset(y->start, 0, S * sizeof *y->start);
-  memset(y->reward, 0, SA * sizeof *y->reward);
-  if (y->counts) memset(y->counts, 0, SA * (S + 1) * sizeof *y->counts);
-  if (y->totals) memset(y->totals, 0, SA * sizeof *y->totals);
-  if (y->ends) memset(y->ends, 0, SA * sizeof *y->ends);
-  if (y->censored) memset(y->censored, 0, SA * sizeof *y->censored);
-  for (size_t j = 0; j < y->cells.n; j++) y->cells.key[y->cells.used[j]] = 0;
-  y->cells.n = 0;
-  y->clipped = 0;
-}
-
-/* x into entry (kind, i) of the log's sums. */
-static inline int put(sums *y, int kind, uint64_t i, double x, dprl_error *err) {
-  double old;
-  switch (kind) {
-  case K_START: y->start[i] += x; break;
-  case K_COUNT: y->counts[i] += x; break;
-  case K_TOTAL: y->totals[i] += x; break;
-  case K_END: y->ends[i] += x; break;
-  case K_REWARD: y->reward[i] += x; break;
-  case K_CENSORED: y->censored[i] += x; break;
-  default: return table_add(&y->cells, i, x, &old, err);
-  }
-  return DPRL_OK;
-}
-
-/* x into the episode's entry (kind, i): straight into the sums without a
-** clip, else into the episode's table, its squared norm kept. */
-static inline int add(sums *y, int kind, uint64_t i, double x, double half, dprl_error *err) {
-  if (!y->ep.cap) return put(y, kind, i, x, err);
-  double old = 0;
-  if (table_add(&y->ep, (uint64_t)kind << 58 | i, x, &old, err)) return err->code;
-  double f = kind == K_REWARD ? 1 / (half * half) : 1;
-  y->norm2 += f * ((old + x) * (old + x) - old * old);
-  return DPRL_OK;
-}
-
-/* The episode's entries scaled down to the clip if its norm is above it
-** (as the release does, §13.1), into the sums. */
-static int commit(sums *y, double clip, dprl_error *err) {
-  if (!y->ep.cap) return DPRL_OK;
-  double norm = sqrt(fmax(y->norm2, 0)), scale = norm > clip ? clip / norm : 1;
-  y->clipped += norm > clip;
-  int rc = DPRL_OK;
-  for (size_t j = 0; j < y->ep.n; j++) {
-    size_t i = y->ep.used[j];
-    uint64_t k = y->ep.key[i] - 1;
-    if (!rc) rc = put(y, (int)(k >> 58), k & ((UINT64_C(1) << 58) - 1), y->ep.val[i] * scale, err);
-    y->ep.key[i] = 0;
-  }
-  y->ep.n = 0;
-  y->norm2 = 0;
-  return rc;
-}
-
-/* One log of w->episodes episodes drawn from the world under its behaviour. */
-static int draw_log(const world *w, const dprl_mdpv_model *m, sums *y, fast_rng *r,
-                    dprl_cancel *cancel, dprl_error *err) {
-  int64_t S = w->S, A = w->A, L = w->steps;
-  double half = m->rmax / 2 - m->rmin / 2;
-  int sparse = m->sparse, rc = DPRL_OK;
-  sums_clear(y, m);
-  for (int64_t n = 0; n < w->episodes && !rc; n++) {
-    int64_t s = pick(w->start, S, fast_unit(r)), i;
-    rc = add(y, K_START, (uint64_t)s, 1, half, err);
-    for (i = 0; i < L && !rc; i++) {
-      int64_t a = pick(w->act + s * A, A, fast_unit(r)), sa = s * A + a;
-      int64_t lo = w->row[sa], j = lo + pick(w->cum + lo, w->row[sa + 1] - lo, fast_unit(r));
-      int64_t to = w->to[j];
-      if (to == TO_SPREAD) to = (int64_t)(fast_u64(r) % (uint64_t)S);
-      rc = add(y, K_REWARD, (uint64_t)sa, w->gain[sa], half, err);
-      if (!rc && sparse) rc = add(y, K_TOTAL, (uint64_t)sa, 1, half, err);
-      if (rc) break;
-      if (to >= 0) {
-        rc = sparse ? add(y, K_CELL, (uint64_t)(sa * S + to), 1, half, err)
-                    : add(y, K_COUNT, (uint64_t)(sa * (S + 1) + to), 1, half, err);
-        s = to;
-        continue;
-      }
-      if (to == TO_CENSORED) rc = add(y, K_CENSORED, (uint64_t)sa, 1, half, err);
-      else if (sparse) rc = add(y, K_END, (uint64_t)sa, 1, half, err);
-      else rc = add(y, K_COUNT, (uint64_t)(sa * (S + 1) + S), 1, half, err);
-      break;
-    }
-    if (!rc) rc = commit(y, m->clip, err);
-    if (!rc) rc = dprl_cancel_poll(cancel, 20 * (uint64_t)(i + 1), err);
-  }
-  return rc;
-}
-
-static int by_key(const void *x, const void *y) {
-  uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
-  return (a > b) - (a < b);
-}
-
-/* The release of one drawn log: a model like m whose numbers are the
-** log's sums plus the release's noise (the sparse cells above the
-** threshold kept).  Its arrays live in r, whose rows point into y. */
-typedef struct released {
+/* The numbers a world is built from: a model like the release whose
+** start, counts (or totals, ends and kept cells), reward sums and
+** censored ends are own copies, floored at the estimate's t. */
+typedef struct source {
   dprl_mdpv_model m;
-  const double **rows; /* counts [S*A]; reward_sums, totals, ends, censored [S] each */
-  uint64_t *keys;      /* sparse: the drawn cells' keys, sorted */
-  size_t cap_keys;
-  int32_t *next;
-  double *count;
-  int64_t *cell_row;
-} released;
+  double *x;  /* every number, in the order of the parts below */
+  size_t n;
+  double *start, *counts, *totals, *ends, *cells, *reward, *censored;
+  const double **rows;
+} source;
 
-static void released_free(released *r) {
-  dprl_free(r->rows);
-  dprl_free(r->keys);
-  dprl_free(r->next);
-  dprl_free(r->count);
-  dprl_free(r->cell_row);
+static void source_free(source *q) {
+  dprl_free(q->x);
+  dprl_free(q->rows);
+  memset(q, 0, sizeof *q);
 }
 
-static void noise(dprl_rng *rng, double *x, size_t n, double sd) {
-  double z[64];
-  for (size_t i = 0; sd > 0 && i < n; i += 64) {
-    size_t k = n - i < 64 ? n - i : 64;
-    dprl_rng_normals(rng, z, k);
-    for (size_t j = 0; j < k; j++) x[i + j] += sd * z[j];
+static int source_init(source *q, const dprl_mdpv_model *m, dprl_error *err) {
+  size_t S = (size_t)m->S, A = (size_t)m->A, SA = S * A;
+  memset(q, 0, sizeof *q);
+  q->n = S + (m->sparse ? 2 * SA + m->n_cells : SA * (S + 1)) + SA + (m->censored ? SA : 0);
+  q->x = dprl_malloc_array(q->n, sizeof *q->x);
+  q->rows = dprl_malloc_array(SA + 4 * S, sizeof *q->rows);
+  if (!q->x || !q->rows) return dprl_nomem(err);
+  double *p = q->x;
+  q->start = p, p += S;
+  if (m->sparse) q->totals = p, p += SA, q->ends = p, p += SA, q->cells = p, p += m->n_cells;
+  else q->counts = p, p += SA * (S + 1);
+  q->reward = p, p += SA;
+  if (m->censored) q->censored = p;
+  q->m = *m;
+  q->m.root = NULL;
+  q->m.start = q->start;
+  const double **rw = q->rows + SA, **tot = rw + S, **ends = tot + S, **cens = ends + S;
+  for (size_t s = 0; s < S; s++) {
+    q->start[s] = m->start[s];
+    rw[s] = q->reward + s * A;
+    for (size_t a = 0; a < A; a++) q->reward[s * A + a] = m->reward_sums[s][a];
+    if (m->censored) {
+      cens[s] = q->censored + s * A;
+      for (size_t a = 0; a < A; a++) q->censored[s * A + a] = m->censored[s][a];
+    }
+    if (m->sparse) {
+      tot[s] = q->totals + s * A, ends[s] = q->ends + s * A;
+      for (size_t a = 0; a < A; a++)
+        q->totals[s * A + a] = m->totals[s][a], q->ends[s * A + a] = m->ends[s][a];
+    }
   }
-}
-
-static void rows_of(const double **rows, double *x, int64_t n, int64_t len) {
-  for (int64_t i = 0; i < n; i++) rows[i] = x + i * len;
-}
-
-static int release_log(const dprl_mdpv_model *m, sums *y, dprl_rng *rng, released *r,
-                       dprl_cancel *cancel, dprl_error *err) {
-  int64_t S = m->S, A = m->A, SA = S * A;
-  size_t sa_n = (size_t)SA;
-  r->m = *m;
-  r->m.root = NULL;
-  if (!r->rows && !(r->rows = dprl_malloc_array(sa_n + 4 * (size_t)S, sizeof *r->rows)))
-    return dprl_nomem(err);
-  noise(rng, y->start, (size_t)S, m->sigma);
-  r->m.start = y->start;
-  const double **rw = r->rows + SA, **tot = rw + S, **ends = tot + S, **cens = ends + S;
+  q->m.reward_sums = rw;
+  if (m->censored) q->m.censored = cens;
   if (m->sparse) {
-    noise(rng, y->totals, sa_n, m->sigma);
-    noise(rng, y->ends, sa_n, m->sigma);
+    memcpy(q->cells, m->cell_count, m->n_cells * sizeof *q->cells);
+    q->m.totals = tot, q->m.ends = ends, q->m.cell_count = q->cells;
   } else {
-    noise(rng, y->counts, sa_n * (size_t)(S + 1), m->sigma);
+    for (size_t sa = 0; sa < SA; sa++) {
+      memcpy(q->counts + sa * (S + 1), m->counts[sa], (S + 1) * sizeof *q->counts);
+      q->rows[sa] = q->counts + sa * (S + 1);
+    }
+    q->m.counts = q->rows;
   }
-  noise(rng, y->reward, sa_n, m->reward_sigma);
-  if (y->censored) noise(rng, y->censored, sa_n, m->sigma);
-  if (dprl_cancel_poll(cancel, (uint64_t)SA * (m->sparse ? 90 : 30 * (uint64_t)(S + 1)), err))
-    return err->code;
-  rows_of(rw, y->reward, S, A);
-  r->m.reward_sums = rw;
-  if (y->censored) rows_of(cens, y->censored, S, A), r->m.censored = cens;
-  if (!m->sparse) {
-    rows_of(r->rows, y->counts, SA, S + 1);
-    r->m.counts = r->rows;
-    return DPRL_OK;
-  }
-  rows_of(tot, y->totals, S, A), r->m.totals = tot;
-  rows_of(ends, y->ends, S, A), r->m.ends = ends;
-  /* the cells: sorted, noised, kept above the threshold */
-  table *t = &y->cells;
-  if (t->n > r->cap_keys) {
-    dprl_free(r->keys), dprl_free(r->next), dprl_free(r->count);
-    r->keys = dprl_malloc_array(t->n, sizeof *r->keys);
-    r->next = dprl_malloc_array(t->n, sizeof *r->next);
-    r->count = dprl_malloc_array(t->n, sizeof *r->count);
-    r->cap_keys = t->n;
-    if (!r->keys || !r->next || !r->count) return r->cap_keys = 0, dprl_nomem(err);
-  }
-  if (!r->cell_row && !(r->cell_row = dprl_malloc_array(sa_n + 1, sizeof *r->cell_row)))
-    return dprl_nomem(err);
-  for (size_t j = 0; j < t->n; j++) r->keys[j] = t->key[t->used[j]] - 1;
-  int rc = dprl_sort(r->keys, t->n, sizeof *r->keys, by_key, cancel, err);
-  if (rc) return rc;
-  memset(r->cell_row, 0, (sa_n + 1) * sizeof *r->cell_row);
-  size_t kept = 0;
-  for (size_t j = 0; j < t->n; j++) {
-    double z, x = t->val[slot_of(t, r->keys[j])];
-    dprl_rng_normals(rng, &z, 1);
-    x += m->sigma * z;
-    if (!(x > m->threshold)) continue;
-    r->next[kept] = (int32_t)(r->keys[j] % (uint64_t)S);
-    r->count[kept++] = x;
-    r->cell_row[r->keys[j] / (uint64_t)S + 1]++;
-    if ((rc = dprl_cancel_poll(cancel, 40, err))) return rc;
-  }
-  for (size_t sa = 0; sa < sa_n; sa++) r->cell_row[sa + 1] += r->cell_row[sa];
-  r->m.cell_row = r->cell_row;
-  r->m.cell_next = r->next;
-  r->m.cell_count = r->count;
-  r->m.n_cells = kept;
   return DPRL_OK;
+}
+
+/* Pair sa's visits in the numbers of m above t. */
+static double visits_of(const dprl_mdpv_model *m, int64_t sa, double t, int32_t *to, double *p) {
+  double K, E, C, U, N;
+  size_t n = 0;
+  pair_numbers(m, sa, t, to, p, &n, &K, &E, &C, &U, &N);
+  return N;
+}
+
+/* One step of the calibration (§14.4): each count of the world q times
+** its target's (the release's) over its mean in the world's clipped logs
+** (fq), the ratio kept within [1/2, 2]; each pair's mean reward moved by
+** the target's minus fq's. */
+static void calibrate_step(source *q, const source *tq, const source *fq, double t, int32_t *to,
+                           double *p) {
+  const dprl_mdpv_model *m = &q->m;
+  size_t SA = (size_t)(m->S * m->A), r0 = (size_t)(q->reward - q->x);
+  double lo = m->rmin - m->center, hi = m->rmax - m->center;
+  for (size_t sa = 0; sa < SA; sa++) { /* q->reward holds the mean until the counts move */
+    double Nq = visits_of(&q->m, (int64_t)sa, t, to, p);
+    double Nt = visits_of(&tq->m, (int64_t)sa, t, to, p);
+    double Nf = visits_of(&fq->m, (int64_t)sa, t, to, p);
+    double g = Nq > 0 ? q->reward[sa] / Nq : 0;
+    if (Nt > 0 && Nf > 0) g += tq->reward[sa] / Nt - fq->reward[sa] / Nf;
+    q->reward[sa] = fmin(fmax(g, lo), hi);
+  }
+  for (size_t i = 0; i < q->n; i++) {
+    if (i >= r0 && i < r0 + SA) continue;
+    if (q->x[i] > t && tq->x[i] > t && fq->x[i] > 0) {
+      double ratio = tq->x[i] / fq->x[i];
+      q->x[i] *= ratio < 0.5 ? 0.5 : ratio > 2 ? 2 : ratio;
+    }
+  }
+  for (size_t sa = 0; sa < SA; sa++) q->reward[sa] *= visits_of(&q->m, (int64_t)sa, t, to, p);
+}
+
+static double kept_sum(const double *x, int64_t n, double t) {
+  double s = 0;
+  for (int64_t i = 0; i < n; i++) s += x[i] > t ? x[i] : 0;
+  return s;
 }
 
 /* ---- the handle ------------------------------------------------------------------ */
 
 struct dprl_mdpv_world {
   const dprl_mdpv_model *m;
+  dprl_mdpv_est_opts o;
+  source q;        /* the world's numbers (calibrated to the clip) */
+  source qb;       /* a draw's: q with the release's noise added */
+  double episodes; /* per log */
   world w;
   sums y;
   released r;
@@ -511,26 +274,98 @@ struct dprl_mdpv_world {
   int64_t draws, clipped;
 };
 
+/* The world a clipped release calibrates: rounds of logs per round. */
+#define CALIBRATION_ROUNDS 4
+#define CALIBRATION_LOGS 4
+
+/* The clip scales down the long episodes' numbers, so a world built from
+** the release has fewer of them than the log had: h->q's numbers are
+** moved until its clipped logs give the release's numbers on average. */
+static int calibrate(dprl_mdpv_world *h, dprl_cancel *cancel, dprl_error *err) {
+  const dprl_mdpv_model *m = h->m;
+  int64_t S = m->S;
+  double t = h->o.count_floor, raw = h->episodes;
+  source tq, fq;
+  memset(&tq, 0, sizeof tq), memset(&fq, 0, sizeof fq);
+  size_t most = m->sparse ? m->n_cells + 1 : (size_t)S + 1;
+  int32_t *to = dprl_malloc_array(most, sizeof *to);
+  double *p = dprl_malloc_array(most, sizeof *p);
+  int rc = source_init(&tq, m, err);
+  if (!rc) rc = source_init(&fq, m, err);
+  if (!rc && (!to || !p)) rc = dprl_nomem(err);
+  double base = rc ? 0 : kept_sum(tq.start, S, t);
+  for (int round = 0; round < CALIBRATION_ROUNDS && !rc; round++) {
+    world_free(&h->w);
+    rc = world_build(&h->q.m, &h->o, h->episodes, &h->w, cancel, err);
+    memset(fq.x, 0, fq.n * sizeof *fq.x);
+    for (int j = 0; j < CALIBRATION_LOGS && !rc; j++) {
+      rc = dprl_mdpv_draw_log(&h->w, m, &h->y, &h->fr, cancel, err);
+      if (!rc) dprl_mdpv_sums_add(&fq.m, &h->y, fq.x);
+    }
+    for (size_t i = 0; i < fq.n; i++) fq.x[i] /= CALIBRATION_LOGS;
+    if (!rc) calibrate_step(&h->q, &tq, &fq, t, to, p);
+    h->episodes = base > 0 ? raw * kept_sum(h->q.start, S, t) / base : raw;
+  }
+  world_free(&h->w);
+  if (!rc) rc = world_build(&h->q.m, &h->o, h->episodes, &h->w, cancel, err);
+  source_free(&tq);
+  source_free(&fq);
+  dprl_free(to);
+  dprl_free(p);
+  return rc;
+}
+
 int dprl_mdpv_world_open(const dprl_mdpv_model *m, const dprl_mdpv_est_opts *o, uint64_t seed,
                          dprl_mdpv_world **out, dprl_cancel *cancel, dprl_error *err) {
   dprl_mdpv_world *h = dprl_calloc(1, sizeof *h);
   *out = h;
   if (!h) return dprl_nomem(err);
   h->m = m;
+  h->o = *o;
   dprl_rng_init_seeded(&h->rng, seed, DPRL_STREAM_MDP_BOOTSTRAP | 1);
   for (int k = 0; k < 4; k++) h->fr.s[k] = dprl_rng_u64(&h->rng);
-  int rc = world_build(m, o, &h->w, cancel, err);
-  return rc ? rc : sums_init(&h->y, m, h->w.steps, err);
+  double raw = 0; /* the episodes: the released start counts' sum */
+  for (int64_t s = 0; s < m->S; s++) raw += m->start[s];
+  if (!(nearbyint(raw) <= (double)DPRL_MDPV_WORLD_EPISODES_MAX)) {
+    char g[32];
+    return dprl_fail(err, DPRL_EINVAL,
+                     "dp_mdp_value: the model's start counts sum to %s episodes, more than the "
+                     "2^31 a log bootstrap draws: option interval \"none\"",
+                     dprl_json_num(nearbyint(raw), g, sizeof g));
+  }
+  h->episodes = raw;
+  int rc = source_init(&h->q, m, err);
+  if (!rc) rc = source_init(&h->qb, m, err);
+  if (!rc) rc = world_build(m, o, raw, &h->w, cancel, err);
+  if (!rc) rc = dprl_mdpv_sums_init(&h->y, m, h->w.steps, err);
+  if (!rc && m->clip > 0) rc = calibrate(h, cancel, err);
+  return rc;
 }
 
 const dprl_mdpv_est *dprl_mdpv_world_truth(const dprl_mdpv_world *w) { return &w->w.truth; }
 
+/* A draw's world: the world's numbers with the release's noise added
+** again, so that the worlds vary as much as the release leaves the truth
+** open (§14.4). */
+static int perturbed_world(dprl_mdpv_world *h, dprl_cancel *cancel, dprl_error *err) {
+  const dprl_mdpv_model *m = h->m;
+  size_t SA = (size_t)(m->S * m->A), r0 = (size_t)(h->q.reward - h->q.x);
+  memcpy(h->qb.x, h->q.x, h->q.n * sizeof *h->qb.x);
+  dprl_mdpv_add_noise(&h->rng, h->qb.x, r0, m->sigma);
+  dprl_mdpv_add_noise(&h->rng, h->qb.reward, SA, m->reward_sigma);
+  if (h->qb.censored) dprl_mdpv_add_noise(&h->rng, h->qb.censored, SA, m->sigma);
+  world_free(&h->w);
+  return world_build(&h->qb.m, &h->o, h->episodes, &h->w, cancel, err);
+}
+
 int dprl_mdpv_world_release(dprl_mdpv_world *h, const dprl_mdpv_model **out, dprl_cancel *cancel,
                             dprl_error *err) {
-  int rc = draw_log(&h->w, h->m, &h->y, &h->fr, cancel, err);
+  int noisy = h->m->sigma > 0 || h->m->reward_sigma > 0;
+  int rc = noisy ? perturbed_world(h, cancel, err) : DPRL_OK;
+  if (!rc) rc = dprl_mdpv_draw_log(&h->w, h->m, &h->y, &h->fr, cancel, err);
   h->draws++;
   h->clipped += h->y.clipped;
-  if (!rc) rc = release_log(h->m, &h->y, &h->rng, &h->r, cancel, err);
+  if (!rc) rc = dprl_mdpv_release_log(h->m, &h->y, &h->rng, &h->r, cancel, err);
   *out = rc ? NULL : &h->r.m;
   return rc;
 }
@@ -546,7 +381,9 @@ void dprl_mdpv_world_close(dprl_mdpv_world *h) {
   if (!h) return;
   dprl_rng_wipe(&h->rng);
   world_free(&h->w);
-  sums_free(&h->y);
-  released_free(&h->r);
+  dprl_mdpv_sums_free(&h->y);
+  dprl_mdpv_released_free(&h->r);
+  source_free(&h->q);
+  source_free(&h->qb);
   dprl_free(h);
 }

@@ -151,15 +151,16 @@ def test_keys_and_policies():
     check(set(one) == {"value", "stderr", "error_bound", "values", "values_stderr", "n_states",
                        "n_actions", "gamma", "horizon", "method", "min_count", "count_floor",
                        "ends", "pessimistic_pairs", "start_uniform", "bootstrap",
-                       "bootstrap_seed"},
-          "value: its keys", sorted(one))
+                       "bootstrap_seed", "ci_low", "ci_high", "ci_bias", "interval"}
+          and one["interval"] == "none" and one["ci_low"] is None,
+          "value: its keys (no interval unless asked)", sorted(one))
     check_close(one["values"], [9, 10], "value: the hand-made MDP, V = (9, 10)")
     check_close(one["value"], 0.25 * 9 + 0.75 * 10, "value: under start (1/4, 3/4)")
     many = value_of(con, m, json.dumps({"go": [1, 0], "stay": [[1, 0], [1, 0]],
                                         "half": [[0.5, 0.5], [1, 0]]}))
     check(list(many["policies"]) == ["go", "stay", "half"]
           and set(many["policies"]["go"]) == {"value", "stderr", "error_bound", "values",
-                                              "values_stderr"},
+                                              "values_stderr", "ci_low", "ci_high", "ci_bias"},
           "several policies: one entry each, in the order given", many)
     check_close(many["policies"]["go"]["values"], one["values"],
                 "several policies: each as evaluated alone")
