@@ -186,6 +186,13 @@ static int parse_features(dprl_mdp_config *c, const dprl_options *o, dprl_cancel
                        : parse_map(c, o, f->items[0], cancel);
 }
 
+/* The bytes of a result besides its arrays: 4,096 for the keys, the echoed
+** options, and with the automatic clip its grid and histogram (§13.6). */
+static double head_room(const dprl_mdp_config *c) {
+  double auto_clip = c->clip_auto ? 2.0 * DPRL_MDP_EDGES_MAX * BYTES_PER_NUMBER + 256 : 0;
+  return 4096 + (double)c->echo_bytes + auto_clip;
+}
+
 /* The result's length from the options, for a layout: dense, every entry
 ** of the dense vector; sparse, its dense parts and the cells_max cells. */
 static void length_room(const dprl_mdp_config *c, int per_entry, double *most, char *why,
@@ -193,7 +200,7 @@ static void length_room(const dprl_mdp_config *c, int per_entry, double *most, c
   *most = (double)(DPRL_MAX_ALLOC / sizeof(int64_t));
   dprl_snprintf(why, n, "one allocation can hold");
   if (c->length_limit > 0) {
-    double by_length = floor(((double)c->length_limit - 4096 - (double)c->echo_bytes) /
+    double by_length = floor(((double)c->length_limit - head_room(c)) /
                              (BYTES_PER_NUMBER * per_entry));
     if (by_length < *most) {
       *most = by_length > 0 ? by_length : 0;
@@ -251,7 +258,7 @@ static int check_size_sparse(dprl_mdp_config *c, const dprl_options *o, int per_
                      o->fn, (long long)c->n_states, (long long)c->n_actions);
   length_room(c, per_entry, &most, why, sizeof why);
   double room = c->length_limit > 0
-                    ? floor(((double)c->length_limit - 4096 - (double)c->echo_bytes -
+                    ? floor(((double)c->length_limit - head_room(c) -
                              dense * BYTES_PER_NUMBER * per_entry) / (BYTES_PER_CELL * per_entry))
                     : cells;
   if (dense > most || !(room >= 1))

@@ -13,7 +13,7 @@ import random
 import subprocess
 import sys
 
-from harness import check, check_error, connect, run
+from harness import check, check_error, connect, run, sql_error
 
 MDP = "SELECT dp_mdp(episode, t, state, action, reward, ?) FROM steps"
 S, A, H = 5, 2, 12
@@ -199,6 +199,27 @@ def test_errors():
         check_error(con, MDP, msg, msg.split(": ", 1)[1][:60], (json.dumps(o),))
 
 
+def test_length_limit():
+    """The grid and histogram of an automatic clip (up to 2 x 176 numbers)
+    count in the result's length: a limit too small for them is refused
+    from the options, before a row is read (and before any budget is
+    charged), not after the release."""
+    import sqlite3
+    con = connect()
+    table(con, episodes(5, 7))
+    con.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, 4300)
+    o = dict(BASE, n_states=1, n_actions=1, horizon=2 ** 40, transitions="sparse")
+    con.execute("DROP TABLE steps")
+    con.execute("CREATE TABLE steps(episode, t, state, action, reward)")
+    con.executemany("INSERT INTO steps VALUES (?, ?, 0, 0, 0.5)", [(e, t) for e in range(5) for t in range(3)])
+    msg = sql_error(con, MDP, (json.dumps(o),))
+    check(msg is not None and "leave no room for a cell" in msg and "4300 bytes" in msg,
+          "a length limit without room for the automatic clip's header: refused from the options", msg)
+    fixed = dict(o, clip=3)
+    check(sql_error(con, MDP, (json.dumps(fixed),)) is None,
+          "the same limit takes the release with a fixed clip (no grid, no histogram)")
+
+
 def test_utility_quick():
     """tests/utility/clip_auto.py --quick (make utility's table) runs."""
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -210,4 +231,4 @@ def test_utility_quick():
 
 
 run([test_grid_and_choice, test_histogram_law, test_same_as_fixed, test_attack, test_ledger_and_private,
-     test_errors, test_utility_quick])
+     test_errors, test_length_limit, test_utility_quick])
