@@ -277,13 +277,15 @@ bench: deps check-deps duckdb-deps dprl.so $(B)/dprl_bench
 # relation allows on the paper's Q-learning task against dp_q_learn
 # (tests/utility/q_impossibility.py), and dp_mdp's privately chosen clip
 # against fixed ones on three tasks (tests/utility/clip_auto.py, about
-# 3 minutes).  A few minutes; icu_model about half a minute (sparse
-# releases).
+# 3 minutes), and the coverage of dp_mdp_value's interval on the same
+# tasks at 1,000 to 20,000 patients (tests/utility/intervals.py, about
+# 10 minutes).  icu_model about half a minute (sparse releases).
 utility: deps check-deps dprl.so
 	@DPRL_SO=./dprl.so $(PYTHON) tests/utility/utility.py
 	@DPRL_SO=./dprl.so $(PYTHON) tests/utility/expert.py
 	@DPRL_SO=./dprl.so $(PYTHON) tests/utility/q_impossibility.py
 	@DPRL_SO=./dprl.so $(PYTHON) tests/utility/clip_auto.py
+	@DPRL_SO=./dprl.so $(PYTHON) tests/utility/intervals.py
 
 # libFuzzer (clang, Debian's libclang-rt): a separate instrumented tree in
 # build/fuzz; each harness runs FUZZ_SECONDS on a working copy of its

@@ -6,7 +6,10 @@ layout (dense, sparse, with outcomes) runs; the draws are reproducible;
 the errors."""
 import json
 import math
+import os
 import random
+import subprocess
+import sys
 
 from harness import check, check_error, connect, run
 
@@ -214,4 +217,16 @@ def test_errors():
                 (json.dumps(huge), json.dumps({"horizon": H, "interval": "log"})))
 
 
-run([test_against_independent_bootstrap, test_coverage, test_clip_calibration, test_layouts_and_clip, test_errors])
+def test_utility_quick():
+    """tests/utility/intervals.py --quick (make utility's table) runs."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    p = subprocess.run([sys.executable, os.path.join(root, "tests", "utility", "intervals.py"),
+                        "--quick"], capture_output=True, text=True, timeout=900, env=dict(os.environ))
+    rows = [line for line in p.stdout.splitlines() if line.startswith("| ") and "patients" not in line]
+    check(p.returncode == 0 and len(rows) == 5 and all("/12 (" in r for r in rows),
+          "intervals.py --quick: its five rows, each over 12 intervals",
+          (p.returncode, p.stdout[-800:], p.stderr[-800:]))
+
+
+run([test_against_independent_bootstrap, test_coverage, test_clip_calibration, test_layouts_and_clip, test_errors,
+     test_utility_quick])
