@@ -66,7 +66,7 @@ int dprl_mdpv_options(const char *fn, const char *text, size_t len, int plan,
                                            "ends", "unknown", "bootstrap", "bootstrap_seed",
                                            "interval", "level", "tolerance", NULL};
   static const char *const plan_keys[] = {"horizon", "gamma", "min_count", "count_floor",
-                                          "ends", "unknown", "tolerance", NULL};
+                                          "ends", "unknown", "tolerance", "pessimism", NULL};
   static const char *const ends[] = {"terminal", "censored", NULL};
   static const char *const unknown[] = {"pessimistic", "renormalise", NULL};
   static const char *const intervals[] = {"none", "log", NULL};
@@ -95,6 +95,8 @@ int dprl_mdpv_options(const char *fn, const char *text, size_t len, int plan,
                       "(\"transitions\": \"sparse\"); this model is dense, every transition "
                       "count is released", fn)))
     goto done;
+  if (plan && (rc = dprl_opt_number(&opt, "pessimism", 0, 0, DPRL_OPEN(0, 1), &o->pessimism)))
+    goto done;
   if (!plan &&
       ((rc = dprl_opt_int(&opt, "bootstrap", 0, DPRL_MDPV_BOOTSTRAP,
                           DPRL_CLOSED(0, DPRL_MDPV_BOOTSTRAP_MAX), &o->bootstrap)) ||
@@ -102,15 +104,7 @@ int dprl_mdpv_options(const char *fn, const char *text, size_t len, int plan,
        (rc = dprl_opt_choice(&opt, "interval", intervals, 0, &o->interval)) ||
        (rc = dprl_opt_number(&opt, "level", 0, DPRL_MDPV_LEVEL, DPRL_OPEN(0, 1), &o->level))))
     goto done;
-  if (o->interval && !o->bootstrap &&
-      (rc = dprl_fail(err, DPRL_EINVAL, "%s: option interval \"log\" needs bootstrap draws "
-                      "(at least 2), got bootstrap 0", fn)))
-    goto done;
-  if (o->interval && m->tent &&
-      (rc = dprl_fail(err, DPRL_EINVAL, "%s: option interval \"log\" needs a tabular model: this "
-                      "one has tent features, whose episodes cannot be redrawn from the model "
-                      "(interval \"none\")", fn)))
-    goto done;
+  if ((rc = dprl_mdpv_interval_check(fn, m, o, err))) goto done;
   if (seed < 0 || seed >= (INT64_C(1) << 53)) { /* from 2^53 on, two texts read as one */
     rc = dprl_fail(err, DPRL_EINVAL,
                    "%s: option bootstrap_seed must be an integer in [0, 2^53 - 1], got %lld", fn,
@@ -420,8 +414,7 @@ static double dot(const double *x, const double *y, int64_t n) {
 
 /* ---- results ---------------------------------------------------------------------- */
 
-/* The keys every result shares. */
-static void put_common(dprl_buf *b, const dprl_mdpv_model *m, const dprl_mdpv_opts *o,
+void dprl_mdpv_put_common(dprl_buf *b, const dprl_mdpv_model *m, const dprl_mdpv_opts *o,
                        const dprl_mdpv_est *e, const char *method) {
   dprl_json_put_int(b, "n_states", m->S);
   dprl_json_put_int(b, "n_actions", m->A);
@@ -528,7 +521,7 @@ int dprl_mdpv_value(const dprl_mdpv_model *m, const dprl_mdpv_opts *o,
       if (p->names) dprl_buf_puts(out, "}");
     }
     if (p->names) dprl_buf_puts(out, "}");
-    put_common(out, m, o, &e, how.method);
+    dprl_mdpv_put_common(out, m, o, &e, how.method);
     dprl_json_put_int(out, "bootstrap", o->bootstrap);
     dprl_json_put_int(out, "bootstrap_seed", (int64_t)o->seed);
     dprl_json_put_key(out, "interval");
@@ -556,6 +549,7 @@ int dprl_mdpv_value(const dprl_mdpv_model *m, const dprl_mdpv_opts *o,
 
 int dprl_mdpv_plan(const dprl_mdpv_model *m, const dprl_mdpv_opts *o, dprl_buf *out,
                    dprl_cancel *cancel, dprl_error *err) {
+  if (o->pessimism > 0) return dprl_mdpv_plan_pessimistic(m, o, out, cancel, err);
   int64_t S = m->S, A = m->A;
   dprl_mdpv_est e = {0};
   dprl_mdpv_work w;
@@ -586,7 +580,7 @@ int dprl_mdpv_plan(const dprl_mdpv_model *m, const dprl_mdpv_opts *o, dprl_buf *
     dprl_buf_puts(out, "]");
     dprl_json_put_num(out, "error_bound", how.bound);
     dprl_json_put_int(out, "iterations", how.iterations);
-    put_common(out, m, o, &e, how.method);
+    dprl_mdpv_put_common(out, m, o, &e, how.method);
     dprl_buf_puts(out, "}");
     if (!rc && out->oom) rc = dprl_nomem(err);
   }

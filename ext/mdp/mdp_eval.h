@@ -30,6 +30,7 @@ typedef struct dprl_mdpv_opts {
   int64_t bootstrap;     /* draws; 0: no error bar */
   int interval;          /* 1: the log bootstrap's interval (mdp_interval.h); 0: none */
   double level;          /* its confidence level */
+  double pessimism;      /* dp_mdp_plan: the lower bound's confidence level; 0: plain plan */
   uint64_t seed;         /* the bootstrap's seeded stream */
   double tolerance;      /* bound on the error of every value (iterative solves) */
 } dprl_mdpv_opts;
@@ -46,6 +47,12 @@ int dprl_mdpv_value(const dprl_mdpv_model *m, const dprl_mdpv_opts *o,
                     dprl_error *err);
 int dprl_mdpv_plan(const dprl_mdpv_model *m, const dprl_mdpv_opts *o, dprl_buf *out,
                    dprl_cancel *cancel, dprl_error *err);
+/* dp_mdp_plan with o->pessimism (mdp_pessimism.c, ALGORITHMS.md §14.3). */
+int dprl_mdpv_plan_pessimistic(const dprl_mdpv_model *m, const dprl_mdpv_opts *o,
+                               dprl_buf *out, dprl_cancel *cancel, dprl_error *err);
+/* The keys every result of dp_mdp_value and dp_mdp_plan shares. */
+void dprl_mdpv_put_common(dprl_buf *b, const dprl_mdpv_model *m, const dprl_mdpv_opts *o,
+                          const dprl_mdpv_est *e, const char *method);
 
 /* ---- the solvers (exposed for the unit tests) ------------------------------ */
 

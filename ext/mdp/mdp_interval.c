@@ -13,6 +13,18 @@ static double dot(const double *x, const double *y, int64_t n) {
   return t;
 }
 
+int dprl_mdpv_interval_check(const char *fn, const dprl_mdpv_model *m, const dprl_mdpv_opts *o,
+                             dprl_error *err) {
+  if (o->interval && !o->bootstrap)
+    return dprl_fail(err, DPRL_EINVAL, "%s: option interval \"log\" needs bootstrap draws "
+                     "(at least 2), got bootstrap 0", fn);
+  if (o->interval && m->tent)
+    return dprl_fail(err, DPRL_EINVAL, "%s: option interval \"log\" needs a tabular model: this "
+                     "one has tent features, whose episodes cannot be redrawn from the model "
+                     "(interval \"none\")", fn);
+  return DPRL_OK;
+}
+
 /* ---- the noise bootstrap ------------------------------------------------------ */
 
 static void moments_add(dprl_mdpv_moments *mo, double x, const double *V, int64_t S,

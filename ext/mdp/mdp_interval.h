@@ -16,6 +16,10 @@
 
 #include "mdp/mdp_eval.h"
 
+/* The interval's options against the model: draws, a tabular model. */
+int dprl_mdpv_interval_check(const char *fn, const dprl_mdpv_model *m, const dprl_mdpv_opts *o,
+                             dprl_error *err);
+
 /* Running mean and sum of squared deviations (Welford) of a policy's value
 ** and of its S values. */
 typedef struct dprl_mdpv_moments {

@@ -458,6 +458,7 @@ int dprl_mdpv_estimate(const dprl_mdpv_model *m, const dprl_mdpv_est_opts *o, dp
     /* no observed next state: censoring (option ends) leaves nothing to go
     ** to; per-episode outcomes only when no end was seen either */
     int blind = !(NP > 0) && (o->censored || (C > 0 && !(c[S] > t)));
+    if (e->visits) e->visits[sa] = !(N > o->min_count) || blind ? 0 : N;
     if (!(N > o->min_count) || blind) { /* also N = 0 */
       nnz = first;
       e->pessimistic++;
@@ -488,5 +489,6 @@ void dprl_mdpv_est_free(dprl_mdpv_est *e) {
   dprl_free(e->start);
   dprl_free(e->unknown);
   dprl_free(e->spread);
+  dprl_free(e->visits);
   memset(e, 0, sizeof *e);
 }

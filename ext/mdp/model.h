@@ -119,6 +119,9 @@ typedef struct dprl_mdpv_est {
   /* the log bootstrap's world (mdp_interval.c) only: the mass of pair sa
   ** that moves to a uniformly random state; NULL otherwise */
   double *spread;
+  /* when the caller allocates it ([S*A]): each pair's visits N, 0 for a
+  ** pessimistic pair */
+  double *visits;
   double unknown_mass; /* sparse: the N-weighted mean over the pairs that are not pessimistic of
                        ** the share of N the release does not place; NaN if there are none */
 } dprl_mdpv_est;

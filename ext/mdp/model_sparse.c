@@ -173,6 +173,7 @@ int dprl_mdpv_estimate_sparse(const dprl_mdpv_model *m, const dprl_mdpv_est_opts
       outcome_row(K, Ep, C > t ? C : 0, Tp, o->renormalise, &N, &norm, &share);
     e->row[sa] = (int64_t)first;
     if (!o->renormalise) e->unknown[sa] = 0;
+    if (e->visits) e->visits[sa] = !(N > o->min_count) || !(norm > 0) ? 0 : N;
     if (!(N > o->min_count) || !(norm > 0)) { /* also N = 0 */
       nnz = first;
       e->pessimistic++;
