@@ -279,13 +279,16 @@ bench: deps check-deps duckdb-deps dprl.so $(B)/dprl_bench
 # against fixed ones on three tasks (tests/utility/clip_auto.py, about
 # 3 minutes), and the coverage of dp_mdp_value's interval on the same
 # tasks at 1,000 to 20,000 patients (tests/utility/intervals.py, about
-# 10 minutes).  icu_model about half a minute (sparse releases).
+# 10 minutes), and dp_mdp_plan's pessimistic plans against the optimum and
+# the log (tests/utility/pessimism.py, about 5 minutes).  icu_model about
+# half a minute (sparse releases).
 utility: deps check-deps dprl.so
 	@DPRL_SO=./dprl.so $(PYTHON) tests/utility/utility.py
 	@DPRL_SO=./dprl.so $(PYTHON) tests/utility/expert.py
 	@DPRL_SO=./dprl.so $(PYTHON) tests/utility/q_impossibility.py
 	@DPRL_SO=./dprl.so $(PYTHON) tests/utility/clip_auto.py
 	@DPRL_SO=./dprl.so $(PYTHON) tests/utility/intervals.py
+	@DPRL_SO=./dprl.so $(PYTHON) tests/utility/pessimism.py
 
 # libFuzzer (clang, Debian's libclang-rt): a separate instrumented tree in
 # build/fuzz; each harness runs FUZZ_SECONDS on a working copy of its
