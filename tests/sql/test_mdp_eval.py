@@ -287,7 +287,7 @@ def test_errors():
          "NULL options"),
         ("SELECT dp_mdp_plan(?, '{\"bootstrap\": 10}')",
          "dp_mdp_plan: unknown option \"bootstrap\" (known: horizon, gamma, min_count, "
-         "count_floor, ends, unknown, tolerance)", "dp_mdp_plan has no bootstrap"),
+         "count_floor, ends, unknown, tolerance, pessimism)", "dp_mdp_plan has no bootstrap"),
     ]
     for sql, want, name in cases:
         got = sql_error(con, sql, (m,))
