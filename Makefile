@@ -277,7 +277,8 @@ bench: deps check-deps duckdb-deps dprl.so $(B)/dprl_bench
 # relation allows on the paper's Q-learning task against dp_q_learn
 # (tests/utility/q_impossibility.py), and dp_mdp's privately chosen clip
 # against fixed ones on three tasks (tests/utility/clip_auto.py, about
-# 3 minutes), and the coverage of dp_mdp_value's interval on the same
+# 3 minutes) and count_floor on the same tasks (tests/utility/floors.py,
+# about 5 minutes), and the coverage of dp_mdp_value's interval on the same
 # tasks at 1,000 to 20,000 patients (tests/utility/intervals.py, about
 # 10 minutes), and dp_mdp_plan's pessimistic plans against the optimum and
 # the log (tests/utility/pessimism.py, about 5 minutes).  icu_model about
@@ -287,6 +288,7 @@ utility: deps check-deps dprl.so
 	@DPRL_SO=./dprl.so $(PYTHON) tests/utility/expert.py
 	@DPRL_SO=./dprl.so $(PYTHON) tests/utility/q_impossibility.py
 	@DPRL_SO=./dprl.so $(PYTHON) tests/utility/clip_auto.py
+	@DPRL_SO=./dprl.so $(PYTHON) tests/utility/floors.py
 	@DPRL_SO=./dprl.so $(PYTHON) tests/utility/intervals.py
 	@DPRL_SO=./dprl.so $(PYTHON) tests/utility/pessimism.py
 

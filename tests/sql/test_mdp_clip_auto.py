@@ -230,5 +230,15 @@ def test_utility_quick():
           "clip_auto.py --quick: three tasks, each with its auto row", (p.returncode, p.stdout[-800:], p.stderr[-800:]))
 
 
+def test_floors_quick():
+    """tests/utility/floors.py --quick (make utility's count_floor table) runs."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    p = subprocess.run([sys.executable, os.path.join(root, "tests", "utility", "floors.py"), "--quick"],
+                       capture_output=True, text=True, timeout=600, env=dict(os.environ))
+    rows = [line for line in p.stdout.splitlines() if line.startswith("| clinical")]
+    check(p.returncode == 0 and len(rows) == 3, "floors.py --quick: the clinical sample's three clips",
+          (p.returncode, p.stdout[-800:], p.stderr[-800:]))
+
+
 run([test_grid_and_choice, test_histogram_law, test_same_as_fixed, test_attack, test_ledger_and_private,
-     test_errors, test_length_limit, test_utility_quick])
+     test_errors, test_length_limit, test_utility_quick, test_floors_quick])
