@@ -95,7 +95,8 @@ int dprl_mdpv_options(const char *fn, const char *text, size_t len, int plan,
                       "(\"transitions\": \"sparse\"); this model is dense, every transition "
                       "count is released", fn)))
     goto done;
-  if (plan && (rc = dprl_opt_number(&opt, "pessimism", 0, 0, DPRL_OPEN(0, 1), &o->pessimism)))
+  if (plan && (rc = dprl_opt_number(&opt, "pessimism", 0, 0, DPRL_CLOSED_OPEN(0.5, 1),
+                                    &o->pessimism)))
     goto done;
   if (!plan &&
       ((rc = dprl_opt_int(&opt, "bootstrap", 0, DPRL_MDPV_BOOTSTRAP,

@@ -94,7 +94,9 @@ static int backup(const dprl_mdpv_model *m, const dprl_mdpv_est *e, const radii 
         double vp = span * span / (4 * N) + sig2 * fmax(dev, 0) / (N * N);
         q = e->reward[sa] + gamma * pv - b->z * sqrt(vr + gamma * gamma * vp);
       }
-      q = fmax(q, floor);
+      /* no Q is below rmin + gamma lo (a step, then the lowest successor or
+      ** the end), nor below the public floor: a loose bound ranks with no data */
+      q = fmax(q, fmax(floor, m->rmin + gamma * lo));
       Q[sa] = q;
       best = fmax(best, q);
       if (p) acc += (p->act ? (p->act[s] == a) : p->pi[sa]) * q;
@@ -124,9 +126,10 @@ static int lower_values(const dprl_mdpv_model *m, const dprl_mdpv_opts *o,
   double g = o->gamma, worst = fmin(m->rmin, 0), scale = fmax(m->rmax, 0) - worst;
   memset(V, 0, (size_t)S * sizeof *V);
   int64_t most = o->horizon;
-  if (!o->horizon)
-    most = (int64_t)fmin(DPRL_MDPV_SWEEPS_MAX,
-                         ceil(log(o->tolerance * (1 - g) / fmax(scale, 1e-300)) / log(g)) + 2);
+  if (!o->horizon) { /* the sweeps of §14.2, at least 2 */
+    double k = ceil(log(o->tolerance * (1 - g) / fmax(scale, 1e-300)) / log(g)) + 2;
+    most = (int64_t)fmin(DPRL_MDPV_SWEEPS_MAX, k > 2 ? k : 2);
+  }
   *steps = 0;
   for (int64_t h = 0; h < most; h++) {
     /* no value is below the worst reward at every step left (a public floor) */

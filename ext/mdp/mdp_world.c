@@ -16,6 +16,7 @@ static void world_free(world *w) {
   dprl_free(w->start);
   dprl_free(w->gain);
   dprl_mdpv_est_free(&w->truth);
+  memset(w, 0, sizeof *w); /* freed twice is then harmless (a failed calibration) */
 }
 
 /* Pair sa's released numbers above the floor t: its kept next states
@@ -94,7 +95,7 @@ static int world_build(const dprl_mdpv_model *m, const dprl_mdpv_est_opts *o, do
     /* a pair the estimate deems too rare (N <= min_count) is still visited
     ** in the world, as often as released: whether a new log's count passes
     ** min_count is part of the spread; only a pair without visits ends */
-    int pess = !(N > 0) || (!(seen > 0) && (gone > 0 || o->censored));
+    int pess = !(N > 0) || (!(seen > 0) && (o->censored || (gone > 0 && !(E > 0))));
     w->act[sa] = pess ? 0 : N;
     if (pess) { /* the estimate's pessimistic pair: the episode ends with rmin */
       n = first;
@@ -106,7 +107,8 @@ static int world_build(const dprl_mdpv_model *m, const dprl_mdpv_est_opts *o, do
       continue;
     }
     visits += N;
-    double f = (seen + gone) / seen / N; /* the world's own moves: the unseen ones go on alike */
+    /* the world's own moves: the unseen ones go on alike (none seen: they end) */
+    double f = seen > 0 ? (seen + gone) / seen / N : 0;
     for (size_t j = first; j < n; j++) {
       e->next[nn] = w->to[j];
       e->prob[nn++] = w->cum[j] * f;
@@ -142,13 +144,12 @@ static int world_build(const dprl_mdpv_model *m, const dprl_mdpv_est_opts *o, do
   for (int64_t s = 0; s < S; s++) w->start[s] = (run += e->start[s]);
   w->start[S - 1] = 1;
   w->episodes = episodes >= 1 ? (int64_t)nearbyint(episodes) : 1;
-  if (m->horizon) {
-    w->steps = m->horizon;
-  } else {
-    double mean = 50 * visits / (double)w->episodes;
-    w->steps = mean > DPRL_MDPV_WORLD_STEPS ? (int64_t)ceil(mean) : DPRL_MDPV_WORLD_STEPS;
-    if (w->steps > DPRL_MDPV_WORLD_STEPS_MAX) w->steps = DPRL_MDPV_WORLD_STEPS_MAX;
-  }
+  /* 50 times the mean steps per episode, within [1,000, 100,000], and at
+  ** most the release's horizon */
+  double L = fmin(fmax(ceil(50 * visits / (double)w->episodes), DPRL_MDPV_WORLD_STEPS),
+                  DPRL_MDPV_WORLD_STEPS_MAX);
+  if (m->horizon && (double)m->horizon < L) L = (double)m->horizon;
+  w->steps = (int64_t)L;
   return DPRL_OK;
 }
 

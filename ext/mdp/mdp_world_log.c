@@ -157,6 +157,7 @@ int dprl_mdpv_draw_log(const world *w, const dprl_mdpv_model *m, sums *y, fast_r
       int64_t lo = w->row[sa], j = lo + pick(w->cum + lo, w->row[sa + 1] - lo, fast_unit(r));
       int64_t to = w->to[j];
       if (to == TO_SPREAD) to = (int64_t)(fast_u64(r) % (uint64_t)S);
+      if ((i & 4095) == 4095 && (rc = dprl_cancel_poll(cancel, 4096 * 20, err))) break;
       rc = add(y, K_REWARD, (uint64_t)sa, w->gain[sa], half, err);
       if (!rc && sparse) rc = add(y, K_TOTAL, (uint64_t)sa, 1, half, err);
       if (rc) break;

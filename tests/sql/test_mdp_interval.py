@@ -11,7 +11,7 @@ import random
 import subprocess
 import sys
 
-from harness import check, check_error, connect, run
+from harness import check, check_error, connect, interrupted, run
 
 H, P = 10, 0.2  # the one-state task: each step ends with probability P, reward 1
 
@@ -192,6 +192,24 @@ def test_layouts_and_clip():
     check(a == b and a["ci_low"] != c["ci_low"], "the same bootstrap_seed, the same interval")
 
 
+def test_interrupt_and_limits():
+    """An interrupt while a clipped world is calibrated stops the call
+    cleanly; a world without a horizon draws at most 100,000 steps an
+    episode, whatever the counts say."""
+    con = connect()
+    m = json.loads(one_state(2000000, 5600000, 1400000))
+    m["clip"] = 3.0
+    late, err = interrupted(con, "SELECT dp_mdp_value(?, '[0]', ?)",
+                            (json.dumps(m), json.dumps({"horizon": H, "interval": "log"})), 0.05)
+    check(err == ("interrupted", 9) and 0 <= late < 0.5,
+          "an interrupt during the calibration stops the call within 0.5 s (CPU)", (late, err))
+    big = json.loads(one_state(10, 1e20, 10))
+    big["gamma"], big["horizon"] = 0.9, None
+    got = json.loads(con.execute("SELECT dp_mdp_value(?, '[0]', ?)", (json.dumps(big), json.dumps(
+        {"interval": "log", "bootstrap": 2}))).fetchone()[0])
+    check(got["world_steps"] == 100000, "without a horizon, at most 100,000 steps an episode", got)
+
+
 def test_errors():
     con = connect()
     m = one_state(10, 30, 8)
@@ -228,5 +246,5 @@ def test_utility_quick():
           (p.returncode, p.stdout[-800:], p.stderr[-800:]))
 
 
-run([test_against_independent_bootstrap, test_coverage, test_clip_calibration, test_layouts_and_clip, test_errors,
+run([test_against_independent_bootstrap, test_coverage, test_clip_calibration, test_layouts_and_clip, test_interrupt_and_limits, test_errors,
      test_utility_quick])

@@ -62,7 +62,7 @@ def lower(level, policy=None):
                     vr = 1 / (4 * low) + (RSIGMA ** 2 + 0.25 * SIGMA ** 2 * k) / low ** 2
                     vp = span ** 2 / (4 * low) + SIGMA ** 2 * dev / low ** 2
                     q = MEANS[s][a] + pv - z * math.sqrt(vr + vp)
-                Q[s][a] = max(q, 0.0)  # the public floor: H min(rmin, 0) = 0
+                Q[s][a] = max(q, 0.0, 0.0 + lo)  # the public floor (0 here) and rmin + gamma lo
         if policy is None:
             V = [max(Q[s]) for s in range(S)]
             act = [max(range(A), key=lambda a, s=s: (Q[s][a], sum(COUNTS[s][a]))) for s in range(S)]
@@ -148,11 +148,25 @@ def test_coverage():
     check(held >= 33, f"lcb at level 0.9 held in {held} of 40 fresh logs")
 
 
+def test_discounted():
+    """Without a horizon: value iteration, even with a tolerance so large
+    that the sweeps of §14.2 would be none (at least one is made)."""
+    con = connect()
+    m = json.loads(model(COUNTS, rsums(), START, SIGMA, RSIGMA))
+    m["gamma"], m["horizon"] = 0.9, None
+    for tol in (1e-9, 1e9):
+        got = json.loads(con.execute("SELECT dp_mdp_plan(?, ?)", (json.dumps(m), json.dumps(
+            {"pessimism": 0.9, "tolerance": tol}))).fetchone()[0])
+        check(all(a in (0, 1) for a in got["policy"]) and math.isfinite(got["lcb"])
+              and got["iterations"] >= 1 and got["lcb"] <= got["value"],
+              f"discounted, tolerance {tol}: a policy, a finite bound below the value", got)
+
+
 def test_errors():
     con = connect()
     m = model(COUNTS, rsums(), START, SIGMA, RSIGMA)
-    for bad, msg in ((0, "dp_mdp_plan: option pessimism must be in (0, 1), got 0"),
-                     (1, "dp_mdp_plan: option pessimism must be in (0, 1), got 1"),
+    for bad, msg in ((0.3, "dp_mdp_plan: option pessimism must be in [0.5, 1), got 0.3"),
+                     (1, "dp_mdp_plan: option pessimism must be in [0.5, 1), got 1"),
                      ("high", 'dp_mdp_plan: option pessimism must be a number, got "high"')):
         check_error(con, "SELECT dp_mdp_plan(?, ?)", msg, f"error: pessimism {bad!r}",
                     (m, json.dumps({"horizon": H, "pessimism": bad})))
@@ -173,4 +187,4 @@ def test_utility_quick():
           "pessimism.py --quick: its four rows", (p.returncode, p.stdout[-800:], p.stderr[-800:]))
 
 
-run([test_against_written_recursion, test_coverage, test_errors, test_utility_quick])
+run([test_against_written_recursion, test_coverage, test_discounted, test_errors, test_utility_quick])
