@@ -454,18 +454,22 @@ int dprl_mdp_parse_options(dprl_mdp_config *c, const dprl_options *o, int plan,
       (rc = dprl_opt_number(o, "delta", 1, 0, DPRL_OPEN(0, 1), &c->delta)) ||
       (rc = dprl_opt_int(o, "horizon", 0, 0, DPRL_CLOSED(1, 0x1p40), &c->horizon)))
     return rc;
+  /* The clip: a number, "none" (needs a horizon) or "auto", the default where a horizon
+  ** bounds the episode (the measured evidence of ALGORITHMS.md 13.6: without a clip the
+  ** noise of a long horizon swamps the model). */
   const dprl_json *clip = dprl_opt_get(o, "clip");
-  c->clip_auto = clip && clip->type == DPRL_JSON_STRING && clip->n == 4 &&
-                 memcmp(clip->str, "auto", 4) == 0;
-  if (clip && clip->type == DPRL_JSON_STRING && !c->clip_auto) {
+  int is_str = clip && clip->type == DPRL_JSON_STRING;
+  int is_none = is_str && clip->n == 4 && memcmp(clip->str, "none", 4) == 0;
+  c->clip_auto = is_str ? clip->n == 4 && memcmp(clip->str, "auto", 4) == 0
+                        : !clip && c->horizon;
+  if (is_str && !c->clip_auto && !is_none) {
     char got[64];
     dprl_json_describe(clip, got, sizeof got);
     return dprl_fail(o->err, DPRL_EINVAL,
                      "%s: option clip must be a number > 0 (a public l2 bound on one episode's "
-                     "contribution) or \"auto\" (chosen privately), got %s", o->fn, got);
+                     "contribution), \"auto\" (chosen privately) or \"none\", got %s", o->fn, got);
   }
-  if (!c->clip_auto &&
-      (rc = dprl_opt_number(o, "clip", 0, 0, DPRL_OPEN(0, 0x1p500), &c->clip)))
+  if (!is_str && (rc = dprl_opt_number(o, "clip", 0, 0, DPRL_OPEN(0, 0x1p500), &c->clip)))
     return rc;
   c->center = c->rmin / 2 + c->rmax / 2;
   c->half = c->rmax / 2 - c->rmin / 2;
@@ -473,6 +477,11 @@ int dprl_mdp_parse_options(dprl_mdp_config *c, const dprl_options *o, int plan,
     return dprl_fail(o->err, DPRL_EINVAL,
                      "%s: options rmin = %g, rmax = %g and epsilon = %g must be finite", o->fn,
                      c->rmin, c->rmax, c->epsilon);
+  if (!c->horizon && is_none)
+    return dprl_fail(o->err, DPRL_EINVAL,
+                     "%s: option clip \"none\" needs option horizon (only the first H steps of "
+                     "an episode count): without either bound, one episode could move the release "
+                     "without bound", o->fn);
   if (!c->horizon && !(c->clip > 0) && !c->clip_auto)
     return dprl_fail(o->err, DPRL_EINVAL,
                      "%s: option horizon (only the first H steps of an episode count) or option "

@@ -77,7 +77,9 @@ int dprl_mdpv_options(const char *fn, const char *text, size_t len, int plan,
   if (rc) goto done;
   if ((rc = dprl_opt_int(&opt, "horizon", 0, 0, DPRL_CLOSED(1, INT32_MAX), &o->horizon)) ||
       (rc = dprl_opt_number(&opt, "gamma", 0, m->gamma, DPRL_CLOSED(0, 1), &o->gamma)) ||
-      (rc = dprl_opt_number(&opt, "count_floor", 0, 0, DPRL_NONNEG, &o->est.count_floor)) ||
+      (rc = dprl_opt_number(&opt, "count_floor", 0,
+                            m->clip > 0 ? DPRL_MDPV_FLOOR_SIGMAS * m->sigma : 0,
+                            DPRL_NONNEG, &o->est.count_floor)) ||
       (rc = dprl_opt_number(&opt, "min_count", 0,
                             dprl_mdpv_noise_floor((m->sparse ? 1 : m->S) + !!m->censored, m->sigma,
                                                   o->est.count_floor),

@@ -17,6 +17,8 @@
 #define DPRL_MDPV_BOOTSTRAP 200      /* default number of bootstrap draws */
 #define DPRL_MDPV_BOOTSTRAP_MAX 100000
 #define DPRL_MDPV_LEVEL 0.95         /* default confidence level of the interval */
+/* default count_floor of a clipped release, in noise sds (ALGORITHMS.md 14.1, make utility) */
+#define DPRL_MDPV_FLOOR_SIGMAS 3
 #define DPRL_MDPV_TOLERANCE 1e-9     /* default tolerance, relative to max|r| / (1 - gamma) */
 #define DPRL_MDPV_TIE 1e-12          /* Q values this close (relative) are tied */
 /* The most value-iteration sweeps: a gamma that can need more (about

@@ -51,13 +51,48 @@ static void bm_build(sqlite3 *db) {
   "'{\"n_states\": 100, \"n_actions\": 4, \"gamma\": 0.95, \"rmin\": 0, \"rmax\": 1, " \
   "\"epsilon\": 1, \"delta\": 1e-5"
 
+/* dp_mdp_value's interval (ALGORITHMS.md 14.4) on a model of 100 states
+** and 5 actions released from 20,000 of the episodes, their first 10
+** steps: each of the 200 draws builds a log of that size, releases and
+** values it again.  The noise-only error bar is the reference. */
+static void bench_mdp_interval(sqlite3 *db) {
+  exec(db,
+       "DROP TABLE IF EXISTS mdp_interval_model; CREATE TEMP TABLE mdp_interval_model AS "
+       "SELECT dp_mdp(episode, t, state, (action + t) % 5, reward, '{\"n_states\": 100, "
+       "\"n_actions\": 5, \"gamma\": 0.95, \"rmin\": 0, \"rmax\": 1, \"epsilon\": 1, "
+       "\"delta\": 1e-5, \"horizon\": 10, \"seed\": 1}') AS m FROM mdp_steps "
+       "WHERE episode < 20000 AND t < 10");
+#define BM_VALUE(opts)                                                                     \
+  "SELECT length(dp_mdp_value(m, (WITH RECURSIVE s(i) AS (SELECT 0 UNION ALL SELECT i + 1 "  \
+  "FROM s WHERE i < 99) SELECT json_group_array(i % 5) FROM s), '{\"horizon\": 10, " opts  \
+  "}')) FROM mdp_interval_model"
+  item it[] = {
+      {.name = "dp_mdp_value, noise bootstrap (default, 200)", .sql = BM_VALUE("\"bootstrap\": 200"),
+       .ref = 0},
+      {.name = "dp_mdp_value, interval log (200 draws)", .sql = BM_VALUE("\"interval\": \"log\""),
+       .ref = 0},
+  };
+#undef BM_VALUE
+  int n = (int)(sizeof it / sizeof it[0]);
+  printf("\n== dp_mdp_value's interval: 100 states x 5 actions, 20,000 episodes of 10 steps "
+         "(%d rounds) ==\n", RUNS);
+  measure(db, it, n);
+  report(it, n);
+  printf("  Target: the interval for one policy < 2 s CPU (here %.3f s).\n", median_cpu(&it[1]));
+}
+
 static void bench_mdp(sqlite3 *db) {
   bm_build(db);
   item it[] = {
       {.name = "bare scan (sum of the 5 columns)",
        .sql = "SELECT sum(episode), sum(t), sum(state), sum(action), sum(reward) FROM mdp_steps",
        .ref = 0},
-      {.name = "dp_mdp, horizon 50 (exact path)",
+      {.name = "dp_mdp, horizon 50, no clip (exact path)",
+       .sql = "SELECT length(dp_mdp(episode, t, state, action, reward, " BM_OPT
+              ", \"horizon\": 50, \"clip\": \"none\"}')) FROM mdp_steps",
+       .ref = 0,
+       .steps = BM_EPISODES * (double)BM_STEPS},
+      {.name = "dp_mdp, horizon 50 (default: automatic clip)",
        .sql = "SELECT length(dp_mdp(episode, t, state, action, reward, " BM_OPT
               ", \"horizon\": 50}')) FROM mdp_steps",
        .ref = 0,
@@ -84,4 +119,5 @@ static void bench_mdp(sqlite3 *db) {
   double q[3];
   ratio_stats(it, 1, 0, q);
   printf("  Target: dp_mdp with a horizon <= 1.5x the bare scan (median ratio here %.2f).\n", q[1]);
+  bench_mdp_interval(db);
 }

@@ -18,7 +18,7 @@ from harness import check, check_close, check_error, connect, interrupted, run, 
 
 MDP = "SELECT dp_mdp(episode, t, state, action, reward, ?) FROM steps"
 BASE = {"n_states": 2, "n_actions": 2, "gamma": 0.9, "rmin": 0, "rmax": 2, "epsilon": 1,
-        "delta": 1e-5, "horizon": 2}
+        "delta": 1e-5, "horizon": 2, "clip": "none"}
 # episode 5 ends after 2 steps; 9 is cut after 2 (its 3rd state is the last
 # transition's next state); 2 ends at once; rewards outside [0, 2] clamped
 ROWS = [(5, 10, 0, 1, 2.0), (5, 11, 1, 0, 0.0), (9, 0, 1, 1, 1.5), (9, 4, 1, 1, 3.0),
@@ -221,8 +221,11 @@ def test_errors():
     bad = [
         ("missing bounds", {k: v for k, v in BASE.items() if k != "rmax"},
          "dp_mdp: option rmax is required"),
-        ("no horizon, no clip", {k: v for k, v in BASE.items() if k != "horizon"},
+        ("no horizon, no clip", {k: v for k, v in BASE.items() if k not in ("horizon", "clip")},
          "dp_mdp: option horizon (only the first H steps of an episode count) or option clip"),
+        ("clip none without a horizon", {k: v for k, v in BASE.items() if k != "horizon"},
+         "dp_mdp: option clip \"none\" needs option horizon (only the first H steps of an "
+         "episode count)"),
         ("gamma", dict(BASE, gamma=-0.1), "dp_mdp: option gamma must be in [0, 1], got -0.1"),
         ("horizon 0", dict(BASE, horizon=0), "dp_mdp: option horizon must be in [1, "),
         ("tent K vs n_states", dict(BASE, features={"tent": 4, "low": 0, "high": 1}),

@@ -18,7 +18,7 @@ MAP = [2, 0, 1, 1, 0, 2, 3, 3, 0, 1, 2, 3]  # 12 states into 4 groups
 K = 3  # {"aggregate": 3}: 12 states into 4 groups too
 G = 4
 BASE = {"n_states": G, "n_actions": A, "gamma": 0.9, "rmin": -1, "rmax": 1, "epsilon": 2,
-        "delta": 1e-5, "horizon": H}
+        "delta": 1e-5, "horizon": H, "clip": "none"}
 MDP = "SELECT dp_mdp(episode, t, {state}, action, reward, ?) FROM steps"
 
 
@@ -199,7 +199,7 @@ def test_length_limit():
     con = setup(steps_log(20))
     con.setlimit(0, 20000)  # SQLITE_LIMIT_LENGTH
     small = {"n_states": 2, "n_actions": 1, "gamma": 0.9, "rmin": -1, "rmax": 1, "epsilon": 1,
-             "delta": 1e-5, "horizon": 2, "transitions": "dense"}
+             "delta": 1e-5, "horizon": 2, "transitions": "dense", "clip": "none"}
     sql = "SELECT dp_mdp(episode, t, state % 2, 0, reward, ?) FROM steps"
     big = [i % 2 for i in range(8000)]
     echo = len(json.dumps(big, separators=(",", ":")))  # 16001 bytes, beyond 20000 - 4096

@@ -184,7 +184,7 @@ def test_errors():
     con = connect()
     table(con, episodes(5, 7))
     for kw, msg in (({"clip": "big"}, "dp_mdp: option clip must be a number > 0 (a public l2 bound on one episode's "
-                     "contribution) or \"auto\" (chosen privately), got \"big\""),
+                     "contribution), \"auto\" (chosen privately) or \"none\", got \"big\""),
                     ({"horizon": None}, None),
                     ({"clip": 3, "clip_share": 0.2}, "dp_mdp: options clip_quantile and clip_share apply to "
                      "\"clip\": \"auto\""),
@@ -220,6 +220,40 @@ def test_length_limit():
           "the same limit takes the release with a fixed clip (no grid, no histogram)")
 
 
+def test_defaults():
+    """With a horizon and no clip option the release is the automatic one
+    (the same bytes as "clip": "auto" for a seed); "none" is the horizon's
+    bound alone; dp_plan plans the automatic clip; dp_mdp_value and
+    dp_mdp_plan floor counts at 3 sigma of a clipped model, 0 otherwise,
+    and a count_floor given wins."""
+    con = connect()
+    table(con, episodes(400, 6))
+    bare = {k: v for k, v in BASE.items() if k != "clip"}
+    text = lambda o: con.execute(MDP, (json.dumps(o),)).fetchone()[0]
+    d, a = text(dict(bare, seed=3)), text(dict(BASE, seed=3))
+    check(d == a and json.loads(d)["clip_from"] == "auto",
+          "no clip option with a horizon: the automatic clip, byte for byte", d[:200])
+    n = json.loads(text(dict(bare, seed=3, clip="none")))
+    check(n["clip"] is None and "clip_from" not in n and n["sigma"] > json.loads(d)["sigma"],
+          "\"clip\": \"none\": no clip, the larger sigma of the horizon's bound", (n["clip"], n["sigma"]))
+    f = json.loads(text(dict(bare, seed=3, clip=4)))
+    check(f["clip"] == 4 and "clip_from" not in f, "a number still wins")
+    plan = lambda o: json.loads(con.execute("SELECT dp_plan(?)", (json.dumps(dict(
+        o, mechanism="dp_mdp", episodes=400)),)).fetchone()[0])
+    check(plan(bare)["clip"] == "auto" and plan(dict(bare, clip="none"))["clip"] is None,
+          "dp_plan: the automatic clip by default, none when asked")
+    pol = json.dumps([i % A for i in range(S)])
+    for name, m, want in (("automatic clip", d, 3 * json.loads(d)["sigma"]),
+                          ("clip 4", json.dumps(f), 3 * f["sigma"]), ("no clip", json.dumps(n), 0)):
+        v = json.loads(con.execute("SELECT dp_mdp_value(?, ?, '{\"bootstrap\": 0}')", (m, pol)).fetchone()[0])
+        p = json.loads(con.execute("SELECT dp_mdp_plan(?)", (m,)).fetchone()[0])
+        g = json.loads(con.execute("SELECT dp_mdp_value(?, ?, '{\"bootstrap\": 0, \"count_floor\": 1.5}')",
+                                   (m, pol)).fetchone()[0])
+        check(v["count_floor"] == want and p["count_floor"] == want and g["count_floor"] == 1.5,
+              f"{name}: the default count_floor is {'3 sigma' if want else '0'}; one given wins",
+              (v["count_floor"], p.get("count_floor"), want))
+
+
 def test_utility_quick():
     """tests/utility/clip_auto.py --quick (make utility's table) runs."""
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -241,4 +275,4 @@ def test_floors_quick():
 
 
 run([test_grid_and_choice, test_histogram_law, test_same_as_fixed, test_attack, test_ledger_and_private,
-     test_errors, test_length_limit, test_utility_quick, test_floors_quick])
+     test_errors, test_length_limit, test_defaults, test_utility_quick, test_floors_quick])

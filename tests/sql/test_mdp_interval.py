@@ -152,7 +152,7 @@ def steps_table(con, n, seed, outcome=False):
 
 def release(con, outcome=False, **kw):
     o = dict({"n_states": 4, "n_actions": 2, "gamma": 0.9, "rmin": -1, "rmax": 1,
-              "epsilon": 3, "delta": 1e-5, "horizon": 12, "seed": 1}, **kw)
+              "epsilon": 3, "delta": 1e-5, "horizon": 12, "clip": "none", "seed": 1}, **kw)
     sql = ("SELECT dp_mdp(episode, t, state, action, reward, outcome, ?) FROM steps" if outcome
            else "SELECT dp_mdp(episode, t, state, action, reward, ?) FROM steps")
     return con.execute(sql, (json.dumps(o),)).fetchone()[0]

@@ -26,7 +26,7 @@ from reference import solve
 
 S, A = 3, 2
 BASE = {"n_states": S, "n_actions": A, "gamma": 0.9, "rmin": -1, "rmax": 1, "epsilon": 2,
-        "delta": 1e-5, "horizon": 4}
+        "delta": 1e-5, "horizon": 4, "clip": "none"}
 MDP6 = "SELECT dp_mdp(episode, t, state, action, reward, ?) FROM steps"
 MDP7 = "SELECT dp_mdp(episode, t, state, action, reward, outcome, ?) FROM steps"
 
@@ -328,7 +328,7 @@ def test_plan_outcome():
     keys = ("sigma", "sensitivity", "rho", "threshold")
     for extra in ({"transitions": "dense"}, {"transitions": "sparse"}):
         o = dict(n_states=1, n_actions=1, gamma=0.9, rmin=0, rmax=1, epsilon=1, delta=1e-5,
-                 horizon=3, **extra)
+                 horizon=3, clip="none", **extra)
         rel = release(con, MDP7, dict(o, seed=1))
         p = [json.loads(con.execute("SELECT dp_plan(?)", (json.dumps(dict(
             o, mechanism="dp_mdp", episodes=1000, outcome=w)),)).fetchone()[0]) for w in (False, True)]

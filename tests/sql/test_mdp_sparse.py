@@ -18,7 +18,7 @@ from harness import check, check_close, check_error, connect, interrupted, run, 
 
 MDP = "SELECT dp_mdp(episode, t, state, action, reward, ?) FROM steps"
 BASE = {"n_states": 4, "n_actions": 2, "gamma": 0.9, "rmin": -1, "rmax": 1, "epsilon": 4,
-        "delta": 1e-3, "horizon": 3, "transitions": "sparse"}
+        "delta": 1e-3, "horizon": 3, "transitions": "sparse", "clip": "none"}
 HEADER = {"mechanism", "private", "unit", "neighbours", "n_states", "n_actions", "gamma", "rmin",
           "rmax", "epsilon", "delta", "horizon", "clip", "features", "sensitivity", "sigma",
           "reward_sigma", "reward_center", "grid", "rho"}
@@ -121,14 +121,14 @@ def test_keys():
 # on the rows of dense_rows (sha256 of the text)
 DENSE_HASHES = [
     ({"n_states": 4, "n_actions": 2, "gamma": 0.9, "rmin": 0, "rmax": 1, "epsilon": 1, "delta": 1e-5,
-      "horizon": 3, "seed": 5}, "c084635bf495c2727253d8dd2ee5b129cdb54cae9d8a00fc7315b0af3c695a32"),
+      "horizon": 3, "clip": "none", "seed": 5}, "c084635bf495c2727253d8dd2ee5b129cdb54cae9d8a00fc7315b0af3c695a32"),
     ({"n_states": 40, "n_actions": 3, "gamma": 0.9, "rmin": 0, "rmax": 1, "epsilon": 1, "delta": 1e-5,
-      "horizon": 3, "seed": 5, "release": "diagnostic"},
+      "horizon": 3, "clip": "none", "seed": 5, "release": "diagnostic"},
      "b3bb7df3c3326c8f3a182f51815dd0fedad51b4ed8b59a56607b367cd8c5bb33"),
     ({"n_states": 4, "n_actions": 2, "gamma": 0.9, "rmin": 0, "rmax": 1, "epsilon": 1, "delta": 1e-5,
       "clip": 2, "seed": 9}, "01cc09b21fdb59e92036b5c747c4ccc30994902d34dba1ae6daed7760220a353"),
     ({"n_states": 50, "n_actions": 3, "gamma": 0.9, "rmin": 0, "rmax": 1, "epsilon": 1, "delta": 1e-5,
-      "horizon": 3, "seed": 5}, "8b3de16f3110680c914867e1d79432a5ce0997aad29eadb8e1728ad020799dce"),
+      "horizon": 3, "clip": "none", "seed": 5}, "8b3de16f3110680c914867e1d79432a5ce0997aad29eadb8e1728ad020799dce"),
 ]
 
 
@@ -160,7 +160,8 @@ def test_auto():
 def test_errors():
     con = connect()
     table(con, [(1, 0, 0, 0, 0.5), (1, 1, 1, 1, 0.5)])
-    o = {"n_states": 3, "n_actions": 2, "gamma": 0.9, "rmin": 0, "rmax": 1, "epsilon": 1, "delta": 1e-5}
+    o = {"n_states": 3, "n_actions": 2, "gamma": 0.9, "rmin": 0, "rmax": 1, "epsilon": 1, "delta": 1e-5,
+         "clip": "none"}
     cases = [
         (dict(o, clip=2, transitions="sparse"),
          "dp_mdp: option transitions \"sparse\" needs option horizon: the threshold's delta counts "
@@ -358,10 +359,11 @@ def test_model_errors():
 def test_plan():
     con = connect()
     o = {"mechanism": "dp_mdp", "n_states": 100, "n_actions": 8, "gamma": 0.95, "rmin": -1, "rmax": 1,
-         "horizon": 20, "epsilon": 1, "delta": 1e-5, "episodes": 200000, "steps": 15, "next_states": 2}
+         "horizon": 20, "clip": "none", "epsilon": 1, "delta": 1e-5, "episodes": 200000, "steps": 15,
+         "next_states": 2}
     p = json.loads(con.execute("SELECT dp_plan(?)", (json.dumps(o),)).fetchone()[0])
     r = release(connect_with_rows(), {k: o[k] for k in ("n_states", "n_actions", "gamma", "rmin", "rmax",
-                                                         "horizon", "epsilon", "delta")})
+                                                         "horizon", "clip", "epsilon", "delta")})
     for k in ("sigma", "sensitivity", "threshold", "delta_threshold", "delta_gaussian", "cells_max", "rho"):
         check(p[k] == r[k], f"plan: {k} as the release's")
     check(p["transitions"] == "sparse" and p["charged_as"] == "epsilon, delta" and "noise_mass" not in p,

@@ -30,7 +30,7 @@ static int same_calibration(const dprl_mdp_config *a, const dprl_mdp_config *b) 
 
 static void test_calibration(void) {
   static const char *const more[] = {
-      "\"horizon\": 20, \"transitions\": \"dense\"", "\"horizon\": 20, \"transitions\": \"sparse\"",
+      "\"clip\": \"none\", \"horizon\": 20, \"transitions\": \"dense\"", "\"clip\": \"none\", \"horizon\": 20, \"transitions\": \"sparse\"",
       "\"horizon\": 5, \"clip\": 3, \"transitions\": \"dense\"",
       "\"horizon\": 5, \"clip\": 3, \"transitions\": \"sparse\"", "\"clip\": 4"};
   char map[200] = "[";
@@ -75,7 +75,7 @@ static void test_calibration(void) {
 ** shrinks by the echo's bytes. */
 static void test_length(void) {
   char *json = malloc(40000);
-  int n = snprintf(json, 40000, "{\"n_states\": 2, " HEAD ", \"horizon\": 2, "
+  int n = snprintf(json, 40000, "{\"n_states\": 2, " HEAD ", \"clip\": \"none\", \"horizon\": 2, "
                    "\"transitions\": \"dense\", \"features\": {\"map\": [");
   for (int s = 0; s < 4000; s++) n += snprintf(json + n, 40000 - (size_t)n, s ? ",%d" : "%d", s % 2);
   strcpy(json + n, "]}}");
@@ -116,7 +116,7 @@ static int counting(void *ctx) {
 static void test_interrupt(void) {
   size_t cap = 2500000;
   char *json = malloc(cap);
-  int n = snprintf(json, cap, "{\"n_states\": 2, " HEAD ", \"horizon\": 2, \"features\": {\"map\": [");
+  int n = snprintf(json, cap, "{\"n_states\": 2, " HEAD ", \"clip\": \"none\", \"horizon\": 2, \"features\": {\"map\": [");
   for (int s = 0; s < 1000000; s++) n += snprintf(json + n, cap - (size_t)n, s ? ",%d" : "%d", s % 2);
   strcpy(json + n, "]}}");
   dprl_error err = {0};

@@ -167,9 +167,9 @@ static void test_layout(void) {
   dprl_mdp_config c0, c1;
   dprl_error err;
   const char *dense = "{\"n_states\": 3, \"n_actions\": 2, \"gamma\": 0.9, \"rmin\": 0, "
-                      "\"rmax\": 1, \"epsilon\": 1, \"delta\": 1e-5, \"horizon\": 4}";
+                      "\"rmax\": 1, \"epsilon\": 1, \"delta\": 1e-5, \"clip\": \"none\", \"horizon\": 4}";
   const char *sparse = "{\"n_states\": 3, \"n_actions\": 2, \"gamma\": 0.9, \"rmin\": 0, "
-                       "\"rmax\": 1, \"epsilon\": 1, \"delta\": 1e-5, \"horizon\": 4, "
+                       "\"rmax\": 1, \"epsilon\": 1, \"delta\": 1e-5, \"clip\": \"none\", \"horizon\": 4, "
                        "\"transitions\": \"sparse\"}";
   CHECK(parse_o(&c0, dense, 0, &err) == DPRL_OK && parse_o(&c1, dense, 1, &err) == DPRL_OK,
         "dense options parse with and without an outcome");
@@ -185,7 +185,7 @@ static void test_layout(void) {
         "sparse: the same calibration and threshold with an outcome");
   /* the flag needs the top bit: S 2^abits <= 2^31 */
   const char *big = "{\"n_states\": 1073741825, \"n_actions\": 2, \"gamma\": 0.9, \"rmin\": 0, "
-                    "\"rmax\": 1, \"epsilon\": 1, \"delta\": 1e-5, \"horizon\": 4, "
+                    "\"rmax\": 1, \"epsilon\": 1, \"delta\": 1e-5, \"clip\": \"none\", \"horizon\": 4, "
                     "\"transitions\": \"sparse\"}";
   CHECK(parse_o(&c1, big, 1, &err) == DPRL_EINVAL &&
             strstr(err.msg, "too many with an outcome argument") != NULL,
@@ -198,7 +198,7 @@ static void test_layout(void) {
 ** every row carries its flag, the last one counts) against add_episode. */
 static void test_collect(void) {
   const char *json = "{\"n_states\": 3, \"n_actions\": 2, \"gamma\": 0.9, \"rmin\": 0, "
-                     "\"rmax\": 1, \"epsilon\": 1, \"delta\": 1e-5, \"horizon\": 3}";
+                     "\"rmax\": 1, \"epsilon\": 1, \"delta\": 1e-5, \"clip\": \"none\", \"horizon\": 3}";
   static const int s[][4] = {{0, 1, 2, 1}, {2, 2, 0, 0}, {1, 0, 0, 0}};
   static const size_t len[] = {4, 2, 3}; /* the first is truncated at H = 3 */
   static const int cens[] = {1, 1, 0};
@@ -261,14 +261,15 @@ int main(void) {
     int A, H;
     const char *extra, *what;
   } cases[] = {
-      {2, 1, "", "dense H=1"},
-      {2, 2, "", "dense H=2"},
-      {1, 3, "", "dense H=3 A=1"},
+      {2, 1, ", \"clip\": \"none\"", "dense H=1"},
+      {2, 2, ", \"clip\": \"none\"", "dense H=2"},
+      {1, 3, ", \"clip\": \"none\"", "dense H=3 A=1"},
       {2, 2, ", \"clip\": 2", "dense H=2, clip 2 (general path)"},
-      {2, 2, ", \"features\": {\"tent\": 2, \"low\": 0, \"high\": 1}", "dense H=2, tent"},
-      {2, 1, ", \"transitions\": \"sparse\"", "sparse H=1"},
-      {2, 2, ", \"transitions\": \"sparse\"", "sparse H=2"},
-      {1, 3, ", \"transitions\": \"sparse\"", "sparse H=3 A=1"},
+      {2, 2, ", \"clip\": \"none\", \"features\": {\"tent\": 2, \"low\": 0, \"high\": 1}",
+       "dense H=2, tent"},
+      {2, 1, ", \"clip\": \"none\", \"transitions\": \"sparse\"", "sparse H=1"},
+      {2, 2, ", \"clip\": \"none\", \"transitions\": \"sparse\"", "sparse H=2"},
+      {1, 3, ", \"clip\": \"none\", \"transitions\": \"sparse\"", "sparse H=3 A=1"},
       {2, 2, ", \"transitions\": \"sparse\", \"clip\": 2", "sparse H=2, clip 2"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {

@@ -42,10 +42,10 @@ static void test_sigma(void) {
   static const struct {
     double eps, delta;
     const char *more;
-  } cases[] = {{1, 1e-5, "\"horizon\": 20"},
+  } cases[] = {{1, 1e-5, "\"clip\": \"none\", \"horizon\": 20"},
                {0.3, 1e-6, "\"horizon\": 5, \"clip\": 3"},
                {4, 1e-3, "\"clip\": 10"},
-               {1, 1e-5, "\"horizon\": 2, \"features\": {\"tent\": 4, \"low\": 0, \"high\": 3}"}};
+               {1, 1e-5, "\"clip\": \"none\", \"horizon\": 2, \"features\": {\"tent\": 4, \"low\": 0, \"high\": 3}"}};
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     char json[400], what[200];
     snprintf(json, sizeof json,
@@ -111,7 +111,7 @@ static void test_hand_logs(void) {
   **              (1, 1) -> 1, (1, 1) -> 0 (the third step's state)
   **   episode 2: (0, a0, -1)                         ends at once */
   parse(&c, "{\"n_states\": 2, \"n_actions\": 2, \"gamma\": 0.9, \"rmin\": 0, \"rmax\": 2, "
-            "\"epsilon\": 1, \"delta\": 1e-5, \"horizon\": 2}", &err);
+            "\"epsilon\": 1, \"delta\": 1e-5, \"clip\": \"none\", \"horizon\": 2}", &err);
   dprl_mdp_stats_init(&st, &c, NULL, &err);
   static const int64_t rows[][4] = {{5, 10, 0, 1}, {5, 11, 1, 0}, {9, 0, 1, 1},
                                     {9, 4, 1, 1},  {9, 7, 0, 0},  {2, -3, 0, 0}};
@@ -152,7 +152,7 @@ static void test_hand_logs(void) {
   **   episode 1: x 0.5 (r 1), x 2 (r 0), ends
   **   phi(0.5) = (0.5, 0.5, 0), phi(2) = (0, 0, 1) */
   parse(&c, "{\"n_states\": 3, \"n_actions\": 1, \"gamma\": 0.9, \"rmin\": 0, \"rmax\": 1, "
-            "\"epsilon\": 1, \"delta\": 1e-5, \"horizon\": 5, "
+            "\"epsilon\": 1, \"delta\": 1e-5, \"clip\": \"none\", \"horizon\": 5, "
             "\"features\": {\"tent\": 3, \"low\": 0, \"high\": 2}}", &err);
   dprl_mdp_stats_init(&st, &c, NULL, &err);
   static const int64_t trows[][4] = {{1, 0, 0, 0}, {1, 1, 0, 0}};
@@ -177,17 +177,17 @@ static void test_option_errors(void) {
        "\"epsilon\": 1, \"delta\": 1e-5}",
        "dp_mdp: option horizon (only the first H steps of an episode count) or option clip"},
       {"{\"n_states\": 2, \"n_actions\": 2, \"gamma\": 1.5, \"rmin\": 0, \"rmax\": 1, "
-       "\"epsilon\": 1, \"delta\": 1e-5, \"horizon\": 3}",
+       "\"epsilon\": 1, \"delta\": 1e-5, \"clip\": \"none\", \"horizon\": 3}",
        "dp_mdp: option gamma must be in [0, 1], got 1.5"},
       {"{\"n_states\": 2, \"n_actions\": 2, \"gamma\": 0.5, \"epsilon\": 1, "
-       "\"delta\": 1e-5, \"horizon\": 3}",
+       "\"delta\": 1e-5, \"clip\": \"none\", \"horizon\": 3}",
        "dp_mdp: option rmin is required"},
       {"{\"n_states\": 2, \"n_actions\": 2, \"gamma\": 0.5, \"rmin\": 0, \"rmax\": 1, "
-       "\"epsilon\": 1, \"delta\": 1e-5, \"horizon\": 3, \"features\": {\"tent\": 3, "
+       "\"epsilon\": 1, \"delta\": 1e-5, \"clip\": \"none\", \"horizon\": 3, \"features\": {\"tent\": 3, "
        "\"low\": 0, \"high\": 1}}",
        "dp_mdp: option n_states = 2 must equal features.tent = 3"},
       {"{\"n_states\": 3, \"n_actions\": 2, \"gamma\": 0.5, \"rmin\": 0, \"rmax\": 1, "
-       "\"epsilon\": 1, \"delta\": 1e-5, \"horizon\": 3, \"features\": {\"tent\": 3, "
+       "\"epsilon\": 1, \"delta\": 1e-5, \"clip\": \"none\", \"horizon\": 3, \"features\": {\"tent\": 3, "
        "\"low\": 1, \"high\": 1}}",
        "dp_mdp: features.high must be > features.low"},
       {"{\"n_states\": 3, \"n_actions\": 2, \"gamma\": 0.5, \"rmin\": 0, \"rmax\": 1, "
@@ -205,7 +205,7 @@ static void test_option_errors(void) {
   dprl_mdp_config c;
   dprl_error err = {0};
   const char *big = "{\"n_states\": 1000, \"n_actions\": 10, \"gamma\": 0.5, \"rmin\": 0, "
-                    "\"rmax\": 1, \"epsilon\": 1, \"delta\": 1e-5, \"horizon\": 3, "
+                    "\"rmax\": 1, \"epsilon\": 1, \"delta\": 1e-5, \"clip\": \"none\", \"horizon\": 3, "
                     "\"transitions\": \"dense\"}";
   int rc = dprl_mdp_config_parse(&c, "dp_mdp", big, strlen(big), 100000000, 0, NULL, &err);
   CHECK(rc == DPRL_EINVAL && strstr(err.msg, "10021000 numbers") &&
@@ -217,7 +217,7 @@ static void test_option_errors(void) {
 
 static void test_plan(void) {
   const char *model = "\"n_states\": 4, \"n_actions\": 2, \"gamma\": 0.9, \"rmin\": 0, "
-                      "\"rmax\": 2, \"epsilon\": 1, \"delta\": 1e-5, \"horizon\": 10";
+                      "\"rmax\": 2, \"epsilon\": 1, \"delta\": 1e-5, \"clip\": \"none\", \"horizon\": 10";
   char json[600];
   snprintf(json, sizeof json, "{\"mechanism\": \"dp_mdp\", \"error\": \"transitions\", %s, \"episodes\": 1000}", model);
   dprl_buf out = {0};

@@ -161,7 +161,7 @@ static void test_sensitivity_exhaustive(void) {
     dprl_error err;
     snprintf(json, sizeof json,
              "{\"n_states\": 2, \"n_actions\": 2, \"gamma\": 0.9, \"rmin\": 0, \"rmax\": 1, "
-             "\"epsilon\": 1, \"delta\": 1e-5, \"horizon\": %d}", H);
+             "\"epsilon\": 1, \"delta\": 1e-5, \"clip\": \"none\", \"horizon\": %d}", H);
     CHECK(parse(&c, json, &err) == DPRL_OK && c.exact_path, "tabular with a horizon: exact path");
     dprl_mdp_stats_init(&st, &c, NULL, &err);
     sens_ctx x = {&c, &st, 1 + 2 * H * H, 0, 0, 0};
@@ -214,7 +214,7 @@ static void test_sensitivity_tent(void) {
   dprl_mdp_stats st;
   dprl_error err;
   CHECK(parse(&c, "{\"n_states\": 3, \"n_actions\": 2, \"gamma\": 0.9, \"rmin\": 0, \"rmax\": 1, "
-                  "\"epsilon\": 1, \"delta\": 1e-5, \"horizon\": 3, "
+                  "\"epsilon\": 1, \"delta\": 1e-5, \"clip\": \"none\", \"horizon\": 3, "
                   "\"features\": {\"tent\": 3, \"low\": -1, \"high\": 1}}", &err) == DPRL_OK &&
             c.tent && !c.exact_path,
         "tent features: the general path");
@@ -318,8 +318,8 @@ static void test_replacement_exhaustive(void) {
       dprl_error err;
       snprintf(json, sizeof json,
                "{\"n_states\": %d, \"n_actions\": %d, \"gamma\": 0.9, \"rmin\": 0, \"rmax\": 1, "
-               "\"epsilon\": 1, \"delta\": 1e-5, \"horizon\": %d%s}", S, A, H,
-               clip ? ", \"clip\": 1.5" : "");
+               "\"epsilon\": 1, \"delta\": 1e-5, \"horizon\": %d, \"clip\": %s}", S, A, H,
+               clip ? "1.5" : "\"none\"");
       CHECK(parse(&c, json, &err) == DPRL_OK && c.exact_path == !clip, json);
       double b2 = 4.0 * H * H + H + 3;
       double want = clip ? fmin(3, sqrt(b2) * (1 + 0x1p-10)) : sqrt(b2);
@@ -356,7 +356,7 @@ static void test_replacement_tent(void) {
   dprl_mdp_stats st;
   dprl_error err;
   CHECK(parse(&c, "{\"n_states\": 3, \"n_actions\": 2, \"gamma\": 0.9, \"rmin\": 0, \"rmax\": 1, "
-                  "\"epsilon\": 1, \"delta\": 1e-5, \"horizon\": 3, "
+                  "\"epsilon\": 1, \"delta\": 1e-5, \"clip\": \"none\", \"horizon\": 3, "
                   "\"features\": {\"tent\": 3, \"low\": -1, \"high\": 1}}", &err) == DPRL_OK &&
             c.bound_rep == sqrt(42) * (1 + 0x1p-10),
         "tent, H = 3: bound_rep = sqrt(4H^2 + H + 3) (1 + 2^-10)");
@@ -415,7 +415,7 @@ static void test_grid_rounding(void) {
   dprl_mdp_stats st;
   dprl_error err;
   parse(&c, "{\"n_states\": 2, \"n_actions\": 2, \"gamma\": 0.9, \"rmin\": 0, \"rmax\": 1, "
-            "\"epsilon\": 1, \"delta\": 1e-5, \"horizon\": 2}", &err);
+            "\"epsilon\": 1, \"delta\": 1e-5, \"clip\": \"none\", \"horizon\": 2}", &err);
   CHECK(c.grid == 0x1p-12 && c.touched == 5 && c.touched_rep == 10 && c.bound_rep == sqrt(21) &&
             c.sens == sqrt(21) + sqrt(10) * c.grid,
         "Delta = sqrt(4H^2 + H + 3) + sqrt(2 touched) g (replacement, the larger), touched = "

@@ -84,7 +84,7 @@ static void test_layout(void) {
   dprl_mdp_stats st;
   dprl_error err;
   CHECK(parse(&c, "{\"n_states\": 4, \"n_actions\": 2, \"gamma\": 0.9, \"rmin\": 0, \"rmax\": 1, "
-                  "\"epsilon\": 4, \"delta\": 0.3, \"horizon\": 3, \"transitions\": \"sparse\"}",
+                  "\"epsilon\": 4, \"delta\": 0.3, \"clip\": \"none\", \"horizon\": 3, \"transitions\": \"sparse\"}",
               &err) == DPRL_OK && c.cells_max == 32,
         "sparse S = 4, A = 2: cells_max = S A S without a length limit");
   dprl_mdp_stats_init(&st, &c, NULL, &err);
@@ -178,10 +178,10 @@ static void test_determinism(void) {
   static const int eps[][4][2] = {{{0, 0}, {1, 1}, {2, 0}, {3, 1}}, {{1, 0}, {1, 0}, {1, 0}, {1, 0}}};
   static const int len[] = {4, 4}, copies[] = {80, 20};
   const char *opts[] = {"{\"n_states\": 4, \"n_actions\": 2, \"gamma\": 0.9, \"rmin\": 0, "
-                        "\"rmax\": 1, \"epsilon\": 4, \"delta\": 0.3, \"horizon\": 3, "
+                        "\"rmax\": 1, \"epsilon\": 4, \"delta\": 0.3, \"clip\": \"none\", \"horizon\": 3, "
                         "\"transitions\": \"sparse\", \"seed\": 7}",
                         "{\"n_states\": 4, \"n_actions\": 2, \"gamma\": 0.9, \"rmin\": 0, "
-                        "\"rmax\": 1, \"epsilon\": 4, \"delta\": 0.3, \"horizon\": 3, "
+                        "\"rmax\": 1, \"epsilon\": 4, \"delta\": 0.3, \"clip\": \"none\", \"horizon\": 3, "
                         "\"transitions\": \"sparse\", \"seed\": 8}"};
   dprl_buf out[3] = {{0}, {0}, {0}};
   for (int k = 0; k < 3; k++) {
@@ -218,7 +218,7 @@ static void test_attack(void) {
   dprl_mdp_stats d, d2;
   dprl_error err;
   CHECK(parse(&c, "{\"n_states\": 3, \"n_actions\": 1, \"gamma\": 0.9, \"rmin\": 0, \"rmax\": 1, "
-                  "\"epsilon\": 1, \"delta\": 0.2, \"horizon\": 3, \"transitions\": \"sparse\"}",
+                  "\"epsilon\": 1, \"delta\": 0.2, \"clip\": \"none\", \"horizon\": 3, \"transitions\": \"sparse\"}",
               &err) == DPRL_OK,
         "attack: eps 1, delta 0.2, H 3");
   dprl_mdp_stats_init(&d, &c, NULL, &err);
@@ -281,25 +281,25 @@ static void test_options(void) {
       {"\"clip\": 2, \"transitions\": \"sparse\"",
        "dp_mdp: option transitions \"sparse\" needs option horizon: the threshold's delta counts "
        "the cells one episode can add, at most one per counted step"},
-      {"\"horizon\": 2, \"transitions\": \"thin\"",
+      {"\"clip\": \"none\", \"horizon\": 2, \"transitions\": \"thin\"",
        "dp_mdp: option transitions must be one of \"auto\", \"dense\", \"sparse\", got \"thin\""},
-      {"\"horizon\": 2, \"transitions\": \"sparse\", \"max_cells\": 0",
+      {"\"clip\": \"none\", \"horizon\": 2, \"transitions\": \"sparse\", \"max_cells\": 0",
        "dp_mdp: option max_cells must be in [1, 18], got 0 (at most S A S = 18 cells)"},
-      {"\"horizon\": 2, \"transitions\": \"sparse\", \"max_cells\": 19",
+      {"\"clip\": \"none\", \"horizon\": 2, \"transitions\": \"sparse\", \"max_cells\": 19",
        "dp_mdp: option max_cells must be in [1, 18], got 19 (at most S A S = 18 cells)"},
-      {"\"horizon\": 2, \"max_cells\": 5",
+      {"\"clip\": \"none\", \"horizon\": 2, \"max_cells\": 5",
        "dp_mdp: option max_cells applies to a sparse release, and this one is dense "
        "(transitions \"auto\" with S A (S + 1) at most 65536)"},
-      {"\"horizon\": 2, \"transitions\": \"sparse\", \"epsilon\": 800",
+      {"\"clip\": \"none\", \"horizon\": 2, \"transitions\": \"sparse\", \"epsilon\": 800",
        "dp_mdp: epsilon = 800 is too large for the sparse release: its threshold's delta_0 = "
        "(delta/2)/(1 + e^epsilon) = 0 is below the smallest normal double (ALGORITHMS.md "
        "§13.5); give a smaller epsilon or \"transitions\": \"dense\""},
       /* subnormal: T_c / delta_0 would overflow and tau be infinite */
-      {"\"horizon\": 2, \"transitions\": \"sparse\", \"epsilon\": 700",
+      {"\"clip\": \"none\", \"horizon\": 2, \"transitions\": \"sparse\", \"epsilon\": 700",
        "dp_mdp: epsilon = 700 is too large for the sparse release: its threshold's delta_0 = "
        "(delta/2)/(1 + e^epsilon) = 4.92984e-310 is below the smallest normal double "
        "(ALGORITHMS.md §13.5); give a smaller epsilon or \"transitions\": \"dense\""},
-      {"\"horizon\": 2, \"transitions\": \"dense\", \"max_cells\": 5",
+      {"\"clip\": \"none\", \"horizon\": 2, \"transitions\": \"dense\", \"max_cells\": 5",
        "dp_mdp: option max_cells applies to a sparse release, and this one is dense "
        "(transitions \"dense\")"},
   };
@@ -319,8 +319,8 @@ static void test_options(void) {
     int S, A;
     const char *more;
     int sparse;
-  } autos[] = {{31, 66, "\"horizon\": 2", 0}, {31, 67, "\"horizon\": 2", 1},
-               {31, 67, "\"clip\": 3", 0}, {31, 67, "\"horizon\": 2, \"transitions\": \"dense\"", 0}};
+  } autos[] = {{31, 66, "\"clip\": \"none\", \"horizon\": 2", 0}, {31, 67, "\"clip\": \"none\", \"horizon\": 2", 1},
+               {31, 67, "\"clip\": 3", 0}, {31, 67, "\"clip\": \"none\", \"horizon\": 2, \"transitions\": \"dense\"", 0}};
   for (size_t i = 0; i < sizeof autos / sizeof *autos; i++) {
     dprl_mdp_config c;
     dprl_error err;
@@ -334,7 +334,7 @@ static void test_options(void) {
   dprl_mdp_config c;
   dprl_error err = {0};
   const char *big = "{\"n_states\": 1000, \"n_actions\": 10, \"gamma\": 0.5, \"rmin\": 0, "
-                    "\"rmax\": 1, \"epsilon\": 1, \"delta\": 1e-5, \"horizon\": 3}";
+                    "\"rmax\": 1, \"epsilon\": 1, \"delta\": 1e-5, \"clip\": \"none\", \"horizon\": 3}";
   CHECK(dprl_mdp_config_parse(&c, "dp_mdp", big, strlen(big), 10000000, 0, NULL, &err) == DPRL_OK &&
             c.sparse && c.cells_max == (10000000 - 4096 - 31000 * 25) / 64,
         "1000 states, 10 actions: sparse by default; cells_max = (limit - 4096 - 25 (S + 3 S A)) / 64");

@@ -187,8 +187,8 @@ static void test_sensitivity_exhaustive(void) {
       dprl_error err;
       snprintf(json, sizeof json,
                "{\"n_states\": %d, \"n_actions\": %d, \"gamma\": 0.9, \"rmin\": 0, \"rmax\": 1, "
-               "\"epsilon\": 1, \"delta\": 1e-5, \"horizon\": %d, \"transitions\": \"sparse\"%s}",
-               S, A, H, clip ? ", \"clip\": 1.5" : "");
+               "\"epsilon\": 1, \"delta\": 1e-5, \"horizon\": %d, \"transitions\": \"sparse\", \"clip\": %s}",
+               S, A, H, clip ? "1.5" : "\"none\"");
       CHECK(parse(&c, json, &err) == DPRL_OK && c.sparse && c.exact_path == !clip, json);
       double one = 1 + 3.0 * H * H, rep = 6.0 * H * H + H + 3;
       CHECK(c.bound == (clip ? 1.5 : sqrt(one)) &&
@@ -236,7 +236,7 @@ static void test_sensitivity_tent(void) {
   dprl_mdp_stats st;
   dprl_error err;
   CHECK(parse(&c, "{\"n_states\": 3, \"n_actions\": 2, \"gamma\": 0.9, \"rmin\": 0, \"rmax\": 1, "
-                  "\"epsilon\": 1, \"delta\": 1e-5, \"horizon\": 3, \"transitions\": \"sparse\", "
+                  "\"epsilon\": 1, \"delta\": 1e-5, \"clip\": \"none\", \"horizon\": 3, \"transitions\": \"sparse\", "
                   "\"features\": {\"tent\": 3, \"low\": -1, \"high\": 1}}", &err) == DPRL_OK &&
             c.tent && !c.exact_path && c.new_cells == 12 &&
             c.bound_rep == sqrt(60) * (1 + 0x1p-10),
@@ -292,7 +292,7 @@ static void test_grid_rounding(void) {
   dprl_mdp_stats st;
   dprl_error err;
   parse(&c, "{\"n_states\": 2, \"n_actions\": 2, \"gamma\": 0.9, \"rmin\": 0, \"rmax\": 1, "
-            "\"epsilon\": 1, \"delta\": 1e-5, \"horizon\": 2, \"transitions\": \"sparse\"}", &err);
+            "\"epsilon\": 1, \"delta\": 1e-5, \"clip\": \"none\", \"horizon\": 2, \"transitions\": \"sparse\"}", &err);
   /* touched: start 1, counts min(H, 12), rewards and totals min(H, 4) each */
   CHECK(c.touched == 7 && c.touched_rep == 14 && c.bound_rep == sqrt(29) &&
             c.sens == sqrt(29) + sqrt(14) * c.grid,
@@ -373,7 +373,7 @@ static void test_calibration(void) {
     char json[400], what[300];
     snprintf(json, sizeof json,
              "{\"n_states\": 5, \"n_actions\": 3, \"gamma\": 0.9, \"rmin\": -1, \"rmax\": 1, "
-             "\"epsilon\": %g, \"delta\": %g, \"horizon\": %d, \"transitions\": \"sparse\"}",
+             "\"epsilon\": %g, \"delta\": %g, \"clip\": \"none\", \"horizon\": %d, \"transitions\": \"sparse\"}",
              cases[i].eps, cases[i].delta, cases[i].H);
     dprl_mdp_config c;
     dprl_error err;

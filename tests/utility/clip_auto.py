@@ -4,7 +4,7 @@ shape with exact values: the clinical sample (stays of at most 30 days,
 one outcome reward); an escalation chain whose stays loop for up to 200
 steps, their length set by the start state; the same chain cut by a
 30-step study window, the cut stays censored (the outcome argument).
-RMSE of dp_mdp_value (defaults, bootstrap 0) over the rules and the seeded
+RMSE of dp_mdp_value (bootstrap 0, count_floor 0: the floor is floors.py's) over the rules and the seeded
 releases, at epsilon 1; per task, the best fixed clip with hindsight.
 
 usage: DPRL_SO=./dprl.so python3 tests/utility/clip_auto.py [--quick]
@@ -103,7 +103,7 @@ def task_escalation(window):
             "epsilon": 1, "delta": 1e-5}
     sql = ("SELECT dp_mdp(episode, t, state, action, reward, outcome, ?) FROM steps" if window else
            "SELECT dp_mdp(episode, t, state, action, reward, ?) FROM steps")
-    return con, sql, base, ESC_RULES, truth, {"horizon": HORIZON, "bootstrap": 0}
+    return con, sql, base, ESC_RULES, truth, {"horizon": HORIZON, "bootstrap": 0, "count_floor": 0}
 
 
 def task_clinical():
@@ -121,7 +121,7 @@ def task_clinical():
     base = {"n_states": 10, "n_actions": 2, "gamma": 1, "rmin": -1, "rmax": 1, "horizon": 30,
             "epsilon": 1, "delta": 1e-5}
     return (con, "SELECT dp_mdp(episode, t, state, action, reward, ?) FROM steps", base, pols,
-            {r: truth[r] for r in names}, {"horizon": 30, "bootstrap": 0})
+            {r: truth[r] for r in names}, {"horizon": 30, "bootstrap": 0, "count_floor": 0})
 
 
 def measure(task, clip_opts):
@@ -154,7 +154,7 @@ def main():
     for name, task in tasks:
         row, best = [name], None
         for c in fixed:
-            r, _, _ = measure(task, {"clip": c} if c else {})
+            r, _, _ = measure(task, {"clip": c} if c else {"clip": "none"})
             row.append(f"{r:.3f}")
             best = r if best is None or r < best else best
         for q in autos:

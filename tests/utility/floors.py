@@ -23,7 +23,7 @@ def main():
     if not QUICK:
         runs += [("escalation, stays up to 200 steps", tasks.task_escalation(None)),
                  ("escalation, 30-step window, outcome", tasks.task_escalation(30))]
-    clips = (("no clip", {}), ("clip 4", {"clip": 4}), ("clip auto", {"clip": "auto"}))
+    clips = (("no clip", {"clip": "none"}), ("clip 4", {"clip": 4}), ("clip auto", {"clip": "auto"}))
     print(f"\ndp_mdp_value's count_floor at epsilon 1, 20,000 stays, {SEEDS} seeded releases "
           f"(not private): RMSE over three rules and the releases")
     head = ["task", "clip"] + [f"floor {k} sigma" for k in FLOORS]

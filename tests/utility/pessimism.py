@@ -55,11 +55,11 @@ def run(name, make, truth_of, n, H):
         value, logged, best = truth_of(con)
         m = con.execute(sql, (json.dumps(dict(base, seed=t, clip="auto")),)).fetchone()[0]
         plain = json.loads(con.execute("SELECT dp_mdp_plan(?, ?)",
-                                       (m, json.dumps({"horizon": H}))).fetchone()[0])
+                                       (m, json.dumps({"horizon": H, "count_floor": 0}))).fetchone()[0])
         r = {"plain": value(plain["policy"]), "logged": logged, "best": best}
         for lv in LEVELS:
             p = json.loads(con.execute("SELECT dp_mdp_plan(?, ?)",
-                                       (m, json.dumps({"horizon": H, "pessimism": lv}))).fetchone()[0])
+                                       (m, json.dumps({"horizon": H, "pessimism": lv, "count_floor": 0}))).fetchone()[0])
             r[lv] = (value(p["policy"]), p["lcb"])
         rows.append(r)
         con.close()

@@ -408,26 +408,30 @@ def offpolicy():
     cv = [[0.0, 0.0] for _ in range(10)]
     for s_, a_, n_ in con.execute("SELECT state, action, count(*) FROM steps WHERE t < 30 GROUP BY 1, 2"):
         cv[s_][a_] = float(n_)
-    for clip, floor in ((None, 0), (4, 0), (8, 3), (4, 3)):
+    # ("auto", None): the defaults (the automatic clip, the floor 3 sigma it brings)
+    for clip, floor in (("none", 0), (4, 0), (8, 3), (4, 3), ("auto", None)):
         po = {"mechanism": "dp_mdp", "n_states": 10, "n_actions": 2, "gamma": 1, "rmin": -1, "rmax": 1,
               "horizon": 30, "epsilon": 1, "delta": 1e-5, "episodes": 20000, "visits": cv, "value_range": 2}
-        if clip:
+        if clip != "auto":
             po["clip"] = clip
         pl = json.loads(con.execute("SELECT dp_plan(?)", (json.dumps(po),)).fetchone()[0])
         err = {r: [] for r in rules}
         for seed in range(1, SEEDS + 1):
             o = {"n_states": 10, "n_actions": 2, "gamma": 1, "rmin": -1, "rmax": 1, "horizon": 30,
                  "epsilon": 1, "delta": 1e-5, "seed": seed}
-            if clip:
+            if clip != "auto":
                 o["clip"] = clip
             m = con.execute("SELECT dp_mdp(episode, t, state, action, reward, ?) FROM steps",
                             (json.dumps(o),)).fetchone()[0]
-            vo = {"horizon": 30, "bootstrap": 0, "count_floor": floor * json.loads(m)["sigma"]}
+            vo = {"horizon": 30, "bootstrap": 0}
+            if floor is not None:
+                vo["count_floor"] = floor * json.loads(m)["sigma"]
             res = json.loads(con.execute("SELECT dp_mdp_value(?, ?, ?)",
                                          (m, json.dumps(pols), json.dumps(vo))).fetchone()[0])
             for r in rules:
                 err[r].append(res["policies"][r]["value"] - truth[r])
-        rows.append([f"{clip or '-'}", f"{floor} sigma"] +
+        rows.append([f"{clip} (default)" if clip == "auto" else f"{clip}",
+                     "3 sigma (default)" if floor is None else f"{floor} sigma"] +
                     [f"{math.sqrt(sum(x * x for x in err[r]) / SEEDS):.3f} "
                      f"({sum(err[r]) / SEEDS:+.3f})" for r in rules] +
                     [f"{pl['useful']} ({pl['value_rmse']:.3f})"])
@@ -445,7 +449,7 @@ def offpolicy():
 
 ICU_STAYS = 20000
 ICU_RELEASE = {"n_states": 1440, "n_actions": 8, "gamma": 1, "rmin": -1, "rmax": 1, "delta": 1e-5,
-               "horizon": 20}
+               "horizon": 20, "clip": "none"}
 
 
 # dp_mdp's outcome argument for the ICU log: a stay of 20 rows whose last
@@ -697,8 +701,7 @@ def icu_groups(sim, con, log, truth, true, pols, occ, target, share):
     runs = ((1, GROUP_CLIP),) if QUICK else ((0.3, GROUP_CLIP), (1, None), (1, GROUP_CLIP), (3, GROUP_CLIP))
     for eps, clip in runs:
         o = dict(ICU_RELEASE, n_states=G, epsilon=eps, features={"map": groups}, transitions="sparse")
-        if clip:
-            o["clip"] = clip
+        o["clip"] = clip or "none"
         errs, rm, plans, t_rel, mb, pess = [], [], [], [], [], []
         for seed in range(1, (1 if QUICK else 5) + 1):
             t = time.process_time()
