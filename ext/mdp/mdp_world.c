@@ -12,6 +12,8 @@ static void world_free(world *w) {
   dprl_free(w->row);
   dprl_free(w->to);
   dprl_free(w->cum);
+  dprl_free(w->aprob);
+  dprl_free(w->alias);
   dprl_free(w->act);
   dprl_free(w->start);
   dprl_free(w->gain);
@@ -57,6 +59,28 @@ static void pair_numbers(const dprl_mdpv_model *m, int64_t sa, double t, int32_t
   }
 }
 
+/* Pair lo..lo+k's alias table from its cumulative probabilities (Vose's
+** method: each slot i keeps i with probability aprob[i], else alias[i]);
+** st: k ints of scratch, the small slots from the front, large from the back. */
+static void alias_build(const double *cum, int64_t k, double *q, int32_t *alias, int32_t *st) {
+  int64_t ns = 0, nl = k;
+  for (int64_t j = 0; j < k; j++) {
+    q[j] = (cum[j] - (j ? cum[j - 1] : 0)) * (double)k;
+    alias[j] = (int32_t)j;
+    if (q[j] < 1) st[ns++] = (int32_t)j;
+    else st[--nl] = (int32_t)j;
+  }
+  while (ns > 0 && nl < k) {
+    int32_t l = st[--ns], g = st[nl++];
+    alias[l] = g;
+    q[g] = (q[g] + q[l]) - 1;
+    if (q[g] < 1) st[ns++] = g;
+    else st[--nl] = g;
+  }
+  while (ns > 0) q[st[--ns]] = 1; /* rounding leftovers: kept for sure */
+  while (nl < k) q[st[nl++]] = 1;
+}
+
 /* The world of §14.4 from the numbers of m, the estimate's choices o and
 ** the episodes of a log. */
 static int world_build(const dprl_mdpv_model *m, const dprl_mdpv_est_opts *o, double episodes,
@@ -69,6 +93,8 @@ static int world_build(const dprl_mdpv_model *m, const dprl_mdpv_est_opts *o, do
   w->row = dprl_malloc_array((size_t)SA + 1, sizeof *w->row);
   w->to = dprl_malloc_array(most, sizeof *w->to);
   w->cum = dprl_malloc_array(most, sizeof *w->cum);
+  w->aprob = dprl_malloc_array(most, sizeof *w->aprob);
+  w->alias = dprl_malloc_array(most, sizeof *w->alias);
   w->act = dprl_malloc_array((size_t)SA, sizeof *w->act);
   w->start = dprl_malloc_array((size_t)S, sizeof *w->start);
   w->gain = dprl_malloc_array((size_t)SA, sizeof *w->gain);
@@ -77,7 +103,7 @@ static int world_build(const dprl_mdpv_model *m, const dprl_mdpv_est_opts *o, do
   e->reward = dprl_malloc_array((size_t)SA, sizeof *e->reward);
   e->start = dprl_malloc_array((size_t)S, sizeof *e->start);
   e->spread = m->sparse ? dprl_calloc((size_t)SA, sizeof *e->spread) : NULL;
-  if (!w->row || !w->to || !w->cum || !w->act || !w->start || !w->gain || !e->row ||
+  if (!w->row || !w->to || !w->cum || !w->aprob || !w->alias || !w->act || !w->start || !w->gain || !e->row ||
       !e->reward || !e->start || (m->sparse && !e->spread))
     return dprl_nomem(err);
   if (dprl_mdpv_grow(e, most, most, err)) return err->code;
@@ -130,6 +156,12 @@ static int world_build(const dprl_mdpv_model *m, const dprl_mdpv_est_opts *o, do
   }
   w->row[SA] = (int64_t)n;
   e->row[SA] = (int64_t)nn;
+  int32_t *st = dprl_malloc_array((size_t)S + 4, sizeof *st); /* at most S + 3 outcomes a pair */
+  if (!st) return dprl_nomem(err);
+  for (int64_t sa = 0; sa < SA; sa++)
+    alias_build(w->cum + w->row[sa], w->row[sa + 1] - w->row[sa], w->aprob + w->row[sa],
+                w->alias + w->row[sa], st);
+  dprl_free(st);
   for (int64_t i = 0; i < SA; i++) e->rabs = fmax(e->rabs, fabs(e->reward[i]));
   /* the behaviour: pi_b(a|s) proportional to N(s,a) over the pairs that are not pessimistic */
   for (int64_t s = 0; s < S; s++) {

@@ -39,6 +39,8 @@ typedef struct world {
   int64_t *row;   /* [S*A + 1]: pair sa's outcomes are [row[sa], row[sa+1]) */
   int32_t *to;    /* a next state, or TO_* */
   double *cum;    /* their cumulative probabilities */
+  double *aprob;  /* the same law as an alias table (Walker, Vose): per pair, outcome */
+  int32_t *alias; /* i of k kept when frac(u k) < aprob[i], else alias[i] (pair-relative) */
   double *act;    /* [S*A]: per state, the behaviour's cumulative probabilities */
   double *start;  /* [S] cumulative */
   double *gain;   /* [S*A]: r(s,a) - reward_center */

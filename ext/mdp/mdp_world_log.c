@@ -154,7 +154,10 @@ int dprl_mdpv_draw_log(const world *w, const dprl_mdpv_model *m, sums *y, fast_r
     rc = add(y, K_START, (uint64_t)s, 1, half, err);
     for (i = 0; i < L && !rc; i++) {
       int64_t a = pick(w->act + s * A, A, fast_unit(r)), sa = s * A + a;
-      int64_t lo = w->row[sa], j = lo + pick(w->cum + lo, w->row[sa + 1] - lo, fast_unit(r));
+      int64_t lo = w->row[sa], k = w->row[sa + 1] - lo; /* the alias table: O(1) a step */
+      double x = fast_unit(r) * (double)k;
+      int64_t slot = (int64_t)x < k ? (int64_t)x : k - 1;
+      int64_t j = lo + (x - (double)slot < w->aprob[lo + slot] ? slot : w->alias[lo + slot]);
       int64_t to = w->to[j];
       if (to == TO_SPREAD) to = (int64_t)(fast_u64(r) % (uint64_t)S);
       if ((i & 4095) == 4095 && (rc = dprl_cancel_poll(cancel, 4096 * 20, err))) break;
