@@ -452,15 +452,13 @@ static int put_policy(dprl_buf *b, double value, const double *V, int64_t S,
   dprl_json_put_key(b, "stderr");
   if (!draws) dprl_buf_puts(b, "null");
   else dprl_json_put_double(b, noiseless ? 0 : sqrt(mo->m2 / (double)(draws - 1)));
-  dprl_json_put_key(b, "ci_low");
-  if (ci) dprl_json_put_double(b, ci->low);
-  else dprl_buf_puts(b, "null");
-  dprl_json_put_key(b, "ci_high");
-  if (ci) dprl_json_put_double(b, ci->high);
-  else dprl_buf_puts(b, "null");
-  dprl_json_put_key(b, "ci_bias");
-  if (ci) dprl_json_put_double(b, ci->bias);
-  else dprl_buf_puts(b, "null");
+  static const char *const keys[] = {"ci_low", "ci_high", "ci_bias", "ci_unknown"};
+  double x[4] = {ci ? ci->low : 0, ci ? ci->high : 0, ci ? ci->bias : 0, ci ? ci->unknown : 0};
+  for (int k = 0; k < 4; k++) {
+    dprl_json_put_key(b, keys[k]);
+    if (ci) dprl_json_put_double(b, x[k]);
+    else dprl_buf_puts(b, "null");
+  }
   dprl_json_put_num(b, "error_bound", bound);
   dprl_json_put_key(b, "values");
   int rc = dprl_json_put_double_array_polled(b, V, (size_t)S, cancel, err);
@@ -510,6 +508,7 @@ int dprl_mdpv_value(const dprl_mdpv_model *m, const dprl_mdpv_opts *o,
     rc = dprl_mdpv_noise_bootstrap(m, o, p, &w, mo, cancel, err);
   if (!rc && o->interval)
     rc = dprl_mdpv_log_bootstrap(m, o, p, value, &w, ci, &world, cancel, err);
+  if (!rc && o->interval) rc = dprl_mdpv_interval_unknown(m, o, p, value, &w, ci, cancel, err);
   if (!rc) {
     dprl_buf_puts(out, "{");
     if (p->names) dprl_buf_puts(out, "\"policies\":{");

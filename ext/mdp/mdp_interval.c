@@ -125,3 +125,32 @@ int dprl_mdpv_log_bootstrap(const dprl_mdpv_model *m, const dprl_mdpv_opts *o,
   dprl_free(scratch);
   return rc;
 }
+
+/* ---- what the release cannot value ---------------------------------------------- */
+
+int dprl_mdpv_interval_unknown(const dprl_mdpv_model *m, const dprl_mdpv_opts *o,
+                               const dprl_mdpv_policies *p, const double *value,
+                               dprl_mdpv_work *w, dprl_mdpv_interval *out, dprl_cancel *cancel,
+                               dprl_error *err) {
+  dprl_mdpv_est eo = {0};
+  dprl_mdpv_est_opts best = o->est;
+  dprl_mdpv_solved how;
+  int64_t S = m->S;
+  double *V = dprl_malloc_array((size_t)S, sizeof *V);
+  double *scratch = dprl_malloc_array((size_t)S + 3, sizeof *scratch);
+  int rc = !V || !scratch ? dprl_nomem(err) : DPRL_OK;
+  best.optimistic = 1;
+  if (!rc) rc = dprl_mdpv_estimate(m, &best, NULL, scratch, &eo, cancel, err);
+  for (size_t i = 0; i < p->n && !rc; i++) {
+    rc = dprl_mdpv_evaluate_policy(&eo, o, &p->pol[i], w, V, &how, cancel, err);
+    if (rc) break;
+    /* values are monotone in the rewards: the difference is >= 0 up to the
+    ** solves' rounding, which the max keeps from narrowing the interval */
+    out[i].unknown = fmax(0, dot(eo.start, V, S) - value[i]);
+    out[i].high += out[i].unknown;
+  }
+  dprl_mdpv_est_free(&eo);
+  dprl_free(V);
+  dprl_free(scratch);
+  return rc;
+}

@@ -33,12 +33,21 @@ int dprl_mdpv_noise_bootstrap(const dprl_mdpv_model *m, const dprl_mdpv_opts *o,
                               const dprl_mdpv_policies *p, dprl_mdpv_work *w,
                               dprl_mdpv_moments *mo, dprl_cancel *cancel, dprl_error *err);
 
-/* One policy's interval at o->level: [value - q_hi, value - q_lo], q the
-** quantiles of re-estimate - world value over the draws, and bias their
-** mean. */
+/* One policy's interval at o->level: [value - q_hi, value - q_lo + unknown],
+** q the quantiles of re-estimate - world value over the draws, bias their
+** mean, and unknown the policy's value on the release's optimistic
+** completion (pessimistic pairs and the unknown outcome worth rmax) less
+** its value (ALGORITHMS.md §14.4). */
 typedef struct dprl_mdpv_interval {
-  double low, high, bias;
+  double low, high, bias, unknown;
 } dprl_mdpv_interval;
+
+/* Widen out[i].high by each policy's unknown part: value[i] its value on
+** the release's estimate, w scratch as for a value. */
+int dprl_mdpv_interval_unknown(const dprl_mdpv_model *m, const dprl_mdpv_opts *o,
+                               const dprl_mdpv_policies *p, const double *value,
+                               dprl_mdpv_work *w, dprl_mdpv_interval *out, dprl_cancel *cancel,
+                               dprl_error *err);
 
 /* What the log bootstrap's world was: its episodes per log, the most
 ** steps it draws for one, and the share of its episodes the clip cut. */

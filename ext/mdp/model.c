@@ -462,8 +462,8 @@ int dprl_mdpv_estimate(const dprl_mdpv_model *m, const dprl_mdpv_est_opts *o, dp
     if (!(N > o->min_count) || blind) { /* also N = 0 */
       nnz = first;
       e->pessimistic++;
-      e->reward[sa] = m->rmin;
-      e->rabs = fmax(e->rabs, fabs(m->rmin));
+      e->reward[sa] = o->optimistic ? m->rmax : m->rmin;
+      e->rabs = fmax(e->rabs, fabs(e->reward[sa]));
       continue;
     }
     int64_t kept = (int64_t)(nnz - first);

@@ -93,6 +93,8 @@ typedef struct dprl_mdpv_est_opts {
   int censored;       /* 1: the ended column is censoring: P renormalised over the next states */
   int renormalise;    /* sparse: 1, the kept cells (and the end) share the row; 0, the mass
                       ** they do not place goes to the unknown outcome (pessimistic) */
+  int optimistic;     /* the interval's upper completion (ALGORITHMS.md §14.4): pessimistic
+                      ** pairs end with rmax, the unknown outcome is worth rmax */
 } dprl_mdpv_est_opts;
 
 /* The estimated MDP.  P(.|s,a) is stored sparsely: the next states below
@@ -130,7 +132,8 @@ typedef struct dprl_mdpv_est {
 **   N(s,a) = sum_s' c+(s,a,s'),  c+ = c if c > count_floor, else 0
 **   P(s'|s,a) = c+(s,a,s') / N(s,a),  r(s,a) = clamp(c + R(s,a)/N(s,a), rmin, rmax)
 **   start = c+(start) / sum (uniform when the sum is 0)
-** and pairs with N <= min_count end the episode with reward rmin.  With
+** and pairs with N <= min_count end the episode with reward rmin (rmax
+** with o->optimistic).  With
 ** censored, P(s'|s,a) = c+(s,a,s') / sum_{k<S} c+(s,a,k) (the ended column
 ** counts in N, for the rewards, but not in P; a pair with no next state
 ** above the floor is pessimistic).

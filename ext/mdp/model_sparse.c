@@ -117,8 +117,8 @@ static void outcome_row(double K, double E, double C, double T, int renormalise,
 /* A sparse model (ALGORITHMS.md §14.1): per pair, with c+ as above,
 ** N = max(totals+, sum of kept cells+ + ends+), P = kept+ / N, the end
 ** ends+ / N, and the rest u = 1 - (sum + ends+) / N unknown.  Pessimistic
-** (the default): the unknown mass leads to a next state worth rmin (u kept
-** in e->unknown); renormalise: P = kept+ / (sum + ends+).  Censored: the
+** (the default): the unknown mass leads to a next state worth rmin (rmax
+** with o->optimistic; u kept in e->unknown); renormalise: P = kept+ / (sum + ends+).  Censored: the
 ** observed next states' mass is N_P = max(totals+ - ends+, sum), P =
 ** kept+ / N_P (renormalise: / sum).  Rewards divide by N.  A release with
 ** per-episode outcomes has its censored ends apart: totals - censored
@@ -133,7 +133,7 @@ int dprl_mdpv_estimate_sparse(const dprl_mdpv_model *m, const dprl_mdpv_est_opts
   if (!o->renormalise && !e->unknown &&
       !(e->unknown = dprl_malloc_array((size_t)SA, sizeof *e->unknown)))
     return dprl_nomem(err);
-  e->unknown_value = m->rmin;
+  e->unknown_value = o->optimistic ? m->rmax : m->rmin;
   for (int64_t sa = 0; sa < SA; sa++) {
     int64_t lo = m->cell_row[sa], k = m->cell_row[sa + 1] - lo;
     if (dprl_cancel_poll(cancel, (uint64_t)(k + 3) * (draw_counts ? 30 : 2), err))
@@ -177,8 +177,8 @@ int dprl_mdpv_estimate_sparse(const dprl_mdpv_model *m, const dprl_mdpv_est_opts
     if (!(N > o->min_count) || !(norm > 0)) { /* also N = 0 */
       nnz = first;
       e->pessimistic++;
-      e->reward[sa] = m->rmin;
-      e->rabs = fmax(e->rabs, fabs(m->rmin));
+      e->reward[sa] = o->optimistic ? m->rmax : m->rmin;
+      e->rabs = fmax(e->rabs, fabs(e->reward[sa]));
       continue;
     }
     int64_t kept = (int64_t)(nnz - first);
@@ -192,7 +192,7 @@ int dprl_mdpv_estimate_sparse(const dprl_mdpv_model *m, const dprl_mdpv_est_opts
       if (u > 0) kept++;            /* the unknown outcome: one more term of the backup */
     }
     if (kept > e->most_next) e->most_next = kept;
-    e->rabs = fmax(e->rabs, fabs(e->reward[sa]) + u * fabs(m->rmin));
+    e->rabs = fmax(e->rabs, fabs(e->reward[sa]) + u * fabs(e->unknown_value));
     e->reward_err =
         fmax(e->reward_err, dprl_mdpv_reward_rounding(m, (int64_t)(nnz - first) + 1, q, x));
   }

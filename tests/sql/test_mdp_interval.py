@@ -133,6 +133,52 @@ def test_clip_calibration():
               "exact value and ci_bias is that error", got)
 
 
+def two_states(sparse=False):
+    """A model of two states, two actions, without noise: (0, 0) pays 0.5
+    and moves to 1, (1, 0) pays 1 and ends; (0, 1) and (1, 1) were never
+    visited.  In [0, 1]; 100 episodes start at 0.  Sparse: the same
+    numbers as totals, ends and kept cells, plus 25 steps of (1, 0)
+    unplaced (its total 125, of which 100 ended)."""
+    head = {"mechanism": "dp_mdp", "private": False, "seeded": True, "unit": "episode",
+            "n_states": 2, "n_actions": 2, "gamma": 1, "rmin": 0.0, "rmax": 1.0, "epsilon": 1,
+            "delta": 1e-5, "horizon": H, "clip": None, "sensitivity": 2.0, "sigma": 0.0,
+            "reward_sigma": 0.0, "reward_center": 0.5, "start": [100, 0], "features": "tabular"}
+    if not sparse:
+        return json.dumps(dict(head, counts=[[[0, 100, 0], [0, 0, 0]], [[0, 0, 100], [0, 0, 0]]],
+                               reward_sums=[[0, 0], [50, 0]]))
+    return json.dumps(dict(head, transitions="sparse", threshold=0.0, delta_threshold=0,
+                           delta_gaussian=0, cells_max=10, totals=[[100, 0], [125, 0]],
+                           ends=[[0, 0], [100, 0]], next=[[0, 0, 1, 100]],
+                           reward_sums=[[0, 0], [62.5, 0]]))
+
+
+def test_unknown_pairs():
+    """What the release cannot value widens the interval's top: a policy
+    through a never-visited pair is valued as if the stay ended there with
+    rmin; ci_unknown is its value with rmax instead, less the value, and
+    ci_high carries it.  Computed here by hand on a two-state model."""
+    con = connect()
+    pols = json.dumps({"known": [0, 0], "unvisited": [0, 1]})
+    got = interval(con, two_states(), pols, bootstrap=20)["policies"]
+    k, u = got["known"], got["unvisited"]
+    check(abs(k["value"] - 1.5) < 1e-12 and k["ci_unknown"] == 0
+          and abs(k["ci_low"] - 1.5) < 1e-12 and abs(k["ci_high"] - 1.5) < 1e-12,
+          "a policy on visited pairs of a deterministic model: value 0.5 + 1, no unknown part", k)
+    check(abs(u["value"] - 0.5) < 1e-12 and abs(u["ci_unknown"] - 1.0) < 1e-12
+          and abs(u["ci_low"] - 0.5) < 1e-12 and abs(u["ci_high"] - 1.5) < 1e-12,
+          "through the unvisited (1, 1): value 0.5 + rmin, ci_unknown rmax - rmin = 1, "
+          "the interval [0.5, 1.5]", u)
+    # sparse: (1, 0) places 100 of its 125 steps (the end); the other 25
+    # (a share 0.2) go to the unknown outcome, worth rmin = 0, or rmax = 1
+    # one step later (H = 10 leaves steps)
+    got = interval(con, two_states(sparse=True), pols, bootstrap=20)["policies"]["known"]
+    check(abs(got["value"] - 1.5) < 1e-12 and abs(got["ci_unknown"] - 0.2) < 1e-12,
+          "sparse: the unplaced share 0.2 of (1, 0) is worth rmax - rmin more at the top", got)
+    plain = json.loads(con.execute("SELECT dp_mdp_value(?, ?, ?)", (two_states(), pols,
+                                                                    json.dumps({"horizon": H}))).fetchone()[0])
+    check(plain["policies"]["unvisited"]["ci_unknown"] is None, "no interval, no ci_unknown", plain)
+
+
 def steps_table(con, n, seed, outcome=False):
     rng = random.Random(seed)
     con.execute("DROP TABLE IF EXISTS steps")
@@ -246,5 +292,5 @@ def test_utility_quick():
           (p.returncode, p.stdout[-800:], p.stderr[-800:]))
 
 
-run([test_against_independent_bootstrap, test_coverage, test_clip_calibration, test_layouts_and_clip, test_interrupt_and_limits, test_errors,
+run([test_against_independent_bootstrap, test_unknown_pairs, test_coverage, test_clip_calibration, test_layouts_and_clip, test_interrupt_and_limits, test_errors,
      test_utility_quick])
