@@ -302,8 +302,9 @@ struct dprl_mdpv_world {
   world w;
   sums y;
   released r;
-  dprl_rng rng; /* the noise */
-  fast_rng fr;  /* the logs */
+  dprl_rng rng;  /* keys the two below */
+  fast_rng fr;   /* the logs */
+  fast_normal g; /* the noise */
   int64_t draws, clipped;
 };
 
@@ -356,7 +357,10 @@ int dprl_mdpv_world_open(const dprl_mdpv_model *m, const dprl_mdpv_est_opts *o, 
   h->m = m;
   h->o = *o;
   dprl_rng_init_seeded(&h->rng, seed, DPRL_STREAM_MDP_BOOTSTRAP | 1);
+  uint64_t key[4];
   for (int k = 0; k < 4; k++) h->fr.s[k] = dprl_rng_u64(&h->rng);
+  for (int k = 0; k < 4; k++) key[k] = dprl_rng_u64(&h->rng);
+  dprl_mdpv_normal_init(&h->g, key);
   double raw = 0; /* the episodes: the released start counts' sum */
   for (int64_t s = 0; s < m->S; s++) raw += m->start[s];
   if (!(nearbyint(raw) <= (double)DPRL_MDPV_WORLD_EPISODES_MAX)) {
@@ -384,9 +388,9 @@ static int perturbed_world(dprl_mdpv_world *h, dprl_cancel *cancel, dprl_error *
   const dprl_mdpv_model *m = h->m;
   size_t SA = (size_t)(m->S * m->A), r0 = (size_t)(h->q.reward - h->q.x);
   memcpy(h->qb.x, h->q.x, h->q.n * sizeof *h->qb.x);
-  dprl_mdpv_add_noise(&h->rng, h->qb.x, r0, m->sigma);
-  dprl_mdpv_add_noise(&h->rng, h->qb.reward, SA, m->reward_sigma);
-  if (h->qb.censored) dprl_mdpv_add_noise(&h->rng, h->qb.censored, SA, m->sigma);
+  dprl_mdpv_add_noise(&h->g, h->qb.x, r0, m->sigma);
+  dprl_mdpv_add_noise(&h->g, h->qb.reward, SA, m->reward_sigma);
+  if (h->qb.censored) dprl_mdpv_add_noise(&h->g, h->qb.censored, SA, m->sigma);
   world_free(&h->w);
   return world_build(&h->qb.m, &h->o, h->episodes, &h->w, cancel, err);
 }
@@ -398,7 +402,7 @@ int dprl_mdpv_world_release(dprl_mdpv_world *h, const dprl_mdpv_model **out, dpr
   if (!rc) rc = dprl_mdpv_draw_log(&h->w, h->m, &h->y, &h->fr, cancel, err);
   h->draws++;
   h->clipped += h->y.clipped;
-  if (!rc) rc = dprl_mdpv_release_log(h->m, &h->y, &h->rng, &h->r, cancel, err);
+  if (!rc) rc = dprl_mdpv_release_log(h->m, &h->y, &h->g, &h->r, cancel, err);
   *out = rc ? NULL : &h->r.m;
   return rc;
 }

@@ -21,8 +21,25 @@ static inline uint64_t fast_u64(fast_rng *r) {
 }
 static inline double fast_unit(fast_rng *r) { return (double)(fast_u64(r) >> 11) * 0x1p-53; }
 
+/* Standard normals for the world's noise, from a fast_rng: the ziggurat
+** of Marsaglia and Tsang (2000) with 128 layers, as refined by Doornik
+** (2005: the layer and the uniform from separate bits of one draw). */
+#define DPRL_ZIG_LAYERS 128
+typedef struct fast_normal {
+  fast_rng r;
+  double x[DPRL_ZIG_LAYERS + 1]; /* the layers' right edges, x[0] the base's */
+  double ratio[DPRL_ZIG_LAYERS]; /* x[i + 1] / x[i] */
+} fast_normal;
+void dprl_mdpv_normal_init(fast_normal *g, const uint64_t key[4]);
+double dprl_mdpv_normal(fast_normal *g);
+
 /* The first j in [0, n) with u < cum[j] (cum rises to cum[n-1] = 1). */
 static inline int64_t pick(const double *cum, int64_t n, double u) {
+  if (n <= 16) { /* a few actions: count the steps below u, without branches */
+    int64_t j = 0;
+    for (int64_t i = 0; i < n - 1; i++) j += u >= cum[i];
+    return j;
+  }
   int64_t lo = 0, hi = n - 1;
   while (lo < hi) {
     int64_t mid = lo + (hi - lo) / 2;
@@ -68,7 +85,12 @@ enum { K_START, K_COUNT, K_TOTAL, K_END, K_CELL, K_REWARD, K_CENSORED };
 typedef struct sums {
   double *start, *counts, *totals, *ends, *reward, *censored; /* counts dense, totals/ends sparse */
   table cells;  /* sparse: key sa * S + s' */
-  table ep;     /* one episode's entries, key kind << 58 | index (a clip applies) */
+  table ep;     /* sparse: one episode's entries, key kind << 58 | index (a clip applies) */
+  /* dense, a clip applies: the sums are one block (start, counts, reward,
+  ** censored in that order); epx has the same layout for one episode's
+  ** entries, touched lists its entries (an entry may repeat: harmless) */
+  double *block, *epx;
+  size_t *touched, n_touched;
   double norm2; /* its squared norm, rewards in units of (rmax - rmin) / 2 */
   int64_t clipped;
 } sums;
@@ -94,11 +116,11 @@ void dprl_mdpv_sums_free(sums *y);
 int dprl_mdpv_draw_log(const world *w, const dprl_mdpv_model *m, sums *y, fast_rng *r,
                        dprl_cancel *cancel, dprl_error *err);
 /* y's sums plus the release's noise, released as m was, into r. */
-int dprl_mdpv_release_log(const dprl_mdpv_model *m, sums *y, dprl_rng *rng, released *r,
+int dprl_mdpv_release_log(const dprl_mdpv_model *m, sums *y, fast_normal *g, released *r,
                           dprl_cancel *cancel, dprl_error *err);
 void dprl_mdpv_released_free(released *r);
-/* x[i] += sd Z for n normals of rng (nothing when sd is 0). */
-void dprl_mdpv_add_noise(dprl_rng *rng, double *x, size_t n, double sd);
+/* x[i] += sd Z for n normals of g (nothing when sd is 0). */
+void dprl_mdpv_add_noise(fast_normal *g, double *x, size_t n, double sd);
 /* y's sums added to f, laid out as the numbers of a model like m: start,
 ** counts (or totals, ends and m's kept cells), reward sums, censored. */
 void dprl_mdpv_sums_add(const dprl_mdpv_model *m, const sums *y, double *f);

@@ -56,31 +56,56 @@ static inline int table_add(table *t, uint64_t k, double x, double *old, dprl_er
 }
 
 
+/* The doubles of a dense model's sums: start, counts, reward, censored. */
+static size_t dense_size(const dprl_mdpv_model *m) {
+  size_t S = (size_t)m->S, SA = S * (size_t)m->A;
+  return S + SA * (S + 1) + SA + (m->censored ? SA : 0);
+}
+
+/* Where entry (kind, i) of a dense model's sums is in its block. */
+static inline size_t dense_at(const sums *y, int kind, uint64_t i) {
+  const double *at = kind == K_START ? y->start : kind == K_COUNT ? y->counts
+                     : kind == K_REWARD ? y->reward : y->censored;
+  return (size_t)(at - y->block) + (size_t)i;
+}
+
 int dprl_mdpv_sums_init(sums *y, const dprl_mdpv_model *m, int64_t steps, dprl_error *err) {
   size_t S = (size_t)m->S, SA = S * (size_t)m->A;
   memset(y, 0, sizeof *y);
-  y->start = dprl_malloc_array(S, sizeof *y->start);
-  y->reward = dprl_malloc_array(SA, sizeof *y->reward);
-  int ok = y->start && y->reward;
+  int ok = 1;
   if (m->sparse) {
+    y->start = dprl_malloc_array(S, sizeof *y->start);
+    y->reward = dprl_malloc_array(SA, sizeof *y->reward);
     y->totals = dprl_malloc_array(SA, sizeof *y->totals);
     y->ends = dprl_malloc_array(SA, sizeof *y->ends);
-    ok = ok && y->totals && y->ends && !table_init(&y->cells, 4096, err);
-  } else {
-    ok = ok && (y->counts = dprl_malloc_array(SA * (S + 1), sizeof *y->counts));
+    if (m->censored) ok = ok && (y->censored = dprl_malloc_array(SA, sizeof *y->censored));
+    ok = ok && y->start && y->reward && y->totals && y->ends && !table_init(&y->cells, 4096, err);
+    if (m->clip > 0) ok = ok && !table_init(&y->ep, 3 * (size_t)steps + 2, err);
+    return ok ? DPRL_OK : dprl_nomem(err);
   }
-  if (m->censored) ok = ok && (y->censored = dprl_malloc_array(SA, sizeof *y->censored));
-  if (m->clip > 0) ok = ok && !table_init(&y->ep, 3 * (size_t)steps + 2, err);
+  if (!(y->block = dprl_malloc_array(dense_size(m), sizeof *y->block))) return dprl_nomem(err);
+  y->start = y->block, y->counts = y->start + S, y->reward = y->counts + SA * (S + 1);
+  if (m->censored) y->censored = y->reward + SA;
+  if (m->clip > 0) { /* an episode adds at most 3 entries a step and its start */
+    y->epx = dprl_calloc(dense_size(m), sizeof *y->epx);
+    y->touched = dprl_malloc_array(3 * (size_t)steps + 2, sizeof *y->touched);
+    ok = y->epx && y->touched;
+  }
   return ok ? DPRL_OK : dprl_nomem(err);
 }
 
 void dprl_mdpv_sums_free(sums *y) {
-  dprl_free(y->start);
-  dprl_free(y->counts);
+  if (y->block) {
+    dprl_free(y->block);
+  } else {
+    dprl_free(y->start);
+    dprl_free(y->reward);
+    dprl_free(y->censored);
+  }
   dprl_free(y->totals);
   dprl_free(y->ends);
-  dprl_free(y->reward);
-  dprl_free(y->censored);
+  dprl_free(y->epx);
+  dprl_free(y->touched);
   table_free(&y->cells);
   table_free(&y->ep);
 }
@@ -116,9 +141,17 @@ static inline int put(sums *y, int kind, uint64_t i, double x, dprl_error *err) 
 /* x into the episode's entry (kind, i): straight into the sums without a
 ** clip, else into the episode's table, its squared norm kept. */
 static inline int add(sums *y, int kind, uint64_t i, double x, double half, dprl_error *err) {
-  if (!y->ep.cap) return put(y, kind, i, x, err);
   double old = 0;
-  if (table_add(&y->ep, (uint64_t)kind << 58 | i, x, &old, err)) return err->code;
+  if (y->epx) { /* dense: O(1), the entry's place in the block */
+    size_t at = dense_at(y, kind, i);
+    old = y->epx[at];
+    if (old == 0) y->touched[y->n_touched++] = at;
+    y->epx[at] = old + x;
+  } else if (!y->ep.cap) {
+    return put(y, kind, i, x, err);
+  } else if (table_add(&y->ep, (uint64_t)kind << 58 | i, x, &old, err)) {
+    return err->code;
+  }
   double f = kind == K_REWARD ? 1 / (half * half) : 1;
   y->norm2 += f * ((old + x) * (old + x) - old * old);
   return DPRL_OK;
@@ -127,10 +160,20 @@ static inline int add(sums *y, int kind, uint64_t i, double x, double half, dprl
 /* The episode's entries scaled down to the clip if its norm is above it
 ** (as the release does, §13.1), into the sums. */
 static int commit(sums *y, double clip, dprl_error *err) {
-  if (!y->ep.cap) return DPRL_OK;
+  if (!y->ep.cap && !y->epx) return DPRL_OK;
   double norm = sqrt(fmax(y->norm2, 0)), scale = norm > clip ? clip / norm : 1;
   y->clipped += norm > clip;
   int rc = DPRL_OK;
+  if (y->epx) { /* an entry listed twice adds 0 the second time */
+    for (size_t j = 0; j < y->n_touched; j++) {
+      size_t at = y->touched[j];
+      y->block[at] += y->epx[at] * scale;
+      y->epx[at] = 0;
+    }
+    y->n_touched = 0;
+    y->norm2 = 0;
+    return DPRL_OK;
+  }
   for (size_t j = 0; j < y->ep.n; j++) {
     size_t i = y->ep.used[j];
     uint64_t k = y->ep.key[i] - 1;
@@ -195,20 +238,57 @@ void dprl_mdpv_released_free(released *r) {
   dprl_free(r->cell_row);
 }
 
-void dprl_mdpv_add_noise(dprl_rng *rng, double *x, size_t n, double sd) {
-  double z[64];
-  for (size_t i = 0; sd > 0 && i < n; i += 64) {
-    size_t k = n - i < 64 ? n - i : 64;
-    dprl_rng_normals(rng, z, k);
-    for (size_t j = 0; j < k; j++) x[i + j] += sd * z[j];
+/* ---- the ziggurat ---------------------------------------------------------------- */
+
+#define ZIG_R 3.442619855899            /* the base layer's right edge */
+#define ZIG_V 9.91256303526217e-3       /* each layer's area */
+
+void dprl_mdpv_normal_init(fast_normal *g, const uint64_t key[4]) {
+  memcpy(g->r.s, key, sizeof g->r.s);
+  double f = exp(-0.5 * ZIG_R * ZIG_R);
+  g->x[0] = ZIG_V / f, g->x[1] = ZIG_R, g->x[DPRL_ZIG_LAYERS] = 0;
+  for (int i = 2; i < DPRL_ZIG_LAYERS; i++) {
+    g->x[i] = sqrt(-2 * log(ZIG_V / g->x[i - 1] + f));
+    f = exp(-0.5 * g->x[i] * g->x[i]);
   }
+  for (int i = 0; i < DPRL_ZIG_LAYERS; i++) g->ratio[i] = g->x[i + 1] / g->x[i];
+}
+
+/* A uniform in (0, 1]. */
+static inline double unit_open(fast_rng *r) {
+  return (double)((fast_u64(r) >> 11) + 1) * 0x1p-53;
+}
+
+double dprl_mdpv_normal(fast_normal *g) {
+  for (;;) {
+    uint64_t b = fast_u64(&g->r);
+    double u = 2 * ((double)(b >> 11) * 0x1p-53) - 1; /* top 53 bits: (-1, 1) */
+    int i = (int)(b & (DPRL_ZIG_LAYERS - 1));         /* low 7 bits: the layer */
+    if (fabs(u) < g->ratio[i]) return u * g->x[i];    /* inside the layer's rectangle */
+    if (i == 0) { /* the tail beyond R (Marsaglia 1964) */
+      double x, y;
+      do {
+        x = log(unit_open(&g->r)) / ZIG_R;
+        y = log(unit_open(&g->r));
+      } while (-2 * y < x * x);
+      return u < 0 ? x - ZIG_R : ZIG_R - x;
+    }
+    double x = u * g->x[i];
+    double f0 = exp(-0.5 * (g->x[i] * g->x[i] - x * x));
+    double f1 = exp(-0.5 * (g->x[i + 1] * g->x[i + 1] - x * x));
+    if (f1 + fast_unit(&g->r) * (f0 - f1) < 1.0) return x;
+  }
+}
+
+void dprl_mdpv_add_noise(fast_normal *g, double *x, size_t n, double sd) {
+  for (size_t i = 0; sd > 0 && i < n; i++) x[i] += sd * dprl_mdpv_normal(g);
 }
 
 static void rows_of(const double **rows, double *x, int64_t n, int64_t len) {
   for (int64_t i = 0; i < n; i++) rows[i] = x + i * len;
 }
 
-int dprl_mdpv_release_log(const dprl_mdpv_model *m, sums *y, dprl_rng *rng, released *r,
+int dprl_mdpv_release_log(const dprl_mdpv_model *m, sums *y, fast_normal *g, released *r,
                        dprl_cancel *cancel, dprl_error *err) {
   int64_t S = m->S, A = m->A, SA = S * A;
   size_t sa_n = (size_t)SA;
@@ -216,17 +296,17 @@ int dprl_mdpv_release_log(const dprl_mdpv_model *m, sums *y, dprl_rng *rng, rele
   r->m.root = NULL;
   if (!r->rows && !(r->rows = dprl_malloc_array(sa_n + 4 * (size_t)S, sizeof *r->rows)))
     return dprl_nomem(err);
-  dprl_mdpv_add_noise(rng, y->start, (size_t)S, m->sigma);
+  dprl_mdpv_add_noise(g, y->start, (size_t)S, m->sigma);
   r->m.start = y->start;
   const double **rw = r->rows + SA, **tot = rw + S, **ends = tot + S, **cens = ends + S;
   if (m->sparse) {
-    dprl_mdpv_add_noise(rng, y->totals, sa_n, m->sigma);
-    dprl_mdpv_add_noise(rng, y->ends, sa_n, m->sigma);
+    dprl_mdpv_add_noise(g, y->totals, sa_n, m->sigma);
+    dprl_mdpv_add_noise(g, y->ends, sa_n, m->sigma);
   } else {
-    dprl_mdpv_add_noise(rng, y->counts, sa_n * (size_t)(S + 1), m->sigma);
+    dprl_mdpv_add_noise(g, y->counts, sa_n * (size_t)(S + 1), m->sigma);
   }
-  dprl_mdpv_add_noise(rng, y->reward, sa_n, m->reward_sigma);
-  if (y->censored) dprl_mdpv_add_noise(rng, y->censored, sa_n, m->sigma);
+  dprl_mdpv_add_noise(g, y->reward, sa_n, m->reward_sigma);
+  if (y->censored) dprl_mdpv_add_noise(g, y->censored, sa_n, m->sigma);
   if (dprl_cancel_poll(cancel, (uint64_t)SA * (m->sparse ? 90 : 30 * (uint64_t)(S + 1)), err))
     return err->code;
   rows_of(rw, y->reward, S, A);
@@ -257,9 +337,7 @@ int dprl_mdpv_release_log(const dprl_mdpv_model *m, sums *y, dprl_rng *rng, rele
   memset(r->cell_row, 0, (sa_n + 1) * sizeof *r->cell_row);
   size_t kept = 0;
   for (size_t j = 0; j < t->n; j++) {
-    double z, x = t->val[slot_of(t, r->keys[j])];
-    dprl_rng_normals(rng, &z, 1);
-    x += m->sigma * z;
+    double x = t->val[slot_of(t, r->keys[j])] + m->sigma * dprl_mdpv_normal(g);
     if (!(x > m->threshold)) continue;
     r->next[kept] = (int32_t)(r->keys[j] % (uint64_t)S);
     r->count[kept++] = x;
