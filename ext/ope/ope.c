@@ -11,11 +11,13 @@
 
 static const char *const release_names[] = {
     "gamma", "rmin", "rmax", "gmin", "gmax", "weight_max", "horizon", "epsilon", "delta",
-    "weighted", "ratio_max", "diagnostics", "seed", "release", "budget", NULL};
+    "weighted", "ratio_max", "diagnostics", "seed", "release", "budget", "weight_quantile",
+    "weight_share", NULL};
 /* The plan reads no data: no seed, release or budget; a hypothetical size. */
 static const char *const plan_names[] = {
     "mechanism", "episodes", "gamma", "rmin", "rmax", "gmin", "gmax", "weight_max", "horizon",
-    "epsilon", "delta", "weighted", "ratio_max", "diagnostics", NULL};
+    "epsilon", "delta", "weighted", "ratio_max", "diagnostics", "weight_quantile", "weight_share",
+    NULL};
 
 /* Bits of the grid below the noise scale: fine enough that rounding is
 ** negligible next to the noise, coarse enough that 2^51 grid steps hold
@@ -28,6 +30,53 @@ static double discount_sum(double gamma, int64_t h) {
   return (1 - pow(gamma, (double)h)) / (1 - gamma);
 }
 
+/* The measured defaults of "weight_max": "auto" (§15.8, make utility). */
+#define WEIGHT_QUANTILE_DEFAULT 0.9
+#define WEIGHT_SHARE_DEFAULT 0.1
+#define WEIGHT_TOP_LOG2 10 /* the grid's top without ratio_max: 2^10 */
+
+/* weight_max: a number in [1, 10^12] or "auto" (the default): W chosen
+** privately on the grid up to ratio_max^H (at most 2^10), or 2^10. */
+static int parse_weight(dprl_ope_config *c, const dprl_options *o) {
+  const dprl_json *w = dprl_opt_get(o, "weight_max");
+  int is_str = w && w->type == DPRL_JSON_STRING;
+  c->weight_auto = !w || (is_str && w->n == 4 && memcmp(w->str, "auto", 4) == 0);
+  if (is_str && !c->weight_auto) {
+    char got[64];
+    dprl_json_describe(w, got, sizeof got);
+    return dprl_fail(o->err, DPRL_EINVAL,
+                     "%s: option weight_max must be a number in [1, 10^12] (a public bound on "
+                     "an episode's importance weight) or \"auto\" (chosen privately), got %s",
+                     o->fn, got);
+  }
+  int rc;
+  if (!c->weight_auto) {
+    if (dprl_opt_has(o, "weight_quantile") || dprl_opt_has(o, "weight_share"))
+      return dprl_fail(o->err, DPRL_EINVAL, "%s: options weight_quantile and weight_share "
+                       "apply to \"weight_max\": \"auto\"", o->fn);
+    return dprl_opt_number(o, "weight_max", 1, 0, DPRL_CLOSED(1, 1e12), &c->weight_max);
+  }
+  if ((rc = dprl_opt_number(o, "weight_quantile", 0, WEIGHT_QUANTILE_DEFAULT,
+                            (dprl_range){0, 1, 1, 0}, &c->weight_q)) ||
+      (rc = dprl_opt_number(o, "weight_share", 0, WEIGHT_SHARE_DEFAULT, DPRL_OPEN(0, 1),
+                            &c->weight_share)))
+    return rc;
+  double lt = c->ratio_max >= 1 ? (double)c->horizon * log2(c->ratio_max) : WEIGHT_TOP_LOG2;
+  c->weight_top = exp2(lt < WEIGHT_TOP_LOG2 ? lt : WEIGHT_TOP_LOG2);
+  c->rho_cap = dprl_zcdp_rho_left(0, 0, 0, c->epsilon, c->delta);
+  if (!(c->rho_cap > 0 && isfinite(c->rho_cap)))
+    return dprl_fail(o->err, DPRL_EINVAL, "%s: epsilon = %g and delta = %g leave no rho for "
+                     "\"weight_max\": \"auto\"", o->fn, c->epsilon, c->delta);
+  if ((rc = dprl_gridq_init(&c->gq, c->weight_top, c->weight_q, c->weight_share * c->rho_cap,
+                            o->fn, o->err)))
+    return rc;
+  if (!(c->gq.rho < c->rho_cap))
+    return dprl_fail(o->err, DPRL_EINVAL, "%s: weight_share = %g leaves no rho for the release",
+                     o->fn, c->weight_share);
+  c->weight_max = c->weight_top; /* calibrated at the top: the most noise it can have */
+  return DPRL_OK;
+}
+
 static int parse_all(dprl_ope_config *c, const dprl_options *o, int plan) {
   static const char *const releases[] = {"private", "diagnostic", NULL};
   static const char *const mechs[] = {"dp_is_value", NULL};
@@ -35,7 +84,6 @@ static int parse_all(dprl_ope_config *c, const dprl_options *o, int plan) {
   if ((rc = dprl_opt_number(o, "gamma", 1, 0, DPRL_CLOSED(0, 1), &c->gamma)) ||
       (rc = dprl_opt_reward_bounds(o, &c->rmin, &c->rmax)) ||
       (rc = dprl_opt_int(o, "horizon", 1, 0, DPRL_CLOSED(1, 1e9), &c->horizon)) ||
-      (rc = dprl_opt_number(o, "weight_max", 1, 0, DPRL_CLOSED(1, 1e12), &c->weight_max)) ||
       (rc = dprl_opt_number(o, "epsilon", 1, 0, DPRL_POSITIVE, &c->epsilon)) ||
       (rc = dprl_opt_number(o, "delta", 1, 0, DPRL_OPEN(0, 1), &c->delta)) ||
       (rc = dprl_opt_bool(o, "weighted", 1, &c->weighted)) ||
@@ -59,6 +107,7 @@ static int parse_all(dprl_ope_config *c, const dprl_options *o, int plan) {
       (rc = dprl_opt_number(o, "gmax", 0, hi, DPRL_ANY, &c->gmax)))
     return rc;
   c->range_given = dprl_opt_has(o, "gmin") && dprl_opt_has(o, "gmax");
+  if ((rc = parse_weight(c, o))) return rc;
   if (!(c->gmax > c->gmin)) {
     char a[32], b[32];
     return dprl_fail(o->err, DPRL_EINVAL,
@@ -91,7 +140,27 @@ void dprl_ope_config_free(dprl_ope_config *c) {
   c->budget = NULL;
 }
 
+static int calibrate_at(const dprl_ope_config *c, dprl_ope_noise *nz, dprl_error *err);
+
 int dprl_ope_calibrate(const dprl_ope_config *c, dprl_ope_noise *nz, dprl_error *err) {
+  if (c->weight_auto && c->weight_max == c->weight_top) {
+    /* before the rows: every edge the histogram can pick calibrates (the
+    ** scale grows with W, so the two ends suffice): no refusal after them */
+    dprl_ope_config low = *c;
+    low.weight_max = dprl_gridq_edge(&c->gq, 0);
+    int rc = calibrate_at(&low, nz, err);
+    if (rc) return rc;
+  }
+  return calibrate_at(c, nz, err);
+}
+
+/* sens_steps^2 / (2 s^2) within what the automatic bound leaves: rho_cap
+** less the histogram's, the sum rounded up (§15.8). */
+static int auto_fits(const dprl_ope_config *c, double k, uint64_t s) {
+  return nextafter(c->gq.rho + dprl_zcdp_rho(k, (double)s), INFINITY) <= c->rho_cap;
+}
+
+static int calibrate_at(const dprl_ope_config *c, dprl_ope_noise *nz, dprl_error *err) {
   memset(nz, 0, sizeof *nz);
   nz->B = c->gmax - c->gmin;
   nz->c = c->gmin + nz->B / 2;
@@ -104,7 +173,8 @@ int dprl_ope_calibrate(const dprl_ope_config *c, dprl_ope_noise *nz, dprl_error 
   nz->kc = s2 * c->weight_max * nz->B;
   nz->dim = c->diag_share > 0 ? 5 : 3;
   nz->sens = c->weight_max * nz->B * (c->diag_share > 0 ? sqrt(1 + c->diag_share) : 1);
-  nz->sigma1 = dprl_gdp_sigma(c->epsilon, c->delta, 1.0);
+  nz->sigma1 = c->weight_auto ? 1 / sqrt(2 * (c->rho_cap - c->gq.rho))
+                              : dprl_gdp_sigma(c->epsilon, c->delta, 1.0);
   double scale = nz->sens * nz->sigma1;
   if (!(isfinite(scale) && scale > 0x1p-900 && scale < 0x1p900))
     return dprl_fail(err, DPRL_EINVAL,
@@ -122,8 +192,15 @@ int dprl_ope_calibrate(const dprl_ope_config *c, dprl_ope_noise *nz, dprl_error 
     return dprl_fail(err, DPRL_EINVAL, "%s: the noise needs %g grid steps, outside 1..2^40",
                      c->fn, s);
   nz->steps = (uint64_t)s;
-  nz->sigma = s * nz->grid;
-  nz->rho = dprl_zcdp_rho(nz->sens_steps, s);
+  if (c->weight_auto) { /* the smallest scale that fits; sigma1 put s within a step of it */
+    while (nz->steps > 1 && auto_fits(c, nz->sens_steps, nz->steps - 1)) nz->steps--;
+    while (!auto_fits(c, nz->sens_steps, nz->steps) && nz->steps < DPRL_GAUSS_STEPS_MAX)
+      nz->steps++;
+    if (!auto_fits(c, nz->sens_steps, nz->steps))
+      return dprl_fail(err, DPRL_EINVAL, "%s: the noise needs more than 2^40 grid steps", c->fn);
+  }
+  nz->sigma = (double)nz->steps * nz->grid;
+  nz->rho = c->weight_auto ? c->rho_cap : dprl_zcdp_rho(nz->sens_steps, (double)nz->steps);
   nz->cap = 0x1p51 * nz->grid;
   /* the largest |entry| one episode adds: max(W B/2, kw W, kn, k2 W^2, kc)
   ** = W B/sqrt(2) (s <= 1) */
@@ -133,8 +210,8 @@ int dprl_ope_calibrate(const dprl_ope_config *c, dprl_ope_noise *nz, dprl_error 
 
 static double clampd(double x, double lo, double hi) { return x < lo ? lo : x > hi ? hi : x; }
 
-int dprl_ope_episode(const dprl_ope_config *c, const dprl_ope_step *steps, size_t n,
-                     double *w, double *g) {
+void dprl_ope_episode(const dprl_ope_config *c, const dprl_ope_step *steps, size_t n,
+                      double *w, double *g) {
   double log_w = 0, ret = 0, disc = 1;
   size_t h = n < (uint64_t)c->horizon ? n : (size_t)c->horizon;
   for (size_t k = 0; k < h; k++) {
@@ -142,15 +219,14 @@ int dprl_ope_episode(const dprl_ope_config *c, const dprl_ope_step *steps, size_
     ret += disc * clampd(steps[k].reward, c->rmin, c->rmax);
     disc *= c->gamma;
   }
-  double raw = exp(log_w); /* +inf on overflow, 0 on underflow or -inf */
-  *w = raw < c->weight_max ? raw : c->weight_max;
+  *w = exp(log_w); /* +inf on overflow, 0 on underflow or -inf */
   *g = clampd(ret, c->gmin, c->gmax);
-  return raw > c->weight_max;
 }
 
 void dprl_ope_sums_add(const dprl_ope_config *c, const dprl_ope_noise *nz, dprl_ope_sums *s,
-                       double w, double g, int clipped) {
-  (void)c;
+                       double raw, double g) {
+  int clipped = raw > c->weight_max;
+  double w = clipped ? c->weight_max : raw;
   s->S += w * (g - nz->c);
   s->T += w;
   s->n += 1;
@@ -211,6 +287,26 @@ void dprl_ope_put_range(const dprl_ope_config *c, dprl_buf *b) {
   dprl_json_put_string(b, c->range_given ? "given" : "from rmin, rmax and horizon");
 }
 
+void dprl_ope_put_weight_auto(const dprl_ope_config *c, dprl_buf *b, int chosen) {
+  dprl_json_put_key(b, "weight_from");
+  dprl_json_put_string(b, c->weight_auto ? "auto" : "given");
+  if (!c->weight_auto) return;
+  const dprl_gridq *g = &c->gq;
+  double e[DPRL_GRIDQ_EDGES_MAX];
+  for (int j = 0; j < g->n; j++) e[j] = dprl_gridq_edge(g, j);
+  dprl_json_put_num(b, "weight_quantile", c->weight_q);
+  dprl_json_put_num(b, "weight_share", c->weight_share);
+  dprl_json_put_key(b, "weight_edges");
+  dprl_json_put_double_array(b, e, (size_t)g->n);
+  dprl_json_put_num(b, "weight_sigma", (double)g->steps);
+  dprl_json_put_num(b, "weight_rho", g->rho);
+  if (!chosen) return;
+  /* the noisy histogram (private output) and, from it, how often W bound */
+  dprl_json_put_key(b, "weight_histogram");
+  dprl_json_put_double_array(b, g->hist, (size_t)g->n);
+  dprl_json_put_num(b, "weight_clipped_share", g->share);
+}
+
 static void put_est(dprl_buf *b, const char *key, double weighted, double ordinary) {
   dprl_json_put_key(b, key);
   dprl_buf_puts(b, "{\"weighted\":");
@@ -259,6 +355,7 @@ static void put_json(const dprl_ope_config *c, const dprl_ope_noise *nz, const d
   dprl_ope_put_range(c, b);
   dprl_json_put_int(b, "horizon", c->horizon);
   dprl_json_put_num(b, "weight_max", c->weight_max);
+  dprl_ope_put_weight_auto(c, b, 1);
   /* the calibrated figure, rounding included: the one sigma and rho are of */
   dprl_json_put_num(b, "sensitivity", nz->sens_steps * nz->grid);
   dprl_json_put_num(b, "sigma", nz->sigma);

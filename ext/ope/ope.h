@@ -28,6 +28,7 @@
 #include <stdint.h>
 
 #include "base/core.h"
+#include "dp/grid_quantile.h"
 #include "dp/noise.h"
 #include "dp/plan.h"
 #include "rows/steps.h"
@@ -38,7 +39,13 @@ typedef struct dprl_ope_config {
   double gamma, rmin, rmax;
   double gmin, gmax;   /* the return range: given, or derived from the above */
   int range_given;     /* both gmin and gmax were options */
-  double weight_max;   /* W */
+  double weight_max;   /* W (automatic: the grid's top until the rows choose it) */
+  /* "weight_max": "auto", the default (§15.8): W chosen privately on a
+  ** grid up to weight_top, spending weight_share of rho_cap */
+  int weight_auto;
+  double weight_q, weight_share, weight_top;
+  double rho_cap;      /* the largest rho that converts to (epsilon, delta) */
+  dprl_gridq gq;       /* the grid, its noise and (after the rows) the choice */
   int64_t horizon;     /* H: the first H steps of an episode count */
   double epsilon, delta;
   int weighted;        /* value = weighted IS (1, default) or ordinary IS (0) */
@@ -81,6 +88,12 @@ void dprl_ope_config_free(dprl_ope_config *c);
 ** step: for a reward only at the end, far wider than the returns). */
 void dprl_ope_put_range(const dprl_ope_config *c, dprl_buf *b);
 
+/* The keys of the weight bound (§15.8): weight_from ("given" or "auto"),
+** and for "auto" the quantile, share, grid, the histogram's scale and rho
+** and, once chosen, the noisy histogram and the noisy share of episodes
+** above the chosen W. */
+void dprl_ope_put_weight_auto(const dprl_ope_config *c, dprl_buf *b, int chosen);
+
 /* The noise of a release with these options (ALGORITHMS.md §15.3). */
 int dprl_ope_calibrate(const dprl_ope_config *c, dprl_ope_noise *nz, dprl_error *err);
 
@@ -94,11 +107,11 @@ typedef struct dprl_ope_step {
   uint32_t pad;
 } dprl_ope_step;
 
-/* One episode's clipped weight and clamped return, from its steps sorted
-** by t (at least one): the first `horizon` of them count.  Returns 1 when
-** the weight was clipped. */
-int dprl_ope_episode(const dprl_ope_config *c, const dprl_ope_step *steps, size_t n,
-                     double *w, double *g);
+/* One episode's weight before the clip, exp(sum of its log ratios), and
+** clamped return, from its steps sorted by t (at least one): the first
+** `horizon` of them count. */
+void dprl_ope_episode(const dprl_ope_config *c, const dprl_ope_step *steps, size_t n,
+                      double *w, double *g);
 
 /* The sums over episodes: the exact released vector before noise, and
 ** diagnostics that are never released in private mode. */
@@ -111,9 +124,9 @@ typedef struct dprl_ope_sums {
   double zero;     /* episodes of weight 0 (diagnostic) */
 } dprl_ope_sums;
 
-/* Add one episode's (w, G) to the sums. */
+/* Add one episode's (w, G) to the sums, w (before the clip) clipped to W. */
 void dprl_ope_sums_add(const dprl_ope_config *c, const dprl_ope_noise *nz, dprl_ope_sums *s,
-                       double w, double g, int clipped);
+                       double w, double g);
 
 /* The vector v of the header for these sums (before rounding and noise):
 ** nz->dim entries. */
@@ -123,6 +136,8 @@ void dprl_ope_vector(const dprl_ope_noise *nz, const dprl_ope_sums *s, double *v
 typedef struct dprl_ope_rows {
   dprl_ope_step *v;
   size_t n, cap;
+  double *w, *g;   /* after collect: per episode, its weight before the clip and its return */
+  size_t episodes;
   dprl_episode_index keys; /* episode keys -> dense indices: the units of privacy */
 } dprl_ope_rows;
 
@@ -131,12 +146,21 @@ typedef struct dprl_ope_rows {
 int dprl_ope_rows_push(dprl_ope_rows *r, const dprl_key *episode, int64_t t, double reward,
                        double behavior_prob, double target_prob, dprl_error *err);
 /* All rows seen: sort by (episode, t), refuse a duplicate (episode, t), and
-** sum the episodes.  The rows are freed; the keys stay, and under a budget
-** each has the print of its episode's logged rows (t, reward,
-** behavior_prob; not target_prob, the analyst's policy), so that one log
-** evaluated under several policies is seen as one set of episodes. */
-int dprl_ope_rows_collect(dprl_ope_rows *r, const dprl_ope_config *c, const dprl_ope_noise *nz,
-                          dprl_ope_sums *sums, dprl_cancel *cancel, dprl_error *err);
+** reduce each episode to its weight and return (r->w, r->g).  The rows are
+** freed; the keys stay, and under a budget each has the print of its
+** episode's logged rows (t, reward, behavior_prob; not target_prob, the
+** analyst's policy), so that one log evaluated under several policies is
+** seen as one set of episodes. */
+int dprl_ope_rows_collect(dprl_ope_rows *r, const dprl_ope_config *c, dprl_cancel *cancel,
+                          dprl_error *err);
+/* The sums of the collected episodes at c's W. */
+void dprl_ope_rows_sum(const dprl_ope_rows *r, const dprl_ope_config *c, const dprl_ope_noise *nz,
+                       dprl_ope_sums *sums);
+/* "weight_max": "auto" (§15.8): W chosen from the collected episodes'
+** weights by the noisy histogram (draws from rng, before the release's),
+** into c->weight_max, and nz recalibrated for it. */
+int dprl_ope_choose_weight(dprl_ope_config *c, dprl_ope_noise *nz, const dprl_ope_rows *r,
+                           dprl_rng *rng, dprl_error *err);
 void dprl_ope_rows_free(dprl_ope_rows *r);
 
 /* ---- the release --------------------------------------------------------- */

@@ -55,10 +55,14 @@ static uint64_t episode_print(const dprl_ope_step *v, size_t n) {
   return h;
 }
 
-int dprl_ope_rows_collect(dprl_ope_rows *r, const dprl_ope_config *c, const dprl_ope_noise *nz,
-                          dprl_ope_sums *sums, dprl_cancel *cancel, dprl_error *err) {
-  memset(sums, 0, sizeof *sums);
-  int rc = r->n ? dprl_sort(r->v, r->n, sizeof *r->v, by_episode_t, cancel, err) : DPRL_OK;
+int dprl_ope_rows_collect(dprl_ope_rows *r, const dprl_ope_config *c, dprl_cancel *cancel,
+                          dprl_error *err) {
+  size_t units = r->keys.n;
+  r->episodes = 0;
+  r->w = dprl_malloc_array(units ? units : 1, sizeof *r->w);
+  r->g = dprl_malloc_array(units ? units : 1, sizeof *r->g);
+  int rc = !r->w || !r->g ? dprl_nomem(err) : DPRL_OK;
+  if (!rc && r->n) rc = dprl_sort(r->v, r->n, sizeof *r->v, by_episode_t, cancel, err);
   for (size_t i = 0; !rc && i < r->n;) {
     size_t j = i + 1;
     while (j < r->n && r->v[j].episode == r->v[i].episode) {
@@ -76,9 +80,8 @@ int dprl_ope_rows_collect(dprl_ope_rows *r, const dprl_ope_config *c, const dprl
     if (c->budget)
       rc = dprl_key_set_print(&r->keys, r->v[i].episode, episode_print(r->v + i, j - i), err);
     if (rc) break;
-    double w, g;
-    int clipped = dprl_ope_episode(c, r->v + i, j - i, &w, &g);
-    dprl_ope_sums_add(c, nz, sums, w, g, clipped);
+    dprl_ope_episode(c, r->v + i, j - i, &r->w[r->episodes], &r->g[r->episodes]);
+    r->episodes++;
     rc = dprl_cancel_poll(cancel, 20 * (uint64_t)(j - i) + 50, err);
     i = j;
   }
@@ -88,9 +91,25 @@ int dprl_ope_rows_collect(dprl_ope_rows *r, const dprl_ope_config *c, const dprl
   return rc;
 }
 
+void dprl_ope_rows_sum(const dprl_ope_rows *r, const dprl_ope_config *c, const dprl_ope_noise *nz,
+                       dprl_ope_sums *sums) {
+  memset(sums, 0, sizeof *sums);
+  for (size_t e = 0; e < r->episodes; e++) dprl_ope_sums_add(c, nz, sums, r->w[e], r->g[e]);
+}
+
+int dprl_ope_choose_weight(dprl_ope_config *c, dprl_ope_noise *nz, const dprl_ope_rows *r,
+                           dprl_rng *rng, dprl_error *err) {
+  int64_t bins[DPRL_GRIDQ_EDGES_MAX] = {0};
+  for (size_t e = 0; e < r->episodes; e++) bins[dprl_gridq_bin(&c->gq, r->w[e])]++;
+  c->weight_max = dprl_gridq_choose(&c->gq, bins, rng);
+  return dprl_ope_calibrate(c, nz, err);
+}
+
 void dprl_ope_rows_free(dprl_ope_rows *r) {
   dprl_free(r->v);
-  r->v = NULL;
+  dprl_free(r->w);
+  dprl_free(r->g);
+  r->v = NULL, r->w = r->g = NULL;
   r->n = r->cap = 0;
   dprl_key_index_free(&r->keys);
 }

@@ -77,7 +77,8 @@ int dprl_ope_plan(const char *text, size_t len, int64_t length_limit, dprl_cance
     dprl_json_put_string(out, m);
   }
   dprl_json_put_int(out, "horizon", c.horizon);
-  dprl_json_put_num(out, "weight_max", W);
+  dprl_json_put_num(out, "weight_max", W); /* automatic: the grid's top, the most noise */
+  dprl_ope_put_weight_auto(&c, out, 0);
   dprl_json_put_num(out, "sensitivity", nz.sens_steps * nz.grid);
   dprl_json_put_num(out, "sigma", nz.sigma);
   dprl_json_put_num(out, "rho", nz.rho);

@@ -80,7 +80,7 @@ static int ope_row(dprl_agg *a, int argc, sqlite3_value **argv, dprl_error *err)
 
 static int ope_final(dprl_agg *a, dprl_buf *out, dprl_spend *spend, dprl_error *err) {
   ope_state *g = a->state;
-  const dprl_ope_config *c = &g->cfg;
+  dprl_ope_config *c = &g->cfg;
   dprl_ope_sums sums;
   dprl_rng rng;
   spend->budget = c->budget;
@@ -90,12 +90,16 @@ static int ope_final(dprl_agg *a, dprl_buf *out, dprl_spend *spend, dprl_error *
   spend->why_not = c->diagnostic ? "release (\"diagnostic\")" : "seed";
   spend->unit = "episode";
   spend->gaussian = 1; /* one discrete Gaussian release (ALGORITHMS.md §12.1, §15.3) */
-  spend->rho = g->nz.rho;
-  int rc = dprl_ope_rows_collect(&g->rows, c, &g->nz, &sums, &a->cancel.base, err);
+  spend->rho = g->nz.rho; /* automatic W: rho_cap, whatever W is (§15.8) */
+  int rc = dprl_ope_rows_collect(&g->rows, c, &a->cancel.base, err);
   if (rc) return rc;
   if (c->has_seed) dprl_rng_init_seeded(&rng, c->seed, DPRL_STREAM_OPE);
   else if ((rc = dprl_rng_init_secure(&rng, err))) return rc;
-  rc = dprl_ope_release(c, &g->nz, &sums, &rng, out, err);
+  if (c->weight_auto) rc = dprl_ope_choose_weight(c, &g->nz, &g->rows, &rng, err);
+  if (!rc) {
+    dprl_ope_rows_sum(&g->rows, c, &g->nz, &sums);
+    rc = dprl_ope_release(c, &g->nz, &sums, &rng, out, err);
+  }
   dprl_rng_wipe(&rng);
   return rc;
 }

@@ -182,7 +182,7 @@ def test_errors():
     msg = sql_error(c, CALL, (o,))
     check(msg is not None and "duplicate (episode, t): episode 1 has two rows with t = 0" in msg,
           "a duplicate (episode, t)", msg)
-    for key in ("weight_max", "horizon", "gamma", "epsilon", "delta", "rmin"):
+    for key in ("horizon", "gamma", "epsilon", "delta", "rmin"):
         bad = {k: v for k, v in BASE.items() if k != key}
         msg = sql_error(con, CALL, (json.dumps(bad),))
         check(msg is not None and f"option {key} is required" in msg, f"{key} required", msg)
@@ -191,7 +191,7 @@ def test_errors():
                                   "\"epsilon_\": 1}'"),
                 'dp_is_value: unknown option "epsilon_" (known: gamma, rmin, rmax, gmin, gmax, '
                 "weight_max, horizon, epsilon, delta, weighted, ratio_max, diagnostics, seed, release, "
-                "budget)", "an unknown option")
+                "budget, weight_quantile, weight_share)", "an unknown option")
     msg = sql_error(con, CALL, (json.dumps(dict(BASE, gmin=1, gmax=0)),))
     check(msg is not None and "gmax > gmin, got [1, 0]" in msg, "an empty return range", msg)
     msg = sql_error(con, CALL, (json.dumps(dict(BASE, weight_max=0.5)),))
