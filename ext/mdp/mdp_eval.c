@@ -81,8 +81,8 @@ int dprl_mdpv_options(const char *fn, const char *text, size_t len, int plan,
                             m->clip > 0 ? DPRL_MDPV_FLOOR_SIGMAS * m->sigma : 0,
                             DPRL_NONNEG, &o->est.count_floor)) ||
       (rc = dprl_opt_number(&opt, "min_count", 0,
-                            dprl_mdpv_noise_floor((m->sparse ? 1 : m->S) + !!m->censored, m->sigma,
-                                                  o->est.count_floor),
+                            dprl_mdpv_noise_floor(m->sparse ? 1 : m->S, 1 + !!m->censored,
+                                                  m->sigma, o->est.count_floor),
                             DPRL_NONNEG, &o->est.min_count)) ||
       (rc = dprl_opt_choice(&opt, "ends", ends, 0, &o->est.censored)) ||
       (rc = dprl_opt_choice(&opt, "unknown", unknown, 0, &o->est.renormalise)))

@@ -47,9 +47,9 @@ static void pair_numbers(const dprl_mdpv_model *m, int64_t sa, double t, int32_t
       }
     *E = c[S];
   }
-  *E = *E > t ? *E : 0;
+  *E = *E > 0 ? *E : 0; /* ends are cut at 0, not floored (as the estimate) */
   *C = m->censored ? m->censored[sa / A][sa % A] : 0;
-  *C = *C > t ? *C : 0;
+  *C = *C > 0 ? *C : 0;
   *K = k;
   *N = k + *E + *C;
   *U = 0;

@@ -345,14 +345,21 @@ void dprl_mdpv_model_free(dprl_mdpv_model *m) {
 
 /* ---- the estimate ----------------------------------------------------------- */
 
-double dprl_mdpv_noise_floor(int64_t S, double sigma, double count_floor) {
+/* E Y and Var Y for Y = Z 1{Z > t}, Z ~ N(0, sigma^2): E Y = sigma phi(z),
+** E Y^2 = sigma^2 (z phi(z) + Q(z)), z = t / sigma. */
+static void kept_noise(double sigma, double t, double *mean, double *var) {
+  double z = t / sigma, phi = exp(-0.5 * z * z) / sqrt(2 * M_PI), q = 0.5 * erfc(z / M_SQRT2);
+  *mean = sigma * phi;
+  *var = fmax(sigma * sigma * (z * phi + q) - *mean * *mean, 0);
+}
+
+double dprl_mdpv_noise_floor(int64_t floored, int64_t at_zero, double sigma, double count_floor) {
   if (!(sigma > 0)) return 0;
-  /* Y = Z 1{Z > t}, Z ~ N(0, sigma^2): E Y = sigma phi(z), E Y^2 = sigma^2 (z phi(z) + Q(z)),
-  ** z = t / sigma, summed over the S + 1 entries of a pair. */
-  double z = count_floor / sigma, phi = exp(-0.5 * z * z) / sqrt(2 * M_PI);
-  double q = 0.5 * erfc(z / M_SQRT2), n = (double)S + 1;
-  double mean = sigma * phi, var = sigma * sigma * (z * phi + q) - mean * mean;
-  return n * mean + 3 * sqrt(n * fmax(var, 0));
+  double m1, v1, m0, v0;
+  kept_noise(sigma, count_floor, &m1, &v1);
+  kept_noise(sigma, 0, &m0, &v0);
+  double a = (double)floored, b = (double)at_zero;
+  return a * m1 + b * m0 + 3 * sqrt(a * v1 + b * v0);
 }
 
 int dprl_mdpv_grow(dprl_mdpv_est *e, size_t need, size_t most, dprl_error *err) {
@@ -437,7 +444,10 @@ int dprl_mdpv_estimate(const dprl_mdpv_model *m, const dprl_mdpv_est_opts *o, dp
         e->prob[nnz++] = c[k];
       }
     double NP = N; /* the mass of the observed next states */
-    if (c[S] > t) N += c[S];
+    /* the floor is for the next states, over which noise spreads spurious
+    ** mass; an end is only cut at 0: a floored end would make a pair that
+    ** does end loop for the whole horizon (ALGORITHMS.md §14.1) */
+    if (c[S] > 0) N += c[S];
     double C = 0; /* per-episode outcomes: the censored ends went on, unseen */
     if (m->censored) {
       C = m->censored[sa / A][sa % A];
@@ -446,7 +456,7 @@ int dprl_mdpv_estimate(const dprl_mdpv_model *m, const dprl_mdpv_est_opts *o, dp
         dprl_rng_normals(redraw, &z, 1);
         C += m->sigma * z;
       }
-      C = C > t ? C : 0;
+      C = C > 0 ? C : 0;
       N += C;
     }
     if (draw_rewards) {
@@ -457,7 +467,7 @@ int dprl_mdpv_estimate(const dprl_mdpv_model *m, const dprl_mdpv_est_opts *o, dp
     e->row[sa] = (int64_t)first;
     /* no observed next state: censoring (option ends) leaves nothing to go
     ** to; per-episode outcomes only when no end was seen either */
-    int blind = !(NP > 0) && (o->censored || (C > 0 && !(c[S] > t)));
+    int blind = !(NP > 0) && (o->censored || (C > 0 && !(c[S] > 0)));
     if (e->visits) e->visits[sa] = !(N > o->min_count) || blind ? 0 : N;
     if (!(N > o->min_count) || blind) { /* also N = 0 */
       nnz = first;

@@ -146,10 +146,12 @@ int dprl_mdpv_estimate(const dprl_mdpv_model *m, const dprl_mdpv_est_opts *o, dp
 void dprl_mdpv_est_free(dprl_mdpv_est *e);
 
 /* The default min_count: the mean plus three standard deviations of
-** N(s,a) for a pair that was never visited (every one of its S + 1 entries
-** pure noise N(0, sigma^2), kept above count_floor).  0 when sigma is 0.
-** A sparse model's N is the larger of two noisy numbers (totals and
-** ends, no cell being released for such a pair): S = 1 bounds it. */
-double dprl_mdpv_noise_floor(int64_t S, double sigma, double count_floor);
+** N(s,a) for a pair that was never visited: each of its entries pure
+** noise N(0, sigma^2), floored entries (the next states) kept above
+** count_floor, the others (the end, the censored ends) above 0.  0 when
+** sigma is 0.  Dense: S floored, 1 + censored at 0; sparse, N is the
+** larger of the total (floored) and the ends (no cell being released for
+** such a pair): 1 floored, 1 + censored at 0 bound it. */
+double dprl_mdpv_noise_floor(int64_t floored, int64_t at_zero, double sigma, double count_floor);
 
 #endif

@@ -164,13 +164,13 @@ int dprl_mdpv_estimate_sparse(const dprl_mdpv_model *m, const dprl_mdpv_est_opts
         e->next[nnz] = m->cell_next[lo + j];
         e->prob[nnz++] = c[j];
       }
-    double Tp = T > t ? T : 0, Ep = E > t ? E : 0, placed = K + Ep;
+    double Tp = T > t ? T : 0, Ep = E > 0 ? E : 0, placed = K + Ep; /* ends: cut at 0 */
     double N = Tp > placed ? Tp : placed;
     double NP = Tp - Ep > K ? Tp - Ep : K; /* censored: the observed next states' mass */
     double norm = o->censored ? (o->renormalise ? K : NP) : (o->renormalise ? placed : N);
     double share = o->censored ? (NP - K) / NP : (N - placed) / N; /* the unplaced share */
     if (m->censored) /* per-episode outcomes: §14.1's split of the going-on mass */
-      outcome_row(K, Ep, C > t ? C : 0, Tp, o->renormalise, &N, &norm, &share);
+      outcome_row(K, Ep, C > 0 ? C : 0, Tp, o->renormalise, &N, &norm, &share);
     e->row[sa] = (int64_t)first;
     if (!o->renormalise) e->unknown[sa] = 0;
     if (e->visits) e->visits[sa] = !(N > o->min_count) || !(norm > 0) ? 0 : N;

@@ -224,9 +224,8 @@ void dprl_ope_episode(const dprl_ope_config *c, const dprl_ope_step *steps, size
 }
 
 void dprl_ope_sums_add(const dprl_ope_config *c, const dprl_ope_noise *nz, dprl_ope_sums *s,
-                       double raw, double g) {
-  int clipped = raw > c->weight_max;
-  double w = clipped ? c->weight_max : raw;
+                       double w, double g, int clipped) {
+  (void)c;
   s->S += w * (g - nz->c);
   s->T += w;
   s->n += 1;

@@ -124,9 +124,10 @@ typedef struct dprl_ope_sums {
   double zero;     /* episodes of weight 0 (diagnostic) */
 } dprl_ope_sums;
 
-/* Add one episode's (w, G) to the sums, w (before the clip) clipped to W. */
+/* Add one episode's clipped weight w and return G to the sums (clipped: w
+** was cut to W). */
 void dprl_ope_sums_add(const dprl_ope_config *c, const dprl_ope_noise *nz, dprl_ope_sums *s,
-                       double w, double g);
+                       double w, double g, int clipped);
 
 /* The vector v of the header for these sums (before rounding and noise):
 ** nz->dim entries. */

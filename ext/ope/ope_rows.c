@@ -94,7 +94,10 @@ int dprl_ope_rows_collect(dprl_ope_rows *r, const dprl_ope_config *c, dprl_cance
 void dprl_ope_rows_sum(const dprl_ope_rows *r, const dprl_ope_config *c, const dprl_ope_noise *nz,
                        dprl_ope_sums *sums) {
   memset(sums, 0, sizeof *sums);
-  for (size_t e = 0; e < r->episodes; e++) dprl_ope_sums_add(c, nz, sums, r->w[e], r->g[e]);
+  for (size_t e = 0; e < r->episodes; e++) {
+    int clipped = r->w[e] > c->weight_max;
+    dprl_ope_sums_add(c, nz, sums, clipped ? c->weight_max : r->w[e], r->g[e], clipped);
+  }
 }
 
 int dprl_ope_choose_weight(dprl_ope_config *c, dprl_ope_noise *nz, const dprl_ope_rows *r,

@@ -151,7 +151,7 @@ def test_keys_and_policies():
     check(set(one) == {"value", "stderr", "error_bound", "values", "values_stderr", "n_states",
                        "n_actions", "gamma", "horizon", "method", "min_count", "count_floor",
                        "ends", "pessimistic_pairs", "start_uniform", "bootstrap",
-                       "bootstrap_seed", "ci_low", "ci_high", "ci_bias", "interval"}
+                       "bootstrap_seed", "ci_low", "ci_high", "ci_bias", "ci_unknown", "interval"}
           and one["interval"] == "none" and one["ci_low"] is None,
           "value: its keys (no interval unless asked)", sorted(one))
     check_close(one["values"], [9, 10], "value: the hand-made MDP, V = (9, 10)")
@@ -160,7 +160,8 @@ def test_keys_and_policies():
                                         "half": [[0.5, 0.5], [1, 0]]}))
     check(list(many["policies"]) == ["go", "stay", "half"]
           and set(many["policies"]["go"]) == {"value", "stderr", "error_bound", "values",
-                                              "values_stderr", "ci_low", "ci_high", "ci_bias"},
+                                              "values_stderr", "ci_low", "ci_high", "ci_bias",
+                                              "ci_unknown"},
           "several policies: one entry each, in the order given", many)
     check_close(many["policies"]["go"]["values"], one["values"],
                 "several policies: each as evaluated alone")
@@ -216,7 +217,12 @@ def test_estimate_options():
     check(got["pessimistic_pairs"] == 1 and got["values"][1] == 0,
           "N <= min_count: the pair ends with rmin", got)
     got = value_of(con, m, "[1, 1]", '{"count_floor": 3}')
-    check(got["pessimistic_pairs"] == 1, "count_floor: counts at or below it are 0", got)
+    check(got["pessimistic_pairs"] == 0 and abs(got["values"][1] - 1.0) < 1e-12,
+          "count_floor: the end column is not floored (cut at 0 only): (1, 1) still ends", got)
+    m2 = model([[[10, 0, 0], [0, 10, 0]], [[0, 10, 0], [0, 3, 0]]],
+               [[-5, -5], [5, 1.5]], [10, 0], sigma=0.0)
+    got = value_of(con, m2, "[1, 1]", '{"count_floor": 3}')
+    check(got["pessimistic_pairs"] == 1, "count_floor: next-state counts at or below it are 0", got)
     noisy = hand_model(sigma=2.0, reward_sigma=1.0)
     got = value_of(con, noisy, "[1, 0]", '{"bootstrap": 0}')
     # the default min_count: mean + 3 sd of N for a pair of 3 pure-noise entries

@@ -69,7 +69,7 @@ static void test_estimate(void) {
   p.start[2] = 0.5;
   if (setup(&p, &m, &o, &e, "{\"count_floor\": 1}", 0)) return;
   CHECK(e.start_uniform && e.start[1] == 1.0 / 3, "estimate: no start count: uniform start");
-  CHECK(o.est.min_count == dprl_mdpv_noise_floor(3, 2, 1) && o.est.min_count > 0,
+  CHECK(o.est.min_count == dprl_mdpv_noise_floor(3, 1, 2, 1) && o.est.min_count > 0,
         "options: min_count defaults to the noise floor");
   dprl_mdpv_est_free(&e);
   dprl_mdpv_model_free(&m);
@@ -86,18 +86,19 @@ static void test_noise_floor(void) {
   double z[11], sum = 0, sum2 = 0;
   for (int i = 0; i < rows; i++) {
     dprl_rng_normals(&rng, z, (size_t)S + 1);
-    double N = 0;
-    for (int k = 0; k <= S; k++)
+    double N = 0; /* the S next states kept above t, the end above 0 */
+    for (int k = 0; k < S; k++)
       if (sigma * z[k] > t) N += sigma * z[k];
+    if (z[S] > 0) N += sigma * z[S];
     sum += N;
     sum2 += N * N;
   }
   double mean = sum / rows, sd = sqrt(sum2 / rows - mean * mean);
-  double floor_ = dprl_mdpv_noise_floor(S, sigma, t);
+  double floor_ = dprl_mdpv_noise_floor(S, 1, sigma, t);
   CHECK(fabs(mean + 3 * sd - floor_) < 0.02 * floor_,
         LABEL("noise floor %.4f = simulated mean + 3 sd of N for pure noise (%.4f)", floor_,
               mean + 3 * sd));
-  CHECK(dprl_mdpv_noise_floor(S, 0, t) == 0, "noise floor: 0 without noise");
+  CHECK(dprl_mdpv_noise_floor(S, 1, 0, t) == 0, "noise floor: 0 without noise");
   double n2[20001], m = 0, v = 0;
   dprl_rng_normals(&rng, n2, 20001);
   for (int i = 0; i < 20001; i++) m += n2[i];

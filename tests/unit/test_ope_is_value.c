@@ -127,7 +127,8 @@ static int log_vector(const dprl_ope_config *c, const dprl_ope_noise *nz, const 
                              probs[st[j] % 3][0], &err))
         return -1;
   }
-  int rc = dprl_ope_rows_collect(&rows, c, nz, &sums, NULL, &err);
+  int rc = dprl_ope_rows_collect(&rows, c, NULL, &err);
+  if (!rc) dprl_ope_rows_sum(&rows, c, nz, &sums);
   dprl_ope_rows_free(&rows);
   if (rc) return -1;
   dprl_ope_vector(nz, &sums, v);
@@ -280,8 +281,9 @@ static void test_errors(void) {
                      " \"delta\": 1e-5";
   char o[400];
   snprintf(o, sizeof o, "{%s}", base);
-  CHECK(parse(&c, o, &err) == DPRL_EINVAL && strstr(err.msg, "option weight_max is required"),
-        "weight_max is required");
+  CHECK(parse(&c, o, &err) == 0 && c.weight_auto && c.weight_max == 1024 && c.gq.n == 41,
+        "without weight_max, W is automatic: calibrated at the grid's top 2^10, 41 edges");
+  dprl_ope_config_free(&c);
   snprintf(o, sizeof o, "{%s, \"weight_max\": 0.5}", base);
   CHECK(parse(&c, o, &err) == DPRL_EINVAL && strstr(err.msg, "weight_max must be in [1,"),
         "weight_max < 1 refused");
