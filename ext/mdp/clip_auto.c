@@ -6,7 +6,7 @@
 ** bound the horizon sets; the K bin counts get discrete Gaussian noise
 ** (one episode moves one count: l2 sensitivity 1 added or removed, sqrt 2
 ** replaced), and C is the edge where the noisy share of episodes above it
-** first falls to 1 - clip_quantile.  The histogram takes rho_hist of the
+** first falls to 1 - clip_quantile.  The histogram takes gq.rho of the
 ** release's rho_cap (the largest rho that converts to its epsilon and
 ** delta), the release the rest: one rho_cap-zCDP release by adaptive
 ** composition, charged rho_cap whatever C is.
@@ -21,9 +21,7 @@
 #define QUANTILE_DEFAULT 0.5
 #define SHARE_DEFAULT 0.1
 
-double dprl_mdp_auto_edge(const dprl_mdp_config *c, int j) {
-  return j >= c->n_edges - 1 ? c->edge_top : c->edge_top * exp2((double)(j + 1 - c->n_edges) / 4);
-}
+double dprl_mdp_auto_edge(const dprl_mdp_config *c, int j) { return dprl_gridq_edge(&c->gq, j); }
 
 int dprl_mdp_auto_options(dprl_mdp_config *c, const dprl_options *o) {
   if (!c->clip_auto) {
@@ -37,63 +35,35 @@ int dprl_mdp_auto_options(dprl_mdp_config *c, const dprl_options *o) {
     return dprl_fail(o->err, DPRL_EINVAL,
                      "%s: option clip \"auto\" needs option horizon: its grid of clips runs up "
                      "to the bound the horizon sets on one episode's contribution", o->fn);
-  int rc = dprl_opt_number(o, "clip_quantile", 0, QUANTILE_DEFAULT,
-                           (dprl_range){0, 1, 1, 0}, &c->clip_q);
+  double q;
+  int rc = dprl_opt_number(o, "clip_quantile", 0, QUANTILE_DEFAULT, (dprl_range){0, 1, 1, 0}, &q);
   if (!rc) rc = dprl_opt_number(o, "clip_share", 0, SHARE_DEFAULT, DPRL_OPEN(0, 1), &c->clip_share);
   if (rc) return rc;
-  double H = (double)c->horizon;
-  c->edge_top = c->sparse ? sqrt(1 + 3 * H * H) : sqrt(1 + 2 * H * H);
-  c->n_edges = (int)floor(4 * log2(c->edge_top)) + 1; /* edge 0 in [1, 2^(1/4)) */
-  if (c->n_edges > DPRL_MDP_EDGES_MAX) c->n_edges = DPRL_MDP_EDGES_MAX;
+  double H = (double)c->horizon, top = c->sparse ? sqrt(1 + 3 * H * H) : sqrt(1 + 2 * H * H);
   c->rho_cap = dprl_zcdp_rho_left(0, 0, 0, c->epsilon, c->sparse ? c->delta / 2 : c->delta);
-  double want = c->clip_share * c->rho_cap, s = ceil(1 / sqrt(want)); /* sqrt 2 / sqrt(2 want) */
-  if (!(c->rho_cap > 0 && isfinite(c->rho_cap) && s <= (double)DPRL_GAUSS_STEPS_MAX))
+  double want = c->clip_share * c->rho_cap;
+  if (!(c->rho_cap > 0 && isfinite(c->rho_cap) && ceil(1 / sqrt(want)) <= (double)DPRL_GAUSS_STEPS_MAX))
     return dprl_fail(o->err, DPRL_EINVAL,
                      "%s: epsilon = %g, delta = %g and clip_share = %g give no noise scale for "
                      "the histogram of \"clip\": \"auto\" within the exact sampler's range",
                      o->fn, c->epsilon, c->delta, c->clip_share);
-  c->hist_steps = s < 1 ? 1 : (uint64_t)s;
-  c->rho_hist = dprl_zcdp_rho(M_SQRT2, (double)c->hist_steps);
-  if (!(c->rho_hist < c->rho_cap))
+  /* the horizon's bound keeps the grid within DPRL_MDP_EDGES_MAX edges: H <= 2^40 */
+  if ((rc = dprl_gridq_init(&c->gq, top, q, want, o->fn, o->err))) return rc;
+  if (!(c->gq.rho < c->rho_cap))
     return dprl_fail(o->err, DPRL_EINVAL,
                      "%s: clip_share = %g leaves no rho for the release", o->fn, c->clip_share);
   return DPRL_OK;
 }
 
-int dprl_mdp_auto_bin(const dprl_mdp_config *c, double norm) {
-  int lo = 0, hi = c->n_edges - 1; /* the smallest edge >= norm; the last above the grid */
-  while (lo < hi) {
-    int mid = (lo + hi) / 2;
-    if (norm <= dprl_mdp_auto_edge(c, mid)) hi = mid;
-    else lo = mid + 1;
-  }
-  return lo;
-}
+int dprl_mdp_auto_bin(const dprl_mdp_config *c, double norm) { return dprl_gridq_bin(&c->gq, norm); }
 
 int dprl_mdp_auto_choose(dprl_mdp_config *c, const int64_t *bins, dprl_error *err) {
   dprl_rng rng;
   int rc;
   if (c->has_seed) dprl_rng_init_seeded(&rng, c->seed, DPRL_STREAM_MDP | 1);
   else if ((rc = dprl_rng_init_secure(&rng, err))) return rc;
-  double n = 0;
-  for (int j = 0; j < c->n_edges; j++) {
-    c->hist[j] = (double)bins[j] + (double)dprl_discrete_gaussian(&rng, c->hist_steps);
-    n += c->hist[j];
-  }
+  c->clip = dprl_gridq_choose(&c->gq, bins, &rng);
   dprl_rng_wipe(&rng);
-  /* post-processing: the smallest edge with at most 1 - q of the noisy
-  ** total above it (the last edge when the total is not positive) */
-  int pick = c->n_edges - 1;
-  double above = 0;
-  if (n > 0) {
-    for (int j = c->n_edges - 1; j > 0; j--) {
-      if (above + c->hist[j] > (1 - c->clip_q) * n) break;
-      above += c->hist[j];
-      pick = j - 1;
-    }
-  }
-  c->clipped_share = n > 0 ? fmin(1, fmax(0, above / n)) : NAN;
-  c->clip = dprl_mdp_auto_edge(c, pick);
   return dprl_mdp_calibrate(c, err);
 }
 

@@ -18,7 +18,7 @@ int dprl_mdp_parse_options(dprl_mdp_config *c, const dprl_options *o, int plan,
 /* "clip": "auto" (clip_auto.c, §13.6): options clip_quantile and
 ** clip_share (refused without it), and from the options alone the grid of
 ** edges, the histogram's noise and rho_cap; the release's calibration
-** then leaves rho_cap - rho_hist to the release. */
+** then leaves rho_cap - gq.rho to the release. */
 int dprl_mdp_auto_options(dprl_mdp_config *c, const dprl_options *o);
 /* The calibration at the grid's smallest clip: so none that the histogram
 ** can choose fails after the rows are read. */

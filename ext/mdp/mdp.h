@@ -41,6 +41,7 @@
 #define DPRL_MDP_H
 
 #include "base/core.h"
+#include "dp/grid_quantile.h"
 #include "dp/noise.h"
 #include "dp/plan.h"
 #include "rows/steps.h"
@@ -111,16 +112,13 @@ typedef struct dprl_mdp_config {
   double tau;                /* the threshold: sigma sqrt(2 ln(T_c / delta_0)), rounded up */
   /* "clip": "auto" (ALGORITHMS.md §13.6): C is chosen before the release,
   ** from a noisy histogram of the episodes' norms over a public grid of
-  ** edges top 2^((j + 1 - n_edges) / 4), j < n_edges, top the unclipped
-  ** bound; the histogram takes rho_hist of rho_cap, the release the rest */
+  ** edges top 2^((j + 1 - K) / 4), j < K, top the unclipped bound
+  ** (dp/grid_quantile.h); the histogram takes gq.rho of rho_cap, the release the rest */
   int clip_auto;
-  double clip_q, clip_share; /* the quantile aimed at; the histogram's share of rho_cap */
-  int n_edges;
-  double edge_top;
-  uint64_t hist_steps;       /* the histogram's discrete Gaussian scale, in counts */
-  double rho_hist, rho_cap;  /* its rho; rho*, what the whole release is charged */
-  double hist[DPRL_MDP_EDGES_MAX]; /* after the choice: the noisy counts (private output) */
-  double clipped_share;      /* after the choice: noisy share above C (private output) */
+  double clip_share;         /* the histogram's share of rho_cap */
+  double rho_cap;            /* rho*, what the whole release is charged */
+  dprl_gridq gq;             /* the grid, the quantile, the histogram's scale and rho and,
+                             ** after the choice, its noisy counts and share above C */
 } dprl_mdp_config;
 
 /* "auto" picks the sparse layout above this many count entries
@@ -147,7 +145,7 @@ int dprl_mdp_calibrate_grid(dprl_mdp_config *c, double g, dprl_error *err);
 ** touched entries, grid, sigma); parse calls it, and "clip": "auto" again
 ** once C is chosen. */
 int dprl_mdp_calibrate(dprl_mdp_config *c, dprl_error *err);
-/* "clip": "auto" (clip_auto.c, §13.6; its options: internal.h): given the episodes' exact bin counts (n_edges of them), the noisy
+/* "clip": "auto" (clip_auto.c, §13.6; its options: internal.h): given the episodes' exact bin counts (gq.n of them), the noisy
 ** histogram, C (the edge of the noisy quantile) and the calibration for
 ** it.  rng is the release's histogram stream. */
 int dprl_mdp_auto_bin(const dprl_mdp_config *c, double norm);

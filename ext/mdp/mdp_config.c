@@ -288,12 +288,12 @@ static int check_size_sparse(dprl_mdp_config *c, const dprl_options *o, int per_
 }
 
 /* Whether a scale of s grid steps for sensitivity k (in steps) fits:
-** "clip": "auto" (§13.6), rho_hist + k^2 / (2 s^2) <= rho_cap, the sum
+** "clip": "auto" (§13.6), gq.rho + k^2 / (2 s^2) <= rho_cap, the sum
 ** rounded up, so the charge rho_cap holds whatever C is; sparse (§13.5),
 ** rho = k^2 / (2 s^2) converts to (epsilon, delta_gauss) (dp/zcdp.c). */
 static int scale_fits(const dprl_mdp_config *c, double k, uint64_t s) {
   double rho = dprl_zcdp_rho(k, (double)s);
-  if (c->clip_auto) return nextafter(c->rho_hist + rho, INFINITY) <= c->rho_cap;
+  if (c->clip_auto) return nextafter(c->gq.rho + rho, INFINITY) <= c->rho_cap;
   return dprl_zcdp_eps(rho, c->delta_gauss) <= c->epsilon;
 }
 
@@ -365,7 +365,7 @@ static int calibrate_sparse(dprl_mdp_config *c, dprl_error *err) {
                      "delta_0 = (delta/2)/(1 + e^epsilon) = %g is below the smallest normal "
                      "double (ALGORITHMS.md §13.5); give a smaller epsilon or \"transitions\": "
                      "\"dense\"", c->fn, c->epsilon, c->delta_thr);
-  double rho = c->clip_auto ? c->rho_cap - c->rho_hist
+  double rho = c->clip_auto ? c->rho_cap - c->gq.rho
                             : dprl_zcdp_rho_left(0, 0, 0, c->epsilon, c->delta_gauss);
   c->sigma1 = rho > 0 ? 1 / sqrt(2 * rho) : HUGE_VAL;
   double first = c->bound_rep * c->sigma1;
@@ -408,7 +408,7 @@ int dprl_mdp_calibrate(dprl_mdp_config *c, dprl_error *err) {
   }
   /* the entries where either episode's vector is not zero */
   c->touched_rep = (int64_t)fmin(2 * (double)c->touched, (double)c->dim);
-  c->sigma1 = c->clip_auto ? 1 / sqrt(2 * (c->rho_cap - c->rho_hist))
+  c->sigma1 = c->clip_auto ? 1 / sqrt(2 * (c->rho_cap - c->gq.rho))
                            : dprl_gdp_sigma(c->epsilon, c->delta, 1.0);
   double first = c->bound_rep * c->sigma1;
   if (!(isfinite(first) && first > 0))

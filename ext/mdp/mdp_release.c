@@ -189,17 +189,17 @@ static int put_header(const dprl_mdp_config *c, dprl_buf *b, dprl_cancel *cancel
   else dprl_buf_puts(b, "null");
   if (c->clip_auto) { /* §13.6: C, its grid and the noisy histogram that chose it */
     double edges[DPRL_MDP_EDGES_MAX];
-    for (int j = 0; j < c->n_edges; j++) edges[j] = dprl_mdp_auto_edge(c, j);
+    for (int j = 0; j < c->gq.n; j++) edges[j] = dprl_mdp_auto_edge(c, j);
     dprl_buf_puts(b, ",\"clip_from\":\"auto\"");
-    dprl_json_put_num(b, "clip_quantile", c->clip_q);
+    dprl_json_put_num(b, "clip_quantile", c->gq.q);
     dprl_json_put_num(b, "clip_share", c->clip_share);
-    dprl_json_put_num(b, "clip_rho", c->rho_hist);
-    dprl_json_put_num(b, "clip_sigma", (double)c->hist_steps);
+    dprl_json_put_num(b, "clip_rho", c->gq.rho);
+    dprl_json_put_num(b, "clip_sigma", (double)c->gq.steps);
     dprl_json_put_key(b, "clip_edges");
-    dprl_json_put_double_array(b, edges, (size_t)c->n_edges);
+    dprl_json_put_double_array(b, edges, (size_t)c->gq.n);
     dprl_json_put_key(b, "clip_histogram");
-    dprl_json_put_double_array(b, c->hist, (size_t)c->n_edges);
-    dprl_json_put_num(b, "clipped_share", c->clipped_share);
+    dprl_json_put_double_array(b, c->gq.hist, (size_t)c->gq.n);
+    dprl_json_put_num(b, "clipped_share", c->gq.share);
   }
   int rc = put_features(c, b, cancel, err);
   if (rc) return rc;

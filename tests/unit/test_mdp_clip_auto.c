@@ -34,7 +34,7 @@ static void test_grid(void) {
         err.msg);
   double top = sqrt(201.0);
   int K = (int)floor(4 * log2(top)) + 1;
-  CHECK(c.n_edges == K && c.edge_top == top, "K edges, the last sqrt(1 + 2 H^2)");
+  CHECK(c.gq.n == K && c.gq.top == top, "K edges, the last sqrt(1 + 2 H^2)");
   CHECK(dprl_mdp_auto_edge(&c, K - 1) == top && fabs(dprl_mdp_auto_edge(&c, 0) - top * pow(2, -(K - 1) / 4.0)) < 1e-14,
         "edge j = top 2^((j + 1 - K) / 4)");
   CHECK(dprl_mdp_auto_edge(&c, 0) >= 1 && dprl_mdp_auto_edge(&c, 0) < pow(2, 0.25), "edge 0 in [1, 2^(1/4))");
@@ -48,7 +48,7 @@ static void test_grid(void) {
   CHECK(dprl_mdp_auto_bin(&c, 0) == 0 && dprl_mdp_auto_bin(&c, 1e300) == K - 1 &&
             dprl_mdp_auto_bin(&c, NAN) == K - 1,
         "0 in the first bin; above the grid and NaN in the last");
-  CHECK(c.exact_path == 0 && c.rho == c.rho_cap && c.rho_hist < c.rho_cap,
+  CHECK(c.exact_path == 0 && c.rho == c.rho_cap && c.gq.rho < c.rho_cap,
         "parse: the general path, charged rho_cap, the histogram's rho below it");
   dprl_mdp_config_free(&c);
 }
@@ -98,7 +98,7 @@ static void test_norm(void) {
     CHECK(fixed.bound == c.bound && fixed.bound_rep == c.bound_rep && fixed.sens == c.sens &&
               c.sigma >= fixed.sigma,
           "recalibrated at C: a fixed clip C's bounds and sensitivity, sigma no smaller");
-    CHECK(c.clipped_share < 0.01, "clipped_share: no episode above C");
+    CHECK(c.gq.share < 0.01, "clipped_share: no episode above C");
     dprl_mdp_config_free(&fixed);
     dprl_mdp_config_free(&c);
   }
