@@ -31,7 +31,7 @@ static double discount_sum(double gamma, int64_t h) {
 }
 
 /* The measured defaults of "weight_max": "auto" (§15.8, make utility). */
-#define WEIGHT_QUANTILE_DEFAULT 0.9
+#define WEIGHT_QUANTILE_DEFAULT 0.75
 #define WEIGHT_SHARE_DEFAULT 0.1
 #define WEIGHT_TOP_LOG2 10 /* the grid's top without ratio_max: 2^10 */
 

@@ -103,7 +103,10 @@ void dprl_ope_rows_sum(const dprl_ope_rows *r, const dprl_ope_config *c, const d
 int dprl_ope_choose_weight(dprl_ope_config *c, dprl_ope_noise *nz, const dprl_ope_rows *r,
                            dprl_rng *rng, dprl_error *err) {
   int64_t bins[DPRL_GRIDQ_EDGES_MAX] = {0};
-  for (size_t e = 0; e < r->episodes; e++) bins[dprl_gridq_bin(&c->gq, r->w[e])]++;
+  /* an episode of weight 0 (an action the target never takes) is in no
+  ** bin: W is a quantile of the weights that count */
+  for (size_t e = 0; e < r->episodes; e++)
+    if (r->w[e] > 0) bins[dprl_gridq_bin(&c->gq, r->w[e])]++;
   c->weight_max = dprl_gridq_choose(&c->gq, bins, rng);
   return dprl_ope_calibrate(c, nz, err);
 }

@@ -101,18 +101,22 @@ def test_calibration():
 
 
 def test_histogram_law():
-    rows = log_rows(300, 3)
+    # and 100 episodes of weight 0 (an action the target never takes): in no bin
+    rows = log_rows(300, 3) + [(f"zero{i}", t, 1.0, 0.5, 0.0 if t == 1 else 1.0)
+                               for i in range(100) for t in range(3)]
     con = log_con(rows)
     e = edges()
     exact = [0] * len(e)
     for w in weights(rows):
-        exact[next((j for j, b in enumerate(e) if w <= b), len(e) - 1)] += 1
+        if w > 0:
+            exact[next((j for j, b in enumerate(e) if w <= b), len(e) - 1)] += 1
+    check(sum(exact) == 300, "300 episodes of positive weight, 100 of weight 0")
     runs = 300
     hs = [release(con, seed=100 + i)["weight_histogram"] for i in range(runs)]
     s = release(con, seed=1)["weight_sigma"]
     worst = max(abs(sum(h[j] for h in hs) / runs - exact[j]) / (s / math.sqrt(runs)) for j in range(len(e)))
-    check(worst < 4.5, "the histogram's mean over 300 releases is the bins of the weights computed here "
-          "(within 4.5 standard errors in every bin)", (worst, exact))
+    check(worst < 4.5, "the histogram's mean over 300 releases is the bins of the positive weights "
+          "computed here (within 4.5 standard errors in every bin)", (worst, exact))
     var = sum((h[j] - exact[j]) ** 2 for h in hs for j in range(len(e))) / (runs * len(e))
     df = runs * len(e)
     check(abs(var / s ** 2 - 1) < 4.5 * math.sqrt(2 / df), "its noise has variance s^2", (var, s * s))
@@ -157,8 +161,8 @@ def test_ledger_and_plan():
                 "\"in_memory\": true}')")
     m = release(con, budget="b")
     rho = con.execute("SELECT total(rho) FROM dprl_ledger WHERE budget = 'b'").fetchone()[0]
-    check(m["weight_quantile"] == 0.9 and m["weight_share"] == 0.1 and m["weight_from"] == "auto",
-          "the default: auto, quantile 0.9, share 0.1", m)
+    check(m["weight_quantile"] == 0.75 and m["weight_share"] == 0.1 and m["weight_from"] == "auto",
+          "the default: auto, quantile 0.75, share 0.1", m)
     check(m["private"] is True and "seeded" not in m and rho == m["rho"],
           "a private release is charged its rho*, whatever W", (rho, m["rho"]))
     p = json.loads(con.execute("SELECT dp_plan(?)", (json.dumps(dict(BASE, mechanism="dp_is_value", episodes=50)),)).fetchone()[0])

@@ -127,7 +127,7 @@ def icu_sim():
         import icu_model as sim
         t = sim.truth()
         _ICU.update(sim=sim, truth=t, model=sim.Model(), simulator=sim.Simulator(),
-                    rules={k: sim.RULES[k]() for k in ("treat_all", "cautious")})
+                    rules={k: sim.RULES[k]() for k in ("treat_all", "cautious")}, beh=sim.behaviour())
     return _ICU
 
 
@@ -160,6 +160,57 @@ def two(make):
         base = {k: v for k, v in base.items() if k != "epsilon"}
         return con, sql, base, {k: pols[k] for k in keep}, {k: truth[k] for k in keep}, vo
     return f
+
+
+# dp_is_value on the same logs: the behaviour's probability of each logged
+# action (a table beh(state, action, prob), or the log's own propensity
+# column) and the return range the analyst states (gmin, gmax).
+def beh_table(con, prob):
+    """beh(state, action, prob) from prob(s, a)."""
+    rows = con.execute("SELECT DISTINCT state, action FROM steps").fetchall()
+    con.execute("CREATE TABLE beh(state, action, prob)")
+    con.executemany("INSERT INTO beh VALUES (?, ?, ?)", [(s, a, prob(s, a)) for s, a in rows])
+
+
+def esc_prob(s, a):
+    p = 0.6 if s >= 5 else 0.2
+    return p if a == 1 else 1 - p
+
+
+def chain_prob(s, a):
+    p = 0.6 if s >= 10 else 0.3
+    return p if a == 1 else 1 - p
+
+
+def icu_prob(s, a):
+    return icu_sim()["beh"][s][a]
+
+
+IS = {"clinical": (None, (-1, 1)), "chain": (chain_prob, (-5, 1)), "escalation": (esc_prob, (-3, 1)),
+      "window": (esc_prob, (-3, 1)), "icu": (icu_prob, (-1, 1))}
+
+
+def is_values(key, con, base, pols, H, eps, seed):
+    """dp_is_value's value of each rule, every option at its default but the
+    stated return range."""
+    prob, (lo, hi) = IS[key]
+    if prob and not con.execute("SELECT count(*) FROM sqlite_master WHERE name = 'beh'").fetchone()[0]:
+        beh_table(con, prob)
+    out = {}
+    for k, pol in pols.items():
+        con.execute("DROP TABLE IF EXISTS tgt")
+        con.execute("CREATE TABLE tgt(state, action, prob, PRIMARY KEY (state, action))")
+        con.executemany("INSERT INTO tgt VALUES (?, ?, ?)",
+                        [(s, a, (row[a] if isinstance(row, list) else float(a == row)))
+                         for s, row in enumerate(pol) for a in range(base["n_actions"])])
+        b = "propensity" if prob is None else "beh.prob"
+        join = "" if prob is None else " JOIN beh USING (state, action)"
+        o = {"gamma": base["gamma"], "rmin": base["rmin"], "rmax": base["rmax"], "gmin": lo, "gmax": hi,
+             "horizon": H, "epsilon": eps, "delta": base["delta"], "seed": seed}
+        r = con.execute(f"SELECT dp_is_value(episode, t, reward, {b}, tgt.prob, ?) FROM steps{join} "
+                        f"JOIN tgt USING (state, action)", (json.dumps(o),)).fetchone()[0]
+        out[k] = json.loads(r)["value"]
+    return out
 
 
 SUITE = {
@@ -202,9 +253,24 @@ def one(job):
         p = plan(pessimism=LEVEL)
         row["pess"], row["lcb"] = plan_value(p["policy"]), p["lcb"]
         row["logged"], row["best"] = logged, best
+        iv = is_values(key, con, base, pols, H, eps, seed)
+        row["is_err"] = [iv[k] - truth[k] for k in pols]
         out.append(row)
     con.close()
     return key, n, out
+
+
+def one_is(job):
+    """dp_is_value alone on the log of one(job): {(key, n, eps): errors}."""
+    key, n, seed = job
+    _name, make, _truth_of, H = SUITE[key]
+    con, _sql, base, pols, truth, _vo = make(n, 5000 + seed)
+    out = {}
+    for eps in EPSILONS:
+        iv = is_values(key, con, base, pols, H, eps, seed)
+        out[(key, n, eps)] = [iv[k] - truth[k] for k in pols]
+    con.close()
+    return out
 
 
 def rms(xs):
@@ -231,12 +297,13 @@ def summarise(results):
             plain=sum(r["plain"] for r in rows) / len(rows), plain_worst=min(r["plain"] for r in rows),
             pess=sum(r["pess"] for r in rows) / len(rows), pess_worst=min(r["pess"] for r in rows),
             lcb_held=sum(r["lcb"] <= r["pess"] for r in rows), below=sum(r["pess"] < r["logged"] for r in rows),
-            releases=len(rows))
+            releases=len(rows), is_rmse=rms([x for r in rows for x in r["is_err"]]))
     return out
 
 
 def table(out):
-    head = ["task", "patients", "epsilon", "RMSE (defaults)", "best fixed clip", "ratio", "95% interval covers",
+    head = ["task", "patients", "epsilon", "RMSE (defaults)", "best fixed clip", "ratio", "dp_is_value RMSE",
+            "95% interval covers",
             "median width", "optimum / log", "plan (worst)", f"pessimism {LEVEL} (worst)", "lcb held, below log"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for (key, n, eps), c in sorted(out.items(), key=lambda kv: (list(SUITE).index(kv[0][0]), kv[0][1], kv[0][2])):
@@ -244,6 +311,7 @@ def table(out):
         lines.append("| " + " | ".join([
             SUITE[key][0], f"{n:,}", str(eps), f"{c['rmse']:.3f}", f"{c['best']:.3f} ({bc})",
             f"{c['rmse'] / c['best']:.1f}" if c["best"] > 0 else "-",
+            f"{c['is_rmse']:.3f}" if "is_rmse" in c else "-",
             f"{100 * c['covers']:.0f}% of {c['n_int']}", f"{c['width']:.3f}",
             f"{c['optimum']:.3f} / {c['logged']:.3f}", f"{c['plain']:.3f} ({c['plain_worst']:.3f})",
             f"{c['pess']:.3f} ({c['pess_worst']:.3f})", f"{c['lcb_held']}/{c['releases']}, {c['below']}"]) + " |")
@@ -317,12 +385,20 @@ def main():
     print(f"\nThe task suite (tests/utility/suite.py): dp_mdp, dp_mdp_value, dp_mdp_plan with their "
           f"defaults, {SEEDS} seeded releases (not private) per row, each on a new log; RMSE over two "
           f"rules against the exact values; the best fixed clip of {FIXED} chosen with hindsight", flush=True)
-    if workers > 1:
+    if "--is-only" in args:  # dp_is_value's column into a saved run (--json, read and rewritten)
+        errs = {}
+        for j in jobs:
+            for k, e in one_is(j).items():
+                errs.setdefault(k, []).extend(e)
+        out = load([opt["--json"]])
+        for k, e in errs.items():
+            if k in out:
+                out[k]["is_rmse"] = rms(e)
+    elif workers > 1:
         with multiprocessing.Pool(workers) as pool:
-            results = pool.map(one, jobs, chunksize=1)
+            out = summarise(pool.map(one, jobs, chunksize=1))
     else:
-        results = [one(j) for j in jobs]
-    out = summarise(results)
+        out = summarise([one(j) for j in jobs])
     print(table(out), flush=True)
     if "--svg" in opt:
         svg(out, opt["--svg"])
