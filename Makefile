@@ -281,8 +281,12 @@ bench: deps check-deps duckdb-deps dprl.so $(B)/dprl_bench
 # about 5 minutes), and the coverage of dp_mdp_value's interval on the same
 # tasks at 1,000 to 20,000 patients (tests/utility/intervals.py, about
 # 10 minutes), and dp_mdp_plan's pessimistic plans against the optimum and
-# the log (tests/utility/pessimism.py, about 5 minutes).  icu_model about
-# half a minute (sparse releases).
+# the log (tests/utility/pessimism.py, about 5 minutes), and the task suite:
+# five tasks, 1,000 to 20,000 patients, epsilon 1 and 3, 20 logs each,
+# every default against the best hindsight clip, the interval's coverage,
+# the plans and dp_is_value (tests/utility/suite.py, about an hour on 2
+# cores; its figure in build/task-suite.svg).  icu_model about half a
+# minute (sparse releases).
 utility: deps check-deps dprl.so
 	@DPRL_SO=./dprl.so $(PYTHON) tests/utility/utility.py
 	@DPRL_SO=./dprl.so $(PYTHON) tests/utility/expert.py
@@ -291,6 +295,7 @@ utility: deps check-deps dprl.so
 	@DPRL_SO=./dprl.so $(PYTHON) tests/utility/floors.py
 	@DPRL_SO=./dprl.so $(PYTHON) tests/utility/intervals.py
 	@DPRL_SO=./dprl.so $(PYTHON) tests/utility/pessimism.py
+	@mkdir -p $(B) && DPRL_SO=./dprl.so $(PYTHON) tests/utility/suite.py --svg $(B)/task-suite.svg
 
 # libFuzzer (clang, Debian's libclang-rt): a separate instrumented tree in
 # build/fuzz; each harness runs FUZZ_SECONDS on a working copy of its
