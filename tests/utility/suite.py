@@ -351,7 +351,7 @@ def svg(out, path):
     y = Hh + 20
     parts.append(f'<text x="20" y="{y}">RMSE of dp_mdp_value against patients (log scale). Solid: every '
                  f'default; dashed: the best fixed clip chosen with hindsight. Dark: epsilon 1; '
-                 f'light: epsilon 3.</text>')
+                 f'light: epsilon 3 (values above 2 drawn at 2).</text>')
     parts.append(f'<text x="20" y="{y + 16}">tests/utility/suite.py, {SEEDS} seeded releases per point, '
                  f'each on a new log.</text></svg>')
     with open(path, "w") as f:
